@@ -1,0 +1,205 @@
+"""The vocabulary: the small value types that cross each seam of the pipeline.
+
+sources -> LogLine -> parsers -> Event -> metrics / detectors -> Finding -> alerts -> Alert -> notifiers.
+This module imports nothing of kvwatch's own, so every stage can depend on it.
+Times are float seconds since the Unix epoch, UTC, taken from the logs (event time), never the wall clock.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Any, Literal
+
+Severity = Literal["critical", "warning", "info"]
+AlertState = Literal["firing", "resolved"]
+
+
+@dataclass(frozen=True, slots=True)
+class LogLine:
+    """One logical log line of a source, without its line ending; `time` is the transport's, if any."""
+
+    source: str
+    text: str
+    time: float | None = None
+
+
+# ---------------------------------------------------------------------------------------------
+# Events: what parsers make of lines. Each carries the source name and its event time.
+# ---------------------------------------------------------------------------------------------
+
+
+@dataclass(frozen=True, slots=True)
+class VllmStats:
+    """One engine's periodic stats line (V1 `loggers.py`, or V0 `metrics.py` with its prefix line).
+
+    `engine` is the engine index without padding ("0" when the line has none, "all" when aggregated).
+    Ratios are 0-1; None means the line did not carry the field.
+    """
+
+    source: str
+    time: float
+    engine: str
+    prompt_throughput: float
+    generation_throughput: float
+    running: int
+    waiting: int
+    kv_cache_usage: float | None
+    prefix_hit: float | None = None
+    external_hit: float | None = None
+    preemptions: int = 0
+    kv_device: str = "GPU"
+    v0: bool = False
+
+
+@dataclass(frozen=True, slots=True)
+class VllmPrefixV0:
+    """V0's separate `Prefix cache hit rate: GPU: x%, CPU: y%` record; CPU is swap space, kept apart."""
+
+    source: str
+    time: float
+    engine: str
+    gpu_hit: float
+    cpu_swap_hit: float
+
+
+@dataclass(frozen=True, slots=True)
+class VllmKvTransfer:
+    """One `KV Transfer metrics:` line: per-interval deltas, attributed to the engine logged just above.
+
+    `store_bytes` / `load_bytes` are 0 when their key is missing from a line that has byte keys, and None
+    when the line carries no byte counts at all (a connector that reports none: unknown, not zero).
+    `values` keeps every numeric key as printed (nested MultiConnector dicts flattened with "/").
+    """
+
+    source: str
+    time: float
+    engine: str
+    store_bytes: int | None
+    load_bytes: int | None
+    lookups: int | None
+    values: dict[str, float] = field(default_factory=dict)
+
+
+@dataclass(frozen=True, slots=True)
+class VllmSpecDecoding:
+    """One `SpecDecoding metrics:` line, attributed to the engine logged just above."""
+
+    source: str
+    time: float
+    engine: str
+    accepted_tokens: int
+    drafted_tokens: int
+
+
+@dataclass(frozen=True, slots=True)
+class EngineFact:
+    """A startup fact detectors need (version, connector, excluded KV groups, KV capacity, ...).
+
+    Known keys: version, connector, connector_config, kv_offloading_size, spec_method,
+    offload_excluded_groups, hybrid_kv_disabled, stats_disabled, kv_capacity_tokens, block_size.
+    """
+
+    source: str
+    time: float
+    key: str
+    value: str
+    engine: str = "0"
+
+
+@dataclass(frozen=True, slots=True)
+class LlamaRequest:
+    """One llama.cpp request joined from its slot lines.
+
+    Token counts are None when the log did not show them; `derived` marks counts inferred from the
+    timing lines at default verbosity (less exact than `memory_seq_rm`).
+    """
+
+    source: str
+    time: float
+    slot: int
+    task: int
+    prompt_tokens: int | None
+    reused_tokens: int | None
+    new_tokens: int | None
+    selection: Literal["lcp", "lru", "id", "unknown"]
+    sim_best: float | None = None
+    f_keep: float | None = None
+    prompt_cache_rescue: bool = False
+    full_reprocess: bool = False
+    checkpoint_restores: int = 0
+    prompt_eval_seconds: float | None = None
+    derived: bool = False
+
+
+@dataclass(frozen=True, slots=True)
+class UsageRecord:
+    """One completed request from a gateway usage log (#6); prompt includes cached tokens."""
+
+    source: str
+    time: float
+    entry: str
+    model: str
+    prompt_tokens: int
+    cached_tokens: int
+    cache_creation_tokens: int = 0
+    input_tokens: int | None = None
+    client: str = ""
+    channel: str = ""
+
+
+@dataclass(frozen=True, slots=True)
+class ServerRestart:
+    """The engine process (re)started: per-source state from before no longer applies."""
+
+    source: str
+    time: float
+    engine_kind: str
+
+
+Event = (
+    VllmStats
+    | VllmPrefixV0
+    | VllmKvTransfer
+    | VllmSpecDecoding
+    | EngineFact
+    | LlamaRequest
+    | UsageRecord
+    | ServerRestart
+)
+
+
+# ---------------------------------------------------------------------------------------------
+# Detection and alerting
+# ---------------------------------------------------------------------------------------------
+
+
+@dataclass(frozen=True, slots=True)
+class Finding:
+    """A detector's verdict at one event time: the problem is present with this evidence."""
+
+    alert: str
+    labels: tuple[tuple[str, str], ...]
+    severity: Severity
+    summary: str
+    cause: str
+    fix: str
+    evidence: dict[str, Any]
+
+
+@dataclass(frozen=True, slots=True)
+class Alert:
+    """One alert transition as notifiers and `replay --format json` see it."""
+
+    alert: str
+    labels: dict[str, str]
+    severity: Severity
+    state: AlertState
+    at: float
+    summary: str
+    cause: str
+    fix: str
+    evidence: dict[str, Any]
+
+    def fingerprint(self) -> str:
+        """Identity of the alert: its name plus its sorted labels."""
+        return self.alert + "{" + ",".join(f"{k}={v}" for k, v in sorted(self.labels.items())) + "}"

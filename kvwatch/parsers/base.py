@@ -1,0 +1,53 @@
+"""What every parser is: a per-source object turning LogLines into Events, with a cheap prefilter.
+
+A parser holds the state its format needs across lines (the engine of the last stats line, a
+llama.cpp slot's request in progress, the year of the last timestamp) but does no I/O and never reads
+the clock: times come from the lines, from the transport, or from the settings.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Protocol
+
+from kvwatch.model import Event, LogLine
+
+#: The fixed default anchor for relative timestamps in replay (llama.cpp): 2026-01-01T00:00:00Z.
+DEFAULT_START = 1767225600.0
+
+
+@dataclass(frozen=True, slots=True)
+class ParseError:
+    """A line of a known shape whose values cannot be trusted (garbage numbers, torn record)."""
+
+    reason: str
+
+
+#: `parse` returns the events of a recognised line (possibly none), a ParseError, or None (not ours).
+ParseResult = list[Event] | ParseError | None
+
+
+@dataclass(frozen=True, slots=True)
+class ParserSettings:
+    """What a parser may not guess: the year and zone of year-less timestamps, the relative-time anchor."""
+
+    year: int | None = None  # None: the year of the transport time, else of `now_year`
+    now_year: int = 2026
+    tz: str = "UTC"
+    start: float = DEFAULT_START  # where relative timestamps (llama.cpp) begin
+
+
+class Parser(Protocol):
+    """The seam between lines and events."""
+
+    #: A line containing none of these (as ASCII bytes/str) cannot yield anything: parse() returns None
+    #: for it. Callers may skip such lines without calling parse(); the counts come out the same.
+    markers: tuple[str, ...]
+
+    def parse(self, line: LogLine) -> ParseResult:
+        """Turn one line into events."""
+        ...
+
+    def flush(self) -> list[Event]:
+        """At end of input: the events still held back (requests cut mid-way are dropped, not guessed)."""
+        ...

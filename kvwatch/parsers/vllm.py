@@ -1,0 +1,144 @@
+"""vLLM's log, 0.4 to 0.33: stats lines, KV Transfer and SpecDecoding lines, startup facts.
+
+A record is `[VLLM_LOGGING_PREFIX][(Name pid=N) ]LEVEL MM-DD HH:MM:SS [file:line] message`
+(`file:line] ` without the bracket up to 0.7; a path instead of a basename under DEBUG). The header is
+searched, not anchored, so any logging prefix and the process prefix pass. SpecDecoding and KV Transfer
+lines carry no engine id: they belong to the `Engine NNN:` stats line logged just before them.
+"""
+
+from __future__ import annotations
+
+import re
+
+from kvwatch.model import EngineFact, Event, LogLine, ServerRestart, VllmKvTransfer, VllmSpecDecoding
+from kvwatch.parsers import vllm_facts
+from kvwatch.parsers.base import ParseError, ParseResult, ParserSettings
+from kvwatch.parsers.clock import YearlessClock
+from kvwatch.parsers.text import segments, strip_ansi
+from kvwatch.parsers.vllm_kv import KvPayloadError, parse_kv_payload
+from kvwatch.parsers.vllm_stats import parse_stats, parse_v0_prefix
+
+_HEADER = re.compile(
+    r"(?:DEBUG|INFO|WARNING|ERROR|CRITICAL) (\d\d)-(\d\d) (\d\d):(\d\d):(\d\d) "
+    r"\[?[^\]\s]+:\d+\] "
+)
+_PROCESS = re.compile(r"\((\w+) pid=\d+\)")
+_ENGINE_PROC = re.compile(r"EngineCore_(?:DP)?(\d+)")
+_SPEC = re.compile(r"Accepted: (\d+) tokens, Drafted: (\d+) tokens")
+_V0_SPEC = re.compile(r"Number of accepted tokens: (\d+), Number of draft tokens: (\d+)")
+_RESTART = ("vLLM API server version", "vLLM server version")
+
+#: Every line that can yield an event contains one of these.
+MARKERS = ("throughput:", "Prefix cache hit rate", "KV Transfer metrics", "SpecDecoding metrics", "Speculative metrics", *vllm_facts.MARKERS)
+
+
+class VllmParser:
+    """Per-source vLLM state: the engine of the last stats line, the year, the last event time."""
+
+    markers = MARKERS
+
+    def __init__(self, source: str, settings: ParserSettings) -> None:
+        self.source = source
+        self._clock = YearlessClock(settings.year or settings.now_year, settings.tz)
+        self._year_given = settings.year is not None
+        self._engine = "0"
+        self._last_time: float | None = None
+
+    def parse(self, line: LogLine) -> ParseResult:
+        """Parse one physical line (possibly several `\\r`-separated records)."""
+        events: list[Event] = []
+        recognised, error = False, None
+        for piece in segments(line.text):
+            outcome = self._record(strip_ansi(piece), line.time)
+            if isinstance(outcome, list):
+                recognised = True
+                events.extend(outcome)
+            elif outcome is not None and error is None:
+                error = outcome
+        if recognised:
+            return events
+        return error
+
+    def flush(self) -> list[Event]:
+        """vLLM holds nothing back."""
+        return []
+
+    def _time(self, text: str, transport: float | None) -> tuple[float | None, str, str]:
+        match = _HEADER.search(text)
+        if match is None:
+            return (transport if transport is not None else self._last_time), text, text
+        mo, day, hh, mm, ss = (int(g) for g in match.groups())
+        when = self._clock.resolve(mo, day, (hh, mm, ss), transport)
+        return when, text[: match.start()], text[match.end() :]
+
+    def _record(self, text: str, transport: float | None) -> ParseResult:
+        if not any(marker in text for marker in MARKERS):
+            return None
+        when, prefix, message = self._time(text, transport)
+        if when is None:
+            return ParseError("vllm: no usable time (bad date, no transport time, no earlier event)")
+        events = self._message(message, prefix, when)
+        if events is not None and not isinstance(events, ParseError):
+            self._last_time = when
+        return events
+
+    def _message(self, message: str, prefix: str, when: float) -> ParseResult:
+        if "throughput:" in message and "Running:" in message:
+            stats = parse_stats(self.source, when, message)
+            if isinstance(stats, ParseError):
+                return stats
+            self._engine = stats.engine
+            return [stats]
+        if message.startswith("Prefix cache hit rate: GPU"):
+            v0 = parse_v0_prefix(self.source, when, message)
+            return None if v0 is None else (v0 if isinstance(v0, ParseError) else [v0])
+        if message.startswith("KV Transfer metrics: "):
+            return self._kv(message[len("KV Transfer metrics: ") :], when)
+        if message.startswith(("SpecDecoding metrics: ", "Speculative metrics: ")):
+            return self._spec(message, when)
+        return self._facts(message, prefix, when)
+
+    def _kv(self, payload: str, when: float) -> ParseResult:
+        try:
+            kv = parse_kv_payload(payload)
+        except KvPayloadError as err:
+            return ParseError(f"vllm KV Transfer: {err}")
+        return [
+            VllmKvTransfer(
+                source=self.source,
+                time=when,
+                engine=self._engine,
+                store_bytes=kv.store_bytes,
+                load_bytes=kv.load_bytes,
+                lookups=kv.lookups,
+                values=kv.values,
+            )
+        ]
+
+    def _spec(self, message: str, when: float) -> ParseResult:
+        match = _SPEC.search(message) or _V0_SPEC.search(message)
+        if match is None:
+            return ParseError("vllm SpecDecoding: accepted/drafted counts unreadable")
+        accepted, drafted = int(match.group(1)), int(match.group(2))
+        return [VllmSpecDecoding(self.source, when, self._engine, accepted, drafted)]
+
+    def _facts(self, message: str, prefix: str, when: float) -> ParseResult:
+        facts = vllm_facts.facts_of(message)
+        if not facts:
+            return None
+        process = _PROCESS.search(prefix)
+        engine_match = _ENGINE_PROC.search(process.group(1)) if process else None
+        engine = str(int(engine_match.group(1))) if engine_match else "0"
+        events: list[Event] = []
+        if any(needle in message for needle in _RESTART):
+            self._engine = "0"
+            events.append(ServerRestart(self.source, when, "vllm"))
+        events.extend(EngineFact(self.source, when, key, value, engine) for key, value in facts)
+        return events
+
+
+def looks_like_vllm(sample: str) -> bool:
+    """Whether a file's first lines look like vLLM's log (for `--engine auto`)."""
+    return _HEADER.search(sample) is not None and (
+        "vllm" in sample.lower() or any(marker in sample for marker in MARKERS[:4])
+    )

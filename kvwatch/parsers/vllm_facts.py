@@ -1,0 +1,118 @@
+"""Startup facts from vLLM's log that detectors need: version, KV connector, excluded KV groups, ...
+
+Each rule is (a substring that must be present, a function of the message returning (key, value) pairs).
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Callable
+
+Facts = list[tuple[str, str]]
+
+_VERSION = re.compile(
+    r"vLLM (?:API )?server version ([0-9][\w.+-]*)|Initializing an? (?:V1 )?LLM engine \(v([^)\s]+)\)"
+)
+_CONNECTOR_NAME = re.compile(r"Creating v1 connector with name: (\w+)")
+_KV_CONNECTOR = re.compile(r"kv_connector='(\w+)'")
+_EXTRA = re.compile(r"kv_connector_extra_config=(\{[^{}]*\})")
+_OFFLOAD_SIZE = re.compile(r"'kv_offloading_size': ([0-9.]+)")
+_BACKEND = re.compile(r"'kv_offloading_backend': '(\w+)'")
+_BLOCK = re.compile(r"'block_size': (\d+)")
+_SPEC = re.compile(r"(?:'method': |SpeculativeConfig\(method=)'(\w+)'")
+_API_SERVERS = re.compile(r"'api_server_count': (\d+)|api_server_count to data_parallel_size \((\d+)\)")
+_EXCLUDED = re.compile(r"KV offloading: (EAGLE/MTP) draft attention groups (\[[^\]]*\]) detected")
+_CAPACITY = re.compile(r"\b([A-Z]+) KV cache size: ([\d,]+) tokens")
+
+
+def _version(message: str) -> Facts:
+    match = _VERSION.search(message)
+    return [("version", match.group(1) or match.group(2))] if match else []
+
+
+def _connector(message: str) -> Facts:
+    match = _CONNECTOR_NAME.search(message)
+    return [("connector", match.group(1))] if match else []
+
+
+def _non_default(message: str) -> Facts:
+    facts: Facts = []
+    for key, pattern in (
+        ("connector", _KV_CONNECTOR),
+        ("connector_config", _EXTRA),
+        ("kv_offloading_size", _OFFLOAD_SIZE),
+        ("kv_offloading_backend", _BACKEND),
+        ("block_size", _BLOCK),
+        ("spec_method", _SPEC),
+    ):
+        match = pattern.search(message)
+        if match:
+            facts.append((key, match.group(1)))
+    servers = _API_SERVERS.search(message)
+    if servers:
+        facts.append(("api_server_count", servers.group(1) or servers.group(2)))
+    if "'disable_log_stats': True" in message:
+        facts.append(("stats_disabled", "--disable-log-stats"))
+    return facts
+
+
+def _engine_config(message: str) -> Facts:
+    facts = _version(message)
+    spec = _SPEC.search(message)
+    if spec:
+        facts.append(("spec_method", spec.group(1)))
+    return facts
+
+
+def _excluded(message: str) -> Facts:
+    match = _EXCLUDED.search(message)
+    return [("offload_excluded_groups", f"{match.group(1)} {match.group(2)}")] if match else []
+
+
+def _hybrid(message: str) -> Facts:
+    return [("hybrid_kv_disabled", message.split(".", 1)[0][:160])]
+
+
+def _stats_off(message: str) -> Facts:
+    return [("stats_disabled", "api_server_count > 1")]
+
+
+def _api_servers(message: str) -> Facts:
+    match = _API_SERVERS.search(message)
+    return [("api_server_count", match.group(1) or match.group(2))] if match else []
+
+
+def _capacity(message: str) -> Facts:
+    match = _CAPACITY.search(message)
+    return [("kv_capacity_tokens", match.group(2).replace(",", ""))] if match else []
+
+
+def _no_drafter(message: str) -> Facts:
+    return [("offload_excluded_groups", "none (no drafter group annotated)")]
+
+
+RULES: tuple[tuple[str, Callable[[str], Facts]], ...] = (
+    ("server version", _version),
+    ("LLM engine (v", _engine_config),
+    ("Creating v1 connector", _connector),
+    ("non-default args", _non_default),
+    ("KV offloading: EAGLE/MTP", _excluded),
+    ("no KV-cache group is annotated as a drafter", _no_drafter),
+    ("ybrid kv cache manager", _hybrid),
+    ("ybrid KV cache manager is disabled", _hybrid),
+    ("disabling stats logging", _stats_off),
+    ("Defaulting api_server_count", _api_servers),
+    ("KV cache size:", _capacity),
+)
+
+#: Substrings that make a line worth a look for startup facts (the prefilter's share).
+MARKERS = ("version", "LLM engine", "connector", "non-default", "KV offloading", "ybrid", "stats logging", "api_server_count", "KV cache size")
+
+
+def facts_of(message: str) -> Facts:
+    """Every startup fact the message states."""
+    facts: Facts = []
+    for needle, rule in RULES:
+        if needle in message:
+            facts.extend(rule(message))
+    return facts

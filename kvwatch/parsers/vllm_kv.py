@@ -1,0 +1,123 @@
+"""The payload of vLLM's `KV Transfer metrics: ...` line, in its three key generations.
+
+- 0.16-0.23: `GPU_to_CPU_total_bytes=N, GPU_to_CPU_total_time=F, CPU_to_GPU_total_bytes=N, ...`
+- 0.24+: flat `vllm:kv_offload_store_bytes=N, ...`; histograms as `name_count`/`name_sum`; labelled keys
+  `name:('fs',)=V`, whose key itself contains `", "`.
+- MultiConnector: `OffloadingConnector={'vllm:kv_offload_store_bytes': 1, ...}, NixlConnector={...}`.
+Values are per-interval deltas. A direction with nothing to report is left out, so a missing byte key
+on an offload line means 0; a line with no offload keys at all (another connector) means unknown.
+"""
+
+from __future__ import annotations
+
+import ast
+import math
+from dataclasses import dataclass
+
+_STORE_KEYS = ("vllm:kv_offload_store_bytes", "GPU_to_CPU_total_bytes")
+_LOAD_KEYS = ("vllm:kv_offload_load_bytes", "CPU_to_GPU_total_bytes")
+_LOOKUP_KEYS = (
+    "vllm:kv_offload_lookup_sync_delay_seconds_count",
+    "vllm:kv_offload_lookup_async_delay_seconds_count",
+)
+_OPEN, _CLOSE = "([{", ")]}"
+
+
+class KvPayloadError(ValueError):
+    """The payload is not a well-formed `k=v` list, or a value is negative or not finite."""
+
+
+@dataclass(frozen=True, slots=True)
+class KvPayload:
+    """Numeric keys of one line, flattened (`Connector/key` for MultiConnector), and the verdicts."""
+
+    values: dict[str, float]
+    store_bytes: int | None
+    load_bytes: int | None
+    lookups: int | None
+
+
+def split_top(text: str) -> list[str]:
+    """Split on `", "` outside brackets and quotes."""
+    parts: list[str] = []
+    depth, quote, start, i = 0, "", 0, 0
+    while i < len(text):
+        ch = text[i]
+        if quote:
+            quote = "" if ch == quote else quote
+        elif ch in "'\"":
+            quote = ch
+        elif ch in _OPEN:
+            depth += 1
+        elif ch in _CLOSE:
+            depth -= 1
+        elif depth == 0 and text.startswith(", ", i):
+            parts.append(text[start:i])
+            start = i + 2
+            i += 1
+        i += 1
+    parts.append(text[start:])
+    return [part for part in parts if part]
+
+
+def _number(value: object, key: str) -> float | None:
+    if isinstance(value, bool) or not isinstance(value, (int, float)):
+        return None
+    number = float(value)
+    if not math.isfinite(number) or number < 0:
+        raise KvPayloadError(f"{key}: {value!r} is not a finite non-negative number")
+    return number
+
+
+def _literal(text: str) -> object:
+    try:
+        return ast.literal_eval(text)
+    except (ValueError, SyntaxError, MemoryError, RecursionError):
+        return None
+
+
+def _flatten(text: str) -> dict[str, float]:
+    values: dict[str, float] = {}
+    for item in split_top(text):
+        key, eq, raw = item.partition("=")
+        if not eq or not key:
+            raise KvPayloadError(f"not a key=value pair: {item[:80]!r}")
+        raw = raw.strip()
+        if raw.startswith("{"):
+            nested = _literal(raw)
+            if not isinstance(nested, dict):
+                raise KvPayloadError(f"{key}: unreadable nested stats")
+            for inner, value in nested.items():
+                number = _number(value, f"{key}/{inner}")
+                if number is not None:
+                    values[f"{key}/{inner}"] = number
+            continue
+        if raw.lower() in ("nan", "inf", "-inf", "+inf"):
+            raise KvPayloadError(f"{key}: {raw} is not a finite number")
+        number = _number(_literal(raw), key)
+        if number is not None:
+            values[key] = number
+    return values
+
+
+def _pick(values: dict[str, float], names: tuple[str, ...]) -> float | None:
+    found = [v for k, v in values.items() if k.rpartition("/")[2] in names]
+    return sum(found) if found else None
+
+
+def parse_kv_payload(text: str) -> KvPayload:
+    """Parse the text after `KV Transfer metrics: `."""
+    values = _flatten(text)
+    offload = any(
+        k.rpartition("/")[2].startswith("vllm:kv_offload_") or "_to_" in k.rpartition("/")[2]
+        for k in values
+    )
+    store = _pick(values, _STORE_KEYS)
+    load = _pick(values, _LOAD_KEYS)
+    lookups = _pick(values, _LOOKUP_KEYS)
+    return KvPayload(
+        values=values,
+        store_bytes=int(store or 0) if offload else None,
+        load_bytes=int(load or 0) if offload else None,
+        lookups=None if lookups is None else int(lookups),
+    )

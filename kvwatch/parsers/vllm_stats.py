@@ -1,0 +1,98 @@
+"""vLLM's periodic stats message, every shape from 0.4 to 0.33, matched by label, never by position.
+
+V1: `[Engine 000: | 4 Engines Aggregated: ]Avg prompt throughput: ..., Running: N reqs, Waiting: N reqs
+[, Deferred][, KV fetch][, Preemptions], <DEV> KV cache usage: x%[, Prefix cache hit rate: y%][, Corrupted]
+[, External prefix cache hit rate: z%][, MM cache hit rate: w%]`.
+V0: `... Running: N reqs, Swapped: N reqs, Pending: N reqs, GPU KV cache usage: x%, CPU KV cache usage: y%.`
+(V0's CPU figure is swap space) followed by a separate `Prefix cache hit rate: GPU: x%, CPU: y%` record.
+"""
+
+from __future__ import annotations
+
+import re
+
+from kvwatch.model import VllmPrefixV0, VllmStats
+from kvwatch.parsers.base import ParseError
+from kvwatch.parsers.text import count, finite, percent
+
+_ENGINE = re.compile(r"^(?:Engine (\d+)|(\d+) Engines Aggregated): ")
+_FIELD = re.compile(r"([A-Z][A-Za-z ]*?): ([^,]*)")
+_DEVICE_USAGE = re.compile(r"^([A-Z][A-Z0-9]*) KV cache usage$")
+_V0_PREFIX = re.compile(r"^Prefix cache hit rate: GPU: ([^%]+)%, CPU: ([^%]+)%")
+
+
+def engine_label(message: str) -> tuple[str, str]:
+    """The engine label (`"1"` for `Engine 001:`, `"all"` aggregated, `"0"` none) and the rest."""
+    match = _ENGINE.match(message)
+    if match is None:
+        return "0", message
+    return ("all" if match.group(2) else str(int(match.group(1)))), message[match.end() :]
+
+
+def _fields(body: str) -> dict[str, str]:
+    return {label: value.strip() for label, value in _FIELD.findall(body)}
+
+
+def _rate(value: str | None, unit: str) -> float | None:
+    if value is None or not value.endswith(unit):
+        return None
+    number = finite(value[: -len(unit)].strip())
+    return number if number is not None and number >= 0 else None
+
+
+def _kv_usage(fields: dict[str, str], v0: bool) -> tuple[str, str] | None:
+    for label, value in fields.items():
+        match = _DEVICE_USAGE.match(label)
+        if match and (not v0 or match.group(1) == "GPU"):
+            return match.group(1), value
+    return None
+
+
+def parse_stats(source: str, time: float, message: str) -> VllmStats | ParseError:
+    """Parse a stats message (after the log header) into one engine's interval."""
+    engine, body = engine_label(message)
+    fields = _fields(body.rstrip("."))
+    v0 = "Swapped" in fields or "Pending" in fields
+    prompt = _rate(fields.get("Avg prompt throughput"), "tokens/s")
+    generation = _rate(fields.get("Avg generation throughput"), "tokens/s")
+    running = count(fields.get("Running", "").removesuffix("reqs"))
+    waiting = count(fields.get("Pending" if v0 else "Waiting", "").removesuffix("reqs"))
+    if prompt is None or generation is None or running is None or waiting is None:
+        return ParseError("vllm stats: throughput or request counts unreadable")
+    usage = _kv_usage(fields, v0)
+    kv_usage = percent(usage[1].rstrip("%")) if usage else None
+    ratios: dict[str, float | None] = {}
+    for label in ("Prefix cache hit rate", "External prefix cache hit rate"):
+        raw = fields.get(label)
+        ratios[label] = None if raw is None else percent(raw.rstrip("%"))
+        if raw is not None and ratios[label] is None:
+            return ParseError(f"vllm stats: {label} out of range")
+    if usage is not None and kv_usage is None:
+        return ParseError("vllm stats: KV cache usage out of range")
+    preemptions = count(fields.get("Preemptions", "0")) or 0
+    return VllmStats(
+        source=source,
+        time=time,
+        engine=engine,
+        prompt_throughput=prompt,
+        generation_throughput=generation,
+        running=running,
+        waiting=waiting,
+        kv_cache_usage=kv_usage,
+        prefix_hit=ratios["Prefix cache hit rate"],
+        external_hit=ratios["External prefix cache hit rate"],
+        preemptions=preemptions,
+        kv_device=usage[0] if usage else "GPU",
+        v0=v0,
+    )
+
+
+def parse_v0_prefix(source: str, time: float, message: str) -> VllmPrefixV0 | ParseError | None:
+    """V0's separate prefix-cache record; None when the message is something else."""
+    match = _V0_PREFIX.match(message)
+    if match is None:
+        return None
+    gpu, cpu = percent(match.group(1)), percent(match.group(2))
+    if gpu is None or cpu is None:
+        return ParseError("vllm V0 prefix line: rate out of range")
+    return VllmPrefixV0(source=source, time=time, engine="0", gpu_hit=gpu, cpu_swap_hit=cpu)

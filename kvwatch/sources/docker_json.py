@@ -1,0 +1,115 @@
+"""Docker's json-file log driver and `docker logs -t`: physical entries back into log lines.
+
+json-file (moby `jsonlog`): `{"log":"<bytes incl. \\n>","stream":"stdout","time":"<RFC3339Nano>"}`, one
+entry per line. The log copier cuts lines at 16 KiB; every entry but the last of a cut line lacks the
+trailing `\\n`, and json-file stores no other marker, so entries are joined until one ends in `\\n`.
+`docker logs -t` prefixes each *entry* with a 9-digit timestamp; a cut line therefore carries a second
+timestamp glued in at each 16 KiB boundary, which is removed.
+"""
+
+from __future__ import annotations
+
+import json
+import re
+from dataclasses import dataclass
+
+from kvwatch.parsers.clock import parse_rfc3339
+
+DOCKER_SPLIT = 16 * 1024
+_TS_PREFIX = re.compile(rb"^(\d{4}-\d\d-\d\dT\d\d:\d\d:\d\d(?:\.\d{1,9})?(?:Z|[+-]\d\d:\d\d)) ")
+_TS_GLUED = re.compile(rb"\d{4}-\d\d-\d\dT\d\d:\d\d:\d\d\.\d{9}Z ")
+
+
+@dataclass(frozen=True, slots=True)
+class Entry:
+    """One decoded json-file entry."""
+
+    log: str
+    stream: str
+    time: float | None
+
+
+def decode_entry(raw: bytes | str) -> Entry | None:
+    """Decode one json-file line; None when it is not a docker entry (counted by the caller)."""
+    try:
+        obj = json.loads(raw)
+    except (ValueError, RecursionError):
+        return None
+    if not isinstance(obj, dict):
+        return None
+    log, stream, stamp = obj.get("log"), obj.get("stream", ""), obj.get("time")
+    if not isinstance(log, str) or not isinstance(stream, str) or not isinstance(stamp, str):
+        return None
+    return Entry(log=log, stream=stream, time=parse_rfc3339(stamp))
+
+
+class EntryJoiner:
+    """Joins 16 KiB partial entries (per stream) into whole lines, bounded by a size cap."""
+
+    def __init__(self, max_line: int = 1 << 20) -> None:
+        self._parts: dict[str, list[str]] = {}
+        self._sizes: dict[str, int] = {}
+        self._times: dict[str, float | None] = {}
+        self.max_line = max_line
+        self.truncated = 0
+
+    @property
+    def busy(self) -> bool:
+        """Whether a cut line is waiting for its next entry."""
+        return bool(self._parts)
+
+    def add(self, entry: Entry) -> tuple[str, float | None] | None:
+        """Add an entry; return (line without its ending, time of its first entry) once complete."""
+        stream = entry.stream
+        if not entry.log.endswith("\n"):
+            size = self._sizes.get(stream, 0)
+            if stream not in self._parts:
+                self._parts[stream], self._times[stream] = [], entry.time
+            if size < self.max_line:
+                self._parts[stream].append(entry.log[: self.max_line - size])
+                if size + len(entry.log) > self.max_line:
+                    self.truncated += 1
+            self._sizes[stream] = size + len(entry.log)
+            return None
+        parts = self._parts.pop(stream, None)
+        if parts is None:
+            return entry.log[:-1].removesuffix("\r"), entry.time
+        size = self._sizes.pop(stream)
+        parts.append(entry.log[: max(0, self.max_line - size)])
+        text = "".join(parts)
+        return text.removesuffix("\n").removesuffix("\r"), self._times.pop(stream)
+
+    def pending(self) -> list[tuple[str, float | None]]:
+        """Lines still waiting for their end (at end of input)."""
+        out = [("".join(parts), self._times[stream]) for stream, parts in self._parts.items()]
+        self._parts.clear()
+        self._sizes.clear()
+        self._times.clear()
+        return out
+
+
+def split_logs_t(text: bytes) -> tuple[bytes, float | None]:
+    """Strip a `docker logs -t` timestamp and the ones glued in at 16 KiB (byte) boundaries."""
+    match = _TS_PREFIX.match(text)
+    if match is None:
+        return text, None
+    stamp = parse_rfc3339(match.group(1).decode("ascii"))
+    rest = text[match.end() :]
+    if len(rest) <= DOCKER_SPLIT:
+        return rest, stamp
+    pieces: list[bytes] = []
+    pos = 0
+    while len(rest) - pos > DOCKER_SPLIT:
+        glued = _TS_GLUED.match(rest, pos + DOCKER_SPLIT)
+        if glued is None:
+            break
+        pieces.append(rest[pos : pos + DOCKER_SPLIT])
+        pos = glued.end()
+    pieces.append(rest[pos:])
+    return b"".join(pieces), stamp
+
+
+def looks_like_logs_t(sample: bytes) -> bool:
+    """Whether most of the first lines start with `docker logs -t` timestamps."""
+    lines = [line for line in sample.splitlines()[:20] if line]
+    return bool(lines) and sum(1 for line in lines if _TS_PREFIX.match(line)) * 2 > len(lines)
