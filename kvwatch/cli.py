@@ -57,8 +57,7 @@ def build_parser() -> argparse.ArgumentParser:
         "--start",
         type=_start,
         default=DEFAULT_START,
-        help="anchor of relative timestamps (llama.cpp), RFC 3339 or epoch "
-        "(default 2026-01-01T00:00:00Z)",
+        help="anchor of relative timestamps (llama.cpp), RFC 3339 or epoch (default 2026-01-01T00:00:00Z)",
     )
     return parser
 
@@ -95,7 +94,10 @@ def cmd_replay(args: argparse.Namespace) -> int:
     if args.format == "prom":
         sys.stdout.write(prom_text(result.registry))
     elif args.format == "json":
-        body = {"metrics": samples(result.registry), "alerts": [alert_json(a) for a in result.alerts]}
+        body = {
+            "metrics": samples(result.registry),
+            "alerts": [alert_json(a) for a in result.alerts],
+        }
         sys.stdout.write(json.dumps(body, indent=1, sort_keys=True) + "\n")
     elif args.format == "golden":
         sys.stdout.write("\n".join(golden_lines(result.registry, result.alerts)) + "\n")

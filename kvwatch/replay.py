@@ -64,9 +64,7 @@ def _events(item: ReplayInput, run: SourceRun, framer: Framer) -> Iterator[Event
     yield from run.parser.flush()
 
 
-def replay(
-    inputs: Sequence[ReplayInput], settings: ParserSettings, tick_every: float = 60.0
-) -> ReplayResult:
+def replay(inputs: Sequence[ReplayInput], settings: ParserSettings, tick_every: float = 60.0) -> ReplayResult:
     """Replay files through a fresh pipeline; raises OSError for a missing or unreadable file."""
     registry = CollectorRegistry(auto_describe=True)
     metrics = Metrics(registry)

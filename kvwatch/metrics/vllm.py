@@ -32,32 +32,39 @@ class VllmMetrics:
             "External (KV connector, e.g. CPU offload) prefix cache hit rate (0-1) as last logged.",
         )
         self.kv_usage = gauge(
-            "kvwatch_vllm_kv_cache_usage_ratio", "Share of KV cache blocks in use (0-1), last logged."
+            "kvwatch_vllm_kv_cache_usage_ratio",
+            "Share of KV cache blocks in use (0-1), last logged.",
         )
         self.stats_lines = counter(
             "kvwatch_vllm_stats_lines", "Stats lines logged, one per engine per stats interval."
         )
         self.store = counter(
-            "kvwatch_vllm_kv_offload_store_bytes", "Bytes the KV connector stored (GPU to offload tier)."
+            "kvwatch_vllm_kv_offload_store_bytes",
+            "Bytes the KV connector stored (GPU to offload tier).",
         )
         self.load = counter(
-            "kvwatch_vllm_kv_offload_load_bytes", "Bytes the KV connector loaded back (offload tier to GPU)."
+            "kvwatch_vllm_kv_offload_load_bytes",
+            "Bytes the KV connector loaded back (offload tier to GPU).",
         )
         self.lookups = counter(
             "kvwatch_vllm_kv_offload_lookups", "Offload lookups reported by the connector (0.26+)."
         )
         self.capacity = gauge(
-            "kvwatch_vllm_kv_cache_capacity_tokens", "KV cache capacity in tokens from the startup log."
+            "kvwatch_vllm_kv_cache_capacity_tokens",
+            "KV cache capacity in tokens from the startup log.",
         )
         self.info = gauge(
-            "kvwatch_vllm_info", "vLLM version and KV connector seen in the log (value 1).",
+            "kvwatch_vllm_info",
+            "vLLM version and KV connector seen in the log (value 1).",
             ("source", "version", "connector"),
         )
         self.prompt_tps = gauge(
-            "kvwatch_vllm_prompt_throughput_tokens_per_second", "Avg prompt throughput, last logged."
+            "kvwatch_vllm_prompt_throughput_tokens_per_second",
+            "Avg prompt throughput, last logged.",
         )
         self.gen_tps = gauge(
-            "kvwatch_vllm_generation_throughput_tokens_per_second", "Avg generation throughput, last logged."
+            "kvwatch_vllm_generation_throughput_tokens_per_second",
+            "Avg generation throughput, last logged.",
         )
         self.running = gauge("kvwatch_vllm_requests_running", "Requests running, last logged.")
         self.waiting = gauge("kvwatch_vllm_requests_waiting", "Requests waiting, last logged.")

@@ -10,7 +10,14 @@ from __future__ import annotations
 
 import re
 
-from kvwatch.model import EngineFact, Event, LogLine, ServerRestart, VllmKvTransfer, VllmSpecDecoding
+from kvwatch.model import (
+    EngineFact,
+    Event,
+    LogLine,
+    ServerRestart,
+    VllmKvTransfer,
+    VllmSpecDecoding,
+)
 from kvwatch.parsers import vllm_facts
 from kvwatch.parsers.base import ParseError, ParseResult, ParserSettings
 from kvwatch.parsers.clock import YearlessClock
@@ -29,13 +36,20 @@ _V0_SPEC = re.compile(r"Number of accepted tokens: (\d+), Number of draft tokens
 _RESTART = ("vLLM API server version", "vLLM server version")
 
 #: Every line that can yield an event contains one of these.
-MARKERS = ("throughput:", "Prefix cache hit rate", "KV Transfer metrics", "SpecDecoding metrics", "Speculative metrics", *vllm_facts.MARKERS)
+MARKERS = (
+    "throughput:",
+    "Prefix cache hit rate",
+    "KV Transfer metrics",
+    "SpecDecoding metrics",
+    "Speculative metrics",
+    *vllm_facts.MARKERS,
+)
 
 
 class VllmParser:
     """Per-source vLLM state: the engine of the last stats line, the year, the last event time."""
 
-    markers = MARKERS
+    markers: tuple[str, ...] = MARKERS
 
     def __init__(self, source: str, settings: ParserSettings) -> None:
         self.source = source

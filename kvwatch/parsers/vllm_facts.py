@@ -106,7 +106,17 @@ RULES: tuple[tuple[str, Callable[[str], Facts]], ...] = (
 )
 
 #: Substrings that make a line worth a look for startup facts (the prefilter's share).
-MARKERS = ("version", "LLM engine", "connector", "non-default", "KV offloading", "ybrid", "stats logging", "api_server_count", "KV cache size")
+MARKERS = (
+    "version",
+    "LLM engine",
+    "connector",
+    "non-default",
+    "KV offloading",
+    "ybrid",
+    "stats logging",
+    "api_server_count",
+    "KV cache size",
+)
 
 
 def facts_of(message: str) -> Facts:

@@ -109,8 +109,7 @@ def parse_kv_payload(text: str) -> KvPayload:
     """Parse the text after `KV Transfer metrics: `."""
     values = _flatten(text)
     offload = any(
-        k.rpartition("/")[2].startswith("vllm:kv_offload_") or "_to_" in k.rpartition("/")[2]
-        for k in values
+        k.rpartition("/")[2].startswith("vllm:kv_offload_") or "_to_" in k.rpartition("/")[2] for k in values
     )
     store = _pick(values, _STORE_KEYS)
     load = _pick(values, _LOAD_KEYS)

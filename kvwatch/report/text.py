@@ -40,7 +40,11 @@ def _vllm(view: SourceView) -> list[str]:
 
 def _source(name: str, view: SourceView) -> list[str]:
     counts = view.counts
-    span = f"{iso(view.first)} .. {iso(view.last)}" if view.first is not None and view.last is not None else "no events"
+    span = (
+        f"{iso(view.first)} .. {iso(view.last)}"
+        if view.first is not None and view.last is not None
+        else "no events"
+    )
     lines = [
         f"source {name} (engine {view.engine}, {view.framing})",
         f"  lines {counts.lines}, recognised {counts.recognized}, parse errors {counts.errors}, "
@@ -65,5 +69,7 @@ def render(summary: Summary, alerts: list[Alert]) -> str:
         lines.append("")
     lines.append(f"alerts: {len(alerts)} transitions")
     for alert in alerts:
-        lines.append(f"  {iso(alert.at)}  {alert.state:<8} {alert.severity:<8} {alert.alert}  {alert.summary}")
+        lines.append(
+            f"  {iso(alert.at)}  {alert.state:<8} {alert.severity:<8} {alert.alert}  {alert.summary}"
+        )
     return "\n".join(lines) + "\n"

@@ -1,0 +1,27 @@
+"""LogLine -> Event, one parser per engine; `make_parser` and `detect_engine` pick one."""
+
+from __future__ import annotations
+
+from kvwatch.parsers.base import Parser, ParserSettings
+from kvwatch.parsers.llamacpp import LlamacppParser, looks_like_llamacpp
+from kvwatch.parsers.vllm import VllmParser, looks_like_vllm
+
+ENGINES = ("vllm", "llamacpp")
+
+
+def make_parser(engine: str, source: str, settings: ParserSettings) -> Parser:
+    """A fresh parser for one source."""
+    if engine == "vllm":
+        return VllmParser(source, settings)
+    if engine == "llamacpp":
+        return LlamacppParser(source, settings)
+    raise ValueError(f"unknown engine {engine!r}; known: {', '.join(ENGINES)}")
+
+
+def detect_engine(sample: str) -> str | None:
+    """The engine whose log the sample (a file's first lines, decoded) looks like, if any."""
+    if looks_like_llamacpp(sample):
+        return "llamacpp"
+    if looks_like_vllm(sample):
+        return "vllm"
+    return None

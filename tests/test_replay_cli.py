@@ -1,0 +1,151 @@
+"""`kvwatch replay` as users call it: formats, streams, exit codes, the JSON contract, promtool."""
+
+from __future__ import annotations
+
+import json
+import shutil
+import subprocess
+import sys
+from pathlib import Path
+
+import jsonschema
+import pytest
+
+from kvwatch.cli import main
+
+LINES = [
+    "(APIServer pid=1) INFO 08-18 01:19:47 [api_server.py:1900] vLLM API server version 0.26.0",
+    "(EngineCore pid=9) INFO 08-18 01:19:48 [factory.py:62] Creating v1 connector with name: "
+    "OffloadingConnector and engine_id: x",
+    "(EngineCore pid=9) INFO 08-18 01:19:49 [kv_cache_utils.py:1087] GPU KV cache size: 1,000 tokens",
+    "(APIServer pid=1) INFO 08-18 01:22:08 [loggers.py:310] Engine 000: Avg prompt throughput: 3.0 "
+    "tokens/s, Avg generation throughput: 1.0 tokens/s, Running: 9 reqs, Waiting: 0 reqs, GPU KV cache "
+    "usage: 31.2%, Prefix cache hit rate: 86.9%, External prefix cache hit rate: 0.0%",
+    "(APIServer pid=1) INFO 08-18 01:22:08 [metrics.py:103] KV Transfer metrics: "
+    "vllm:kv_offload_store_bytes=300",
+    'INFO:     172.17.0.4:51541 - "POST /v1/chat/completions HTTP/1.1" 200 OK',
+]
+
+
+def contract_dir() -> Path:
+    """Where shared/contract lives (beside the checkout, as CI lays it)."""
+    for base in Path(__file__).resolve().parents:
+        candidate = base / "shared" / "contract"
+        if candidate.is_dir():
+            return candidate
+    raise AssertionError("shared/contract not found beside the checkout")
+
+
+@pytest.fixture
+def vllm_log(tmp_path: Path) -> Path:
+    """A small vLLM log file."""
+    path = tmp_path / "vllm.log.1"
+    path.write_text("\n".join(LINES) + "\n")
+    return path
+
+
+def run(capsys: pytest.CaptureFixture[str], *argv: str) -> tuple[int, str, str]:
+    """Run the CLI in-process; return status, stdout, stderr."""
+    status = main(list(argv))
+    out = capsys.readouterr()
+    return status, out.out, out.err
+
+
+def test_json_output_matches_the_contract(vllm_log: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    """`--format json` validates against replay.schema.json and carries exposition names."""
+    status, out, err = run(capsys, "replay", "--format", "json", "--year", "2026", str(vllm_log))
+    body = json.loads(out)
+    schema = json.loads((contract_dir() / "replay.schema.json").read_text())
+    jsonschema.validate(body, schema)
+    expected = [{"labels": {"engine": "0", "source": "vllm"}, "value": 300.0}]
+    assert (0, "", expected) == (
+        status,
+        err,
+        body["metrics"]["kvwatch_vllm_kv_offload_store_bytes_total"],
+    )
+    assert [] == body["alerts"]
+
+
+def test_contract_metric_names_types_and_labels(vllm_log: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    """Every vLLM and self metric of metrics.txt exists with its type and labels."""
+    status, out, _ = run(capsys, "replay", "--format", "prom", "--year", "2026", str(vllm_log))
+    types = dict(line.split()[2:4] for line in out.splitlines() if line.startswith("# TYPE "))
+    label_sets: dict[str, set[str]] = {}
+    for line in out.splitlines():
+        if line and not line.startswith("#"):
+            name, _, rest = line.partition("{")
+            label_sets.setdefault(name, set()).update(
+                part.split("=")[0] for part in rest.split("}")[0].split(",") if part
+            )
+    wanted = [
+        row.split()
+        for row in (contract_dir() / "metrics.txt").read_text().splitlines()
+        if row.startswith(("kvwatch_vllm_", "kvwatch_lines", "kvwatch_parse"))
+    ]
+    for name, kind, labels in wanted:
+        assert kind == types.get(name), name
+        assert set(labels.split(",")) == label_sets[name], name
+    assert 0 == status
+
+
+def test_promtool_check_metrics_is_clean(vllm_log: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    """`promtool check metrics` reports nothing on kvwatch's exposition, and there is no _created."""
+    _, out, _ = run(capsys, "replay", "--format", "prom", "--year", "2026", str(vllm_log))
+    promtool = shutil.which("promtool")
+    assert promtool is not None, "promtool (Debian package prometheus) must be installed"
+    done = subprocess.run(
+        [promtool, "check", "metrics"], input=out, capture_output=True, text=True, check=False
+    )
+    assert (0, "", "") == (done.returncode, done.stdout, done.stderr)
+    assert "_created" not in out
+
+
+def test_missing_file_is_one_line_and_exit_2(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    """A missing file: one line on stderr, nothing on stdout, exit 2."""
+    status, out, err = run(capsys, "replay", str(tmp_path / "nope.log"))
+    assert (2, "", 1) == (status, out, err.count("\n"))
+    assert "nope.log" in err
+
+
+def test_unrecognised_file_is_said_on_stderr(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    """A file nothing recognises: said on stderr, exit 0, stdout only the format."""
+    path = tmp_path / "notes.txt"
+    path.write_text("hello\nworld\n")
+    status, out, err = run(capsys, "replay", "--format", "json", str(path))
+    assert (0, True) == (status, "nothing in" in err)
+    assert {"kvwatch_lines_total": [{"labels": {"source": "notes"}, "value": 2.0}]}.items() <= json.loads(
+        out
+    )["metrics"].items()
+
+
+def test_source_flag_and_merge_by_time(
+    vllm_log: Path, tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """Several files under one `--source` are one timeline; the later gauge value wins."""
+    later = tmp_path / "b.log"
+    later.write_text(LINES[3].replace("01:22:08", "01:30:00").replace("86.9%", "10.0%") + "\n")
+    status, out, _ = run(
+        capsys,
+        "replay",
+        "--format",
+        "json",
+        "--year",
+        "2026",
+        "--source",
+        "x",
+        str(later),
+        str(vllm_log),
+    )
+    ratio = json.loads(out)["metrics"]["kvwatch_vllm_prefix_cache_hit_ratio"]
+    assert (0, [{"labels": {"engine": "0", "source": "x"}, "value": 0.1}]) == (status, ratio)
+
+
+def test_python_dash_m_works(vllm_log: Path) -> None:
+    """`python -m kvwatch` is the same entry point; text goes to stdout."""
+    done = subprocess.run(
+        [sys.executable, "-m", "kvwatch", "replay", "--year", "2026", str(vllm_log)],
+        capture_output=True,
+        text=True,
+        check=False,
+    )
+    assert (0, True) == (done.returncode, "source vllm (engine vllm, plain)" in done.stdout)

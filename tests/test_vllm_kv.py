@@ -1,0 +1,77 @@
+"""The KV Transfer payload in its three key generations."""
+
+from __future__ import annotations
+
+import pytest
+
+from kvwatch.parsers.vllm_kv import KvPayloadError, parse_kv_payload, split_top
+
+
+def test_gen1_keys() -> None:
+    """0.16-0.23 GPU_to_CPU / CPU_to_GPU keys map to store / load."""
+    kv = parse_kv_payload(
+        "GPU_to_CPU_total_bytes=300, GPU_to_CPU_total_time=0.5, CPU_to_GPU_total_bytes=7, "
+        "CPU_to_GPU_total_time=0.1"
+    )
+    assert (300, 7, None) == (kv.store_bytes, kv.load_bytes, kv.lookups)
+
+
+def test_gen1_missing_direction_is_zero() -> None:
+    """A direction with no transfer is left out by vLLM: zero for that interval."""
+    kv = parse_kv_payload("GPU_to_CPU_total_bytes=300, GPU_to_CPU_total_time=0.5")
+    assert (300, 0) == (kv.store_bytes, kv.load_bytes)
+
+
+def test_gen2_flat_keys_in_any_order_with_labelled_keys() -> None:
+    """0.24+ flat keys; a labelled key holding `", "` does not break the split."""
+    kv = parse_kv_payload(
+        "vllm:kv_offload_cpu_cache_usage_perc=0.1, vllm:kv_offload_tiering_read_bytes:('fs', 'a')=9, "
+        "vllm:kv_offload_load_bytes=40, vllm:kv_offload_store_bytes=3101687808, "
+        "vllm:kv_offload_lookup_sync_delay_seconds_count=7, "
+        "vllm:kv_offload_lookup_async_delay_seconds_count=2"
+    )
+    assert (3101687808, 40, 9) == (kv.store_bytes, kv.load_bytes, kv.lookups)
+    assert 9.0 == kv.values["vllm:kv_offload_tiering_read_bytes:('fs', 'a')"]
+
+
+def test_gen2_gauges_only_means_nothing_moved() -> None:
+    """An offload line with only manager gauges: store and load are 0, not unknown."""
+    kv = parse_kv_payload("vllm:kv_offload_cpu_cache_usage_perc=0.0")
+    assert (0, 0) == (kv.store_bytes, kv.load_bytes)
+
+
+def test_multiconnector_nested_dicts() -> None:
+    """MultiConnector nests per-connector dicts; offload bytes are found inside."""
+    kv = parse_kv_payload(
+        "OffloadingConnector={'vllm:kv_offload_store_bytes': 123, 'vllm:kv_offload_load_bytes': 4}, "
+        "NixlConnector={'Num successful transfers': 3, 'Avg xfer time (ms)': 1.5}"
+    )
+    assert (123, 4) == (kv.store_bytes, kv.load_bytes)
+    assert 3.0 == kv.values["NixlConnector/Num successful transfers"]
+
+
+def test_other_connector_without_bytes_is_unknown() -> None:
+    """A connector that reports no byte counts leaves store and load unknown, never zero."""
+    kv = parse_kv_payload("Num successful transfers=3, Num failed transfers=0")
+    assert (None, None) == (kv.store_bytes, kv.load_bytes)
+
+
+@pytest.mark.parametrize(
+    "payload",
+    [
+        "vllm:kv_offload_store_bytes=nan",
+        "vllm:kv_offload_store_bytes=-1",
+        "noequals",
+        "OffloadingConnector={'vllm:kv_offload_store_bytes': -3}",
+        "X={unclosed",
+    ],
+)
+def test_bad_payloads(payload: str) -> None:
+    """Negative, non-finite and malformed payloads are refused."""
+    with pytest.raises(KvPayloadError):
+        parse_kv_payload(payload)
+
+
+def test_split_top_respects_quotes_and_brackets() -> None:
+    """`", "` inside quotes or brackets does not split."""
+    assert ["a=1", "b:('x, y')=2", "c={'k, j': 3}"] == split_top("a=1, b:('x, y')=2, c={'k, j': 3}")
