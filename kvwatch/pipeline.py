@@ -9,10 +9,14 @@ from __future__ import annotations
 
 from collections.abc import Callable, Iterable, Iterator
 
+from kvwatch.alerts import AlertBook
+from kvwatch.detectors import DetectorSettings, detect_all
 from kvwatch.metrics import Metrics, SourceCounts
+from kvwatch.metrics.derived import AlertCollector, PinnedCollector
 from kvwatch.model import Alert, Event, LogLine
 from kvwatch.parsers.base import ParseError, Parser
 from kvwatch.sources.framing import Batch, Malformed
+from kvwatch.window import Windows
 
 Observer = Callable[[Event], None]
 
@@ -56,22 +60,33 @@ class SourceRun:
 
 
 class Pipeline:
-    """Events to metrics and observers; detectors tick on event time."""
+    """Events to metrics, windows and observers; detectors and alerts tick on event time."""
 
-    def __init__(self, metrics: Metrics, observers: Iterable[Observer] = ()) -> None:
+    def __init__(
+        self,
+        metrics: Metrics,
+        settings: DetectorSettings | None = None,
+        observers: Iterable[Observer] = (),
+        resolve_after: float = 120.0,
+    ) -> None:
         self.metrics = metrics
+        self.settings = settings or DetectorSettings()
         self.observers = list(observers)
-        self.alerts: list[Alert] = []
+        self.windows = Windows()
+        self.book = AlertBook(resolve_after)
         self.last_time: float | None = None
+        metrics.registry.register(AlertCollector(self.book))
+        metrics.registry.register(PinnedCollector(self.windows, lambda: self.settings.pinned_cache_length))
 
     def apply(self, event: Event) -> None:
         """Apply one event."""
         self.metrics.apply(event)
+        self.windows.observe(event)
         for observe in self.observers:
             observe(event)
         if self.last_time is None or event.time > self.last_time:
             self.last_time = event.time
 
     def tick(self, now: float) -> list[Alert]:
-        """Run detectors at event time `now`; returns new alert transitions (none until #5 lands)."""
-        return []
+        """Run the detectors at event time `now`; return the alert transitions."""
+        return self.book.update(detect_all(self.windows, now, self.settings), now)

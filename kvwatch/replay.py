@@ -13,6 +13,7 @@ from dataclasses import dataclass, field
 
 from prometheus_client import CollectorRegistry
 
+from kvwatch.detectors import DetectorSettings
 from kvwatch.metrics import Metrics
 from kvwatch.model import Alert, Event
 from kvwatch.parsers import detect_engine, make_parser
@@ -23,6 +24,8 @@ from kvwatch.sources.framing import Framer
 from kvwatch.sources.wholefile import batches, open_log, sniff_file, source_name
 
 MAX_LINE = 1 << 20
+#: Detectors run every TICK seconds of event time, as the daemon's scheduler does on the clock.
+TICK = 10.0
 
 
 @dataclass
@@ -64,12 +67,17 @@ def _events(item: ReplayInput, run: SourceRun, framer: Framer) -> Iterator[Event
     yield from run.parser.flush()
 
 
-def replay(inputs: Sequence[ReplayInput], settings: ParserSettings, tick_every: float = 60.0) -> ReplayResult:
+def replay(
+    inputs: Sequence[ReplayInput],
+    settings: ParserSettings,
+    detectors: DetectorSettings | None = None,
+    tick_every: float = TICK,
+) -> ReplayResult:
     """Replay files through a fresh pipeline; raises OSError for a missing or unreadable file."""
     registry = CollectorRegistry(auto_describe=True)
     metrics = Metrics(registry)
     summary = Summary()
-    pipeline = Pipeline(metrics, [summary.observe])
+    pipeline = Pipeline(metrics, settings=detectors, observers=[summary.observe])
     streams = []
     for item in inputs:
         framing, _ = sniff_file(item.path)

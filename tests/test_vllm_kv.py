@@ -75,3 +75,16 @@ def test_bad_payloads(payload: str) -> None:
 def test_split_top_respects_quotes_and_brackets() -> None:
     """`", "` inside quotes or brackets does not split."""
     assert ["a=1", "b:('x, y')=2", "c={'k, j': 3}"] == split_top("a=1, b:('x, y')=2, c={'k, j': 3}")
+
+
+def test_numpy_scalar_reprs_in_nested_stats() -> None:
+    """NixlConnector's dicts hold `np.float64(...)` reprs (numpy 2): they are numbers, not errors."""
+    kv = parse_kv_payload(
+        "NixlConnector={'Num successful transfers': 4, 'Avg xfer time (ms)': np.float64(18.639)}, "
+        "OffloadingConnector={'vllm:kv_offload_store_bytes': 215875584}"
+    )
+    assert (215875584, 0, 18.639) == (
+        kv.store_bytes,
+        kv.load_bytes,
+        kv.values["NixlConnector/Avg xfer time (ms)"],
+    )

@@ -1,0 +1,31 @@
+"""Detectors: pure functions of (windows, now, settings) -> findings, one module per signature."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+
+from kvwatch.detectors import hit_rate_low, no_signal, pinned_cache, prefix_reuse, write_only_offload
+from kvwatch.model import Finding
+from kvwatch.window import Windows
+
+
+@dataclass(frozen=True)
+class DetectorSettings:
+    """Every detector's settings; the defaults are the documented ones."""
+
+    write_only_offload: write_only_offload.Settings = field(default_factory=write_only_offload.Settings)
+    pinned_cache_length: pinned_cache.Settings = field(default_factory=pinned_cache.Settings)
+    prefix_reuse_broken: prefix_reuse.Settings = field(default_factory=prefix_reuse.Settings)
+    no_signal: no_signal.Settings = field(default_factory=no_signal.Settings)
+    prefix_hit_rate_low: hit_rate_low.Settings = field(default_factory=hit_rate_low.Settings)
+
+
+def detect_all(windows: Windows, now: float, settings: DetectorSettings) -> list[Finding]:
+    """Run every detector at event time `now`."""
+    return [
+        *write_only_offload.detect(windows, now, settings.write_only_offload),
+        *pinned_cache.detect(windows, now, settings.pinned_cache_length),
+        *prefix_reuse.detect(windows, now, settings.prefix_reuse_broken),
+        *no_signal.detect(windows, now, settings.no_signal),
+        *hit_rate_low.detect(windows, now, settings.prefix_hit_rate_low),
+    ]

@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import ast
 import math
+import re
 from dataclasses import dataclass
 
 _STORE_KEYS = ("vllm:kv_offload_store_bytes", "GPU_to_CPU_total_bytes")
@@ -21,6 +22,8 @@ _LOOKUP_KEYS = (
     "vllm:kv_offload_lookup_async_delay_seconds_count",
 )
 _OPEN, _CLOSE = "([{", ")]}"
+# numpy 2 reprs its scalars as `np.float64(18.639)`; Nixl's stats dicts are full of them.
+_NUMPY_SCALAR = re.compile(r"\b(?:np|numpy)\.(?:float|int|uint)\d*\(([^()]*)\)")
 
 
 class KvPayloadError(ValueError):
@@ -71,7 +74,7 @@ def _number(value: object, key: str) -> float | None:
 
 def _literal(text: str) -> object:
     try:
-        return ast.literal_eval(text)
+        return ast.literal_eval(_NUMPY_SCALAR.sub(r"\1", text) if "(" in text else text)
     except (ValueError, SyntaxError, MemoryError, RecursionError):
         return None
 

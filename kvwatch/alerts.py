@@ -1,0 +1,110 @@
+"""Findings to alert transitions: identity, firing -> resolved with hysteresis, repeat decisions.
+
+An alert's identity is its name plus its labels. A finding that appears fires at once (detectors hold
+their own windows); a firing alert resolves only after its finding has been absent for `resolve_after`
+seconds of event time, so a verdict that flickers at a threshold does not flap. `decide` is the
+Alertmanager-style dedup: a pure function of the last notification, the alert and the clock.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, replace
+from typing import Any, Literal
+
+from kvwatch.model import Alert, Finding
+
+Reason = Literal["first", "repeat", "resolved", "do-not-notify"]
+
+
+@dataclass
+class Tracked:
+    """One alert identity's state."""
+
+    alert: Alert
+    last_seen: float
+
+
+def _alert(finding: Finding, now: float) -> Alert:
+    return Alert(
+        alert=finding.alert,
+        labels=dict(finding.labels),
+        severity=finding.severity,
+        state="firing",
+        at=now,
+        summary=finding.summary,
+        cause=finding.cause,
+        fix=finding.fix,
+        evidence=finding.evidence,
+    )
+
+
+class AlertBook:
+    """Every alert identity seen, and whether it fires."""
+
+    def __init__(self, resolve_after: float = 120.0) -> None:
+        self.resolve_after = resolve_after
+        self.tracked: dict[str, Tracked] = {}
+
+    def update(self, findings: list[Finding], now: float) -> list[Alert]:
+        """Take the findings of one tick; return the transitions they cause, in a stable order."""
+        transitions: list[Alert] = []
+        present = set()
+        for finding in findings:
+            fresh = _alert(finding, now)
+            key = fresh.fingerprint()
+            present.add(key)
+            known = self.tracked.get(key)
+            if known is None or known.alert.state == "resolved":
+                self.tracked[key] = Tracked(fresh, now)
+                transitions.append(fresh)
+            else:
+                # Keep the firing time; refresh what the alert says.
+                known.alert = replace(fresh, at=known.alert.at)
+                known.last_seen = now
+        for key, known in sorted(self.tracked.items()):
+            if key in present or known.alert.state != "firing":
+                continue
+            if now - known.last_seen >= self.resolve_after:
+                known.alert = replace(known.alert, state="resolved", at=now)
+                transitions.append(known.alert)
+        return transitions
+
+    def firing(self) -> list[Alert]:
+        """The alerts firing now."""
+        return [t.alert for _, t in sorted(self.tracked.items()) if t.alert.state == "firing"]
+
+    def dump(self) -> dict[str, Any]:
+        """A JSON-able snapshot (for the state directory)."""
+        return {
+            key: {"alert": _alert_dict(t.alert), "last_seen": t.last_seen}
+            for key, t in sorted(self.tracked.items())
+        }
+
+    def load(self, data: dict[str, Any]) -> None:
+        """Restore a snapshot written by `dump`."""
+        self.tracked = {
+            key: Tracked(Alert(**item["alert"]), float(item["last_seen"])) for key, item in data.items()
+        }
+
+
+def _alert_dict(alert: Alert) -> dict[str, Any]:
+    return {
+        "alert": alert.alert,
+        "labels": alert.labels,
+        "severity": alert.severity,
+        "state": alert.state,
+        "at": alert.at,
+        "summary": alert.summary,
+        "cause": alert.cause,
+        "fix": alert.fix,
+        "evidence": alert.evidence,
+    }
+
+
+def decide(last: Alert | None, last_sent: float | None, current: Alert, now: float, repeat: float) -> Reason:
+    """Whether to notify about `current`, given the last notification sent for its identity."""
+    if current.state == "resolved":
+        return "resolved" if last is not None and last.state == "firing" else "do-not-notify"
+    if last is None or last.state == "resolved" or last_sent is None:
+        return "first"
+    return "repeat" if now - last_sent >= repeat else "do-not-notify"

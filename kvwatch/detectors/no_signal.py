@@ -1,0 +1,99 @@
+"""`no_signal`: kvwatch is blind and says so, with the flag that gives it back its eyes.
+
+- a vLLM source whose stats logging is off (`--disable-log-stats`, or more than one API server: the
+  default for data-parallel vLLM >= 0.15 logs `disabling stats logging`);
+- a llama.cpp source at default verbosity (reuse derived from timing lines, less exact; severity info);
+- a vLLM source silent for longer than `silence` seconds while its last stats line showed traffic (its
+  normal idle silence follows a `0.0 tokens/s` line and is not judged).
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from kvwatch.model import Finding
+from kvwatch.window import SourceWindow, Windows
+
+FIX_STATS = (
+    "Remove --disable-log-stats; with data parallelism run `--api-server-count 1` (or one API server per "
+    "rank with external load balancing) so that vLLM prints its per-engine stats lines."
+)
+FIX_VERBOSITY = (
+    "Run llama-server with `-lv 4` (or LLAMA_ARG_LOG_VERBOSITY=4): builds >= b9305 print the reuse lines "
+    "(`new prompt`, `memory_seq_rm`) only at trace verbosity."
+)
+FIX_SILENT = (
+    "Check that the engine is alive and that kvwatch follows the right log (container recreated? log "
+    "driver changed?). kvwatch_source_up and kvwatch_lines_total tell whether lines still arrive."
+)
+
+
+@dataclass(frozen=True)
+class Settings:
+    """When silence counts as blindness."""
+
+    enabled: bool = True
+    silence: float = 300.0
+
+
+def _stats_off(source: str, win: SourceWindow) -> Finding | None:
+    reason = win.facts.get("stats_disabled")
+    servers = int(win.facts.get("api_server_count", "1") or 1)
+    if reason is None and servers <= 1:
+        return None
+    why = reason or f"api_server_count = {servers}"
+    return Finding(
+        alert="no_signal",
+        labels=(("source", source),),
+        severity="warning",
+        summary=f"vLLM prints no stats lines ({why}): kvwatch cannot see prefix-cache or offload health",
+        cause=f"Stats logging is switched off: {why}.",
+        fix=FIX_STATS,
+        evidence={"reason": why, "vllm_version": win.facts.get("version", "unknown")},
+    )
+
+
+def _verbosity(source: str, win: SourceWindow) -> Finding:
+    return Finding(
+        alert="no_signal",
+        labels=(("source", source),),
+        severity="info",
+        summary="llama-server runs at default verbosity: reused tokens are derived from timings, less exact",
+        cause="llama.cpp >= b9305 logs `new prompt` and `memory_seq_rm` only at -lv 4.",
+        fix=FIX_VERBOSITY,
+        evidence={"derived_requests": win.derived_requests},
+    )
+
+
+def _silent(source: str, win: SourceWindow, now: float, cfg: Settings) -> Finding | None:
+    last = win.last_stats
+    if last is None or (last.prompt_throughput <= 0 and last.generation_throughput <= 0):
+        return None
+    quiet = now - last.time
+    if quiet <= cfg.silence:
+        return None
+    return Finding(
+        alert="no_signal",
+        labels=(("source", source),),
+        severity="warning",
+        summary=f"no vLLM stats line for {quiet:.0f} s although the last one showed traffic",
+        cause="The source went silent while busy: the engine stopped, hung, or its log moved.",
+        fix=FIX_SILENT,
+        evidence={"silent_seconds": round(quiet, 1), "last_prompt_throughput": last.prompt_throughput},
+    )
+
+
+def detect(windows: Windows, now: float, cfg: Settings) -> list[Finding]:
+    """At most one no_signal finding per source, the most telling first."""
+    if not cfg.enabled:
+        return []
+    findings = []
+    for source, win in sorted(windows.sources.items()):
+        finding: Finding | None = None
+        if win.kind == "vllm":
+            finding = _stats_off(source, win) or _silent(source, win, now, cfg)
+        elif win.kind == "llamacpp" and win.derived_requests:
+            finding = _verbosity(source, win)
+        if finding is not None:
+            findings.append(finding)
+    return findings

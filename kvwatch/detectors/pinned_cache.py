@@ -1,0 +1,154 @@
+"""`pinned_cache_length`: most requests reuse exactly the same number of tokens C while prompts grow.
+
+A probabilistic cause (contention, eviction) never produces an exact constant; a prefix that changes
+right after the first C tokens on every request does (incident 1: C = 17920 = 280 x 64, the tool
+definitions before Claude Code's per-request `x-anthropic-billing-header ... cch=` line). Judged per
+request group (a llama.cpp source, or a gateway source and entry) over its most recent requests:
+the most common non-zero cached length C covers at least `min_share` of them, their prompts are on
+average at least `min_growth` x C, and the prompts grow over the window (rank correlation with time at
+least `min_trend`), which tells a conversation apart from unrelated prompts sharing a system prompt.
+"""
+
+from __future__ import annotations
+
+from collections import Counter
+from collections.abc import Sequence
+from dataclasses import dataclass
+
+from kvwatch.model import Finding
+from kvwatch.window import Labels, RequestPoint, Windows
+
+CAUSE = (
+    "What follows the first {c} tokens changes on every request, so the prefix cache can never reuse "
+    "more than those {c} tokens. Typically a per-request header such as Claude Code's "
+    "`x-anthropic-billing-header: ...; cch=<nonce>;` placed right after the tool definitions (a gateway "
+    "that joins all system blocks into one string puts it at the front of the prompt)."
+)
+FIX = (
+    "Strip the per-request header at the gateway (e.g. drop the `x-anthropic-billing-header` system "
+    "block), or set CLAUDE_CODE_ATTRIBUTION_HEADER=0 on the client. On llama.cpp >= b9093, point Claude "
+    "Code at `/v1/messages`, which normalises the header. Afterwards cached lengths spread out again."
+)
+#: Without a known block size, C is shown in 64-token blocks (vLLM's cached lengths are commonly
+#: 64-aligned, as in incident 1), else in the first smaller block that divides it.
+BLOCKS = (64, 32, 16)
+
+
+@dataclass(frozen=True)
+class Settings:
+    """Thresholds for the pinned-length signature."""
+
+    enabled: bool = True
+    min_requests: int = 8
+    max_requests: int = 50
+    min_share: float = 0.6
+    min_growth: float = 2.0
+    min_trend: float = 0.3
+    block_size: int = 0  # 0: unknown, say the largest power-of-two block that divides C
+
+
+@dataclass(frozen=True)
+class Assessment:
+    """The state of one request group: its modal cached length, its share, and the verdict."""
+
+    cached: int
+    share: float
+    pinned: bool
+    points: int
+    mean_prompt: float = 0.0
+    trend: float = 0.0
+
+
+def _ranks(values: Sequence[float]) -> list[float]:
+    order = sorted(range(len(values)), key=lambda i: values[i])
+    ranks = [0.0] * len(values)
+    i = 0
+    while i < len(order):
+        j = i
+        while j + 1 < len(order) and values[order[j + 1]] == values[order[i]]:
+            j += 1
+        for k in range(i, j + 1):
+            ranks[order[k]] = (i + j) / 2.0
+        i = j + 1
+    return ranks
+
+
+def trend(values: Sequence[float]) -> float:
+    """Spearman rank correlation of the values with their order (1.0: strictly growing)."""
+    n = len(values)
+    if n < 3:
+        return 0.0
+    x, y = list(range(n)), _ranks(values)
+    mx, my = (n - 1) / 2.0, sum(y) / n
+    cov = sum((a - mx) * (b - my) for a, b in zip(x, y, strict=True))
+    vx = sum((a - mx) ** 2 for a in x)
+    vy = sum((b - my) ** 2 for b in y)
+    return 0.0 if vy == 0 else cov / (vx * vy) ** 0.5
+
+
+def assess(points: Sequence[RequestPoint], cfg: Settings) -> Assessment:
+    """Judge one group's most recent requests."""
+    recent = list(points)[-cfg.max_requests :]
+    nonzero = Counter(p.cached for p in recent if p.cached > 0)
+    if len(recent) < cfg.min_requests or not nonzero:
+        return Assessment(0, 0.0, False, len(recent))
+    cached, hits = nonzero.most_common(1)[0]
+    share = hits / len(recent)
+    pinned = [p for p in recent if p.cached == cached]
+    mean_prompt = sum(p.prompt for p in pinned) / len(pinned)
+    rho = trend([p.prompt for p in pinned])
+    verdict = share >= cfg.min_share and mean_prompt >= cfg.min_growth * cached and rho >= cfg.min_trend
+    return Assessment(cached, round(share, 4), verdict, len(recent), mean_prompt, rho)
+
+
+def blocks(cached: int, block_size: int) -> str:
+    """`17920 = 280 x 64`: C in blocks of the known size, else of the first of BLOCKS that divides it."""
+    for size in (block_size,) if block_size else BLOCKS:
+        if size and cached % size == 0:
+            return f"{cached} = {cached // size} x {size}"
+    return f"{cached} (not a multiple of {block_size or 16})"
+
+
+def _finding(labels: Labels, points: Sequence[RequestPoint], a: Assessment, cfg: Settings) -> Finding:
+    recent = list(points)[-cfg.max_requests :]
+    prompt_sum = sum(p.prompt for p in recent)
+    mean_all = prompt_sum / len(recent)
+    measured = sum(p.cached for p in recent) / prompt_sum if prompt_sum else 0.0
+    evidence = {
+        "cached_tokens": a.cached,
+        "blocks": blocks(a.cached, cfg.block_size),
+        "pinned_share": a.share,
+        "requests": a.points,
+        "mean_prompt_tokens": round(mean_all, 1),
+        "prompt_range": [min(p.prompt for p in recent), max(p.prompt for p in recent)],
+        "implied_hit_rate": round(a.cached / mean_all, 4) if mean_all else 0.0,
+        "measured_hit_rate": round(measured, 4),
+        "prompt_growth_rank_correlation": round(a.trend, 3),
+    }
+    return Finding(
+        alert="pinned_cache_length",
+        labels=labels,
+        severity="warning",
+        summary=(
+            f"{a.share:.0%} of the last {a.points} requests reused exactly {a.cached} tokens while prompts "
+            f"averaged {mean_all:.0f} (hit rate {measured:.1%}, implied {a.cached / mean_all:.1%})"
+        ),
+        cause=CAUSE.format(c=a.cached),
+        fix=FIX,
+        evidence=evidence,
+    )
+
+
+def detect(windows: Windows, now: float, cfg: Settings) -> list[Finding]:
+    """A finding for every request group whose cached length is pinned right now."""
+    if not cfg.enabled:
+        return []
+    findings = []
+    for labels, points in sorted(windows.requests.items()):
+        verdict = assess(points, cfg)
+        if verdict.pinned:
+            block = cfg.block_size or int(windows.source(dict(labels)["source"]).facts.get("block_size", 0))
+            findings.append(
+                _finding(labels, points, verdict, Settings(**{**cfg.__dict__, "block_size": block}))
+            )
+    return findings

@@ -1,0 +1,105 @@
+"""`write_only_offload`: a vLLM KV offload tier that stores and stores and never loads back (incident 2).
+
+Per engine, over the last `window` seconds of event time: at least `min_intervals` stats lines with
+prefill flowing, KV lines with byte counts (unknown is not zero: a connector that reports no bytes is
+never judged), stored bytes at least `min_store_bytes`, no bytes loaded, and the External prefix cache
+hit rate 0.0% on every line that reports it. It resolves when loads appear or External rises above 0.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from kvwatch.model import Finding
+from kvwatch.window import EngineWindow, SourceWindow, Windows
+
+CAUSE_HYBRID = (
+    "The startup log shows KV groups excluded from offloading ({groups}). vLLM's OffloadingConnector "
+    "looks a prefix up in every KV group (full attention, sliding window, EAGLE/MTP draft) and reports "
+    "no hit when any group misses; the excluded groups never store their trailing chunk, so every "
+    "lookup misses and the stored full-attention prefixes are never loaded."
+)
+CAUSE_UNKNOWN = (
+    "Every lookup of the offload tier misses. Known cause: with hybrid or speculative-decoding models "
+    "the connector rejects a hit when any KV group misses (look for `KV offloading: EAGLE/MTP draft "
+    "attention groups ... excluded from offloading` or hybrid KV warnings at startup). Other causes: "
+    "prompts that never repeat beyond what the GPU cache already holds."
+)
+FIX = (
+    "Take the upstream fix for the connector's lookup (promote the full-attention hit and recompute "
+    "the rest), or turn the offload off (drop --kv-offloading-size / the OffloadingConnector "
+    "kv_transfer_config): it pins host RAM and spends PCIe bandwidth for nothing. Success looks like "
+    "kvwatch_vllm_kv_offload_load_bytes_total > 0 or an External prefix cache hit rate above 0%."
+)
+
+
+@dataclass(frozen=True)
+class Settings:
+    """Thresholds; defaults fire on ~4 minutes of steady traffic (24+ stats intervals)."""
+
+    enabled: bool = True
+    window: float = 240.0
+    min_intervals: int = 24
+    min_store_bytes: float = 1e9
+    min_prompt_throughput: float = 1.0
+
+
+def _judge(
+    source: str, engine: str, eng: EngineWindow, win: SourceWindow, *, now: float, cfg: Settings
+) -> Finding | None:
+    oldest = now - cfg.window
+    stats = [s for s in eng.stats if s.time >= oldest]
+    kv = [k for k in eng.kv if k.time >= oldest and k.store_bytes is not None]
+    busy = [s for s in stats if s.prompt_throughput >= cfg.min_prompt_throughput]
+    if len(busy) < cfg.min_intervals or not kv:
+        return None
+    stored = sum(k.store_bytes or 0 for k in kv)
+    loaded = sum(k.load_bytes or 0 for k in kv)
+    external = [s.external_hit for s in stats if s.external_hit is not None]
+    if stored < cfg.min_store_bytes or loaded > 0 or any(e > 0 for e in external):
+        return None
+    lookups = [k.lookups for k in kv if k.lookups is not None]
+    usage = [s.kv_cache_usage for s in stats if s.kv_cache_usage is not None]
+    groups = win.facts.get("offload_excluded_groups")
+    evidence = {
+        "window_seconds": cfg.window,
+        "stats_intervals": len(stats),
+        "stored_bytes_window": stored,
+        "stored_bytes_total": eng.store_total,
+        "loaded_bytes_window": 0,
+        "loaded_bytes_total": eng.load_total,
+        "external_hit_rate": "0.0% on every line" if external else "not reported",
+        "external_lines": len(external),
+        "lookups_window": sum(lookups) if lookups else None,
+        "gpu_kv_usage_last": usage[-1] if usage else None,
+        "prompt_throughput_mean": round(sum(s.prompt_throughput for s in busy) / len(busy), 1),
+        "connector": win.facts.get("connector"),
+        "vllm_version": win.facts.get("version"),
+        "excluded_kv_groups": groups,
+    }
+    gb = stored / 1e9
+    return Finding(
+        alert="write_only_offload",
+        labels=(("source", source), ("engine", engine)),
+        severity="warning",
+        summary=(
+            f"KV offload stored {gb:.1f} GB in {cfg.window / 60:.0f} min and loaded nothing back "
+            "(External prefix cache hit rate 0.0%)"
+        ),
+        cause=CAUSE_HYBRID.format(groups=groups) if groups else CAUSE_UNKNOWN,
+        fix=FIX,
+        evidence={k: v for k, v in evidence.items() if v is not None},
+    )
+
+
+def detect(windows: Windows, now: float, cfg: Settings) -> list[Finding]:
+    """Findings for every engine whose offload tier is write-only right now."""
+    if not cfg.enabled:
+        return []
+    findings = []
+    for source, win in sorted(windows.sources.items()):
+        for engine, eng in sorted(win.engines.items()):
+            finding = _judge(source, engine, eng, win, now=now, cfg=cfg)
+            if finding is not None:
+                findings.append(finding)
+    return findings

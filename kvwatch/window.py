@@ -1,0 +1,149 @@
+"""Event-time windows per source: the recent history that detectors judge, bounded in time and count.
+
+`Windows.observe(event)` is the only writer. Detectors read it as plain data. Nothing here reads a clock:
+entries older than the horizon are dropped relative to the newest event time seen.
+"""
+
+from __future__ import annotations
+
+from collections import deque
+from dataclasses import dataclass, field
+
+from kvwatch.model import (
+    EngineFact,
+    Event,
+    LlamaRequest,
+    ServerRestart,
+    UsageRecord,
+    VllmKvTransfer,
+    VllmPrefixV0,
+    VllmStats,
+)
+
+Labels = tuple[tuple[str, str], ...]
+
+#: How much event time windows keep, and how many per-request points per group.
+HORIZON = 3600.0
+MAX_REQUESTS = 500
+
+
+@dataclass(frozen=True, slots=True)
+class RequestPoint:
+    """One request as the per-request detectors see it, whatever engine or gateway logged it."""
+
+    time: float
+    prompt: int
+    cached: int
+    full_reprocess: bool = False
+    selection: str = ""
+    derived: bool = False
+
+
+@dataclass
+class EngineWindow:
+    """One vLLM engine's recent stats and KV lines, and its totals since start."""
+
+    stats: deque[VllmStats] = field(default_factory=deque)
+    kv: deque[VllmKvTransfer] = field(default_factory=deque)
+    store_total: int = 0
+    load_total: int = 0
+
+
+@dataclass
+class SourceWindow:
+    """One source's recent history."""
+
+    kind: str = ""
+    facts: dict[str, str] = field(default_factory=dict)
+    engines: dict[str, EngineWindow] = field(default_factory=dict)
+    last_event: float | None = None
+    last_stats: VllmStats | None = None
+    started: float | None = None
+    derived_requests: int = 0
+
+
+def _trim(items: deque[VllmStats] | deque[VllmKvTransfer], oldest: float) -> None:
+    while items and items[0].time < oldest:
+        items.popleft()
+
+
+class Windows:
+    """All sources' windows, fed with events in event-time order."""
+
+    def __init__(self, horizon: float = HORIZON, max_requests: int = MAX_REQUESTS) -> None:
+        self.horizon = horizon
+        self.max_requests = max_requests
+        self.sources: dict[str, SourceWindow] = {}
+        self.requests: dict[Labels, deque[RequestPoint]] = {}
+
+    def source(self, name: str) -> SourceWindow:
+        """The window of a source, created empty."""
+        window = self.sources.get(name)
+        if window is None:
+            window = self.sources[name] = SourceWindow()
+        return window
+
+    def observe(self, event: Event) -> None:
+        """Take one event in."""
+        window = self.source(event.source)
+        window.last_event = event.time
+        if isinstance(event, (VllmStats, VllmKvTransfer, VllmPrefixV0)):
+            window.kind = "vllm"
+            self._vllm(window, event)
+        elif isinstance(event, EngineFact):
+            window.kind = window.kind or "vllm"
+            window.facts[event.key] = event.value
+        elif isinstance(event, LlamaRequest):
+            window.kind = "llamacpp"
+            self._llama(window, event)
+        elif isinstance(event, UsageRecord):
+            window.kind = "usage"
+            labels = (("source", event.source), ("entry", event.entry))
+            point = RequestPoint(event.time, event.prompt_tokens, event.cached_tokens)
+            self._add_request(labels, point)
+        elif isinstance(event, ServerRestart):
+            self._restart(window, event)
+
+    def _vllm(self, window: SourceWindow, event: VllmStats | VllmKvTransfer | VllmPrefixV0) -> None:
+        engine = window.engines.setdefault(event.engine, EngineWindow())
+        oldest = event.time - self.horizon
+        if isinstance(event, VllmStats):
+            engine.stats.append(event)
+            window.last_stats = event
+            _trim(engine.stats, oldest)
+        elif isinstance(event, VllmKvTransfer):
+            engine.kv.append(event)
+            engine.store_total += event.store_bytes or 0
+            engine.load_total += event.load_bytes or 0
+            _trim(engine.kv, oldest)
+
+    def _llama(self, window: SourceWindow, event: LlamaRequest) -> None:
+        window.derived_requests += event.derived
+        if event.prompt_tokens is None or event.reused_tokens is None:
+            return
+        point = RequestPoint(
+            event.time,
+            event.prompt_tokens,
+            event.reused_tokens,
+            full_reprocess=event.full_reprocess,
+            selection=event.selection,
+            derived=event.derived,
+        )
+        self._add_request((("source", event.source),), point)
+
+    def _add_request(self, labels: Labels, point: RequestPoint) -> None:
+        points = self.requests.get(labels)
+        if points is None:
+            points = self.requests[labels] = deque(maxlen=self.max_requests)
+        points.append(point)
+
+    def _restart(self, window: SourceWindow, event: ServerRestart) -> None:
+        # A restarted engine starts from a cold cache: history from before says nothing about it.
+        window.engines.clear()
+        window.last_stats = None
+        window.started = event.time
+        if event.engine_kind == "vllm":
+            for key in ("stats_disabled", "api_server_count", "offload_excluded_groups"):
+                window.facts.pop(key, None)
+        for labels in [k for k in self.requests if dict(k).get("source") == event.source]:
+            self.requests[labels].clear()
