@@ -1,0 +1,66 @@
+"""The alert as JSON: the object `replay --format json` lists and the generic webhook posts.
+
+`alert_to_json` is the public shape (time as UTC ISO 8601 with `Z`); `alert_to_record` /
+`alert_from_record` are the lossless form the spool keeps (time as epoch seconds).
+"""
+
+from __future__ import annotations
+
+import json
+from datetime import datetime, timezone
+from typing import Any
+
+from kvwatch.model import Alert
+
+
+def iso_utc(at: float) -> str:
+    """Epoch seconds as UTC ISO 8601 with `Z`; milliseconds only when not a whole second."""
+    moment = datetime.fromtimestamp(at, tz=timezone.utc)
+    spec = "seconds" if at == int(at) else "milliseconds"
+    return moment.isoformat(timespec=spec).replace("+00:00", "Z")
+
+
+def jsonable(value: Any) -> Any:
+    """`value` made JSON-safe: anything json cannot encode becomes its str()."""
+    return json.loads(json.dumps(value, default=str))
+
+
+def alert_to_json(alert: Alert) -> dict[str, Any]:
+    """The public JSON object of one alert transition (the replay schema's `alerts[]` item)."""
+    return {
+        "alert": alert.alert,
+        "labels": dict(alert.labels),
+        "severity": alert.severity,
+        "state": alert.state,
+        "at": iso_utc(alert.at),
+        "summary": alert.summary,
+        "cause": alert.cause,
+        "fix": alert.fix,
+        "evidence": jsonable(alert.evidence),
+    }
+
+
+def alert_to_record(alert: Alert) -> dict[str, Any]:
+    """The spool's lossless record of an alert (`at` stays epoch seconds)."""
+    record = alert_to_json(alert)
+    record["at"] = alert.at
+    return record
+
+
+def alert_from_record(record: dict[str, Any]) -> Alert:
+    """Rebuild an alert from `alert_to_record`'s output; KeyError/TypeError/ValueError if bad."""
+    if record["severity"] not in ("critical", "warning", "info"):
+        raise ValueError(f"severity {record['severity']!r}")
+    if record["state"] not in ("firing", "resolved"):
+        raise ValueError(f"state {record['state']!r}")
+    return Alert(
+        alert=str(record["alert"]),
+        labels={str(k): str(v) for k, v in dict(record["labels"]).items()},
+        severity=record["severity"],
+        state=record["state"],
+        at=float(record["at"]),
+        summary=str(record["summary"]),
+        cause=str(record["cause"]),
+        fix=str(record["fix"]),
+        evidence=dict(record["evidence"]),
+    )

@@ -1,0 +1,255 @@
+"""Delivery against a real HTTP receiver: retries, Retry-After, permanent errors, pacing, spool."""
+
+from __future__ import annotations
+
+import json
+import logging
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+
+import pytest
+from notify_helpers import FakeTime, Receiver, Reply, make_alert, wait_until
+from prometheus_client import CollectorRegistry
+
+from kvwatch.notify.base import Outcome
+from kvwatch.notify.delivery import Backoff, Delivery, dispatch, notifications_counter
+from kvwatch.notify.payload import alert_to_json
+from kvwatch.notify.routing import Route, Silence, parse_matcher
+from kvwatch.notify.secrets import Secret
+from kvwatch.notify.slack import SlackNotifier
+from kvwatch.notify.webhook import WebhookNotifier
+
+NO_JITTER = Backoff(base=1.0, factor=2.0, cap=300.0, jitter=0.0)
+
+
+@pytest.fixture
+def registry() -> CollectorRegistry:
+    """A fresh registry per test."""
+    return CollectorRegistry()
+
+
+@pytest.fixture
+def started() -> Iterator[list[Delivery]]:
+    """Deliveries a test appends here are closed at its end."""
+    deliveries: list[Delivery] = []
+    yield deliveries
+    for delivery in deliveries:
+        delivery.close(timeout=5)
+
+
+def count(registry: CollectorRegistry, name: str, result: str) -> float:
+    """The notifications counter's value for one notifier and result (0 when absent)."""
+    labels = {"notifier": name, "result": result}
+    return registry.get_sample_value("kvwatch_notifications_total", labels) or 0.0
+
+
+def webhook_delivery(
+    receiver: Receiver, tmp_path: Path, registry: CollectorRegistry, fake: FakeTime, **kw: Any
+) -> Delivery:
+    """A webhook Delivery to `receiver` with a real 0.2 s client timeout and a fake clock/sleep."""
+    notifier = WebhookNotifier("hook", Secret(receiver.url), timeout=0.2)
+    counter = notifications_counter(registry)
+    kw.setdefault("backoff", NO_JITTER)
+    return Delivery(notifier, tmp_path, counter, clock=fake.time, sleep=fake.sleep, **kw)
+
+
+def test_every_alert_arrives_once_in_order_through_429_500_and_a_hang(
+    tmp_path: Path, registry: CollectorRegistry, started: list[Delivery]
+) -> None:
+    """429 with Retry-After, a 500 and a hang past the timeout are retried; each alert once."""
+    fake = FakeTime()
+    script = [Reply(429, "slow down", {"Retry-After": "1"}), Reply(500, "oops"), Reply(hang=10)]
+    alerts = [make_alert(at=1767225600.0 + i, summary=f"alert {i}") for i in range(3)]
+    with Receiver(script) as receiver:
+        delivery = webhook_delivery(receiver, tmp_path, registry, fake)
+        started.append(delivery)
+        delivery.start()
+        for alert in alerts:
+            delivery.enqueue(alert)
+        wait_until(lambda: len(receiver.accepted()) == 3)
+        wait_until(lambda: delivery.pending() == [])
+        assert [alert_to_json(a) for a in alerts] == receiver.accepted()
+        assert 6 == receiver.count()
+    assert [1.0, 2.0, 4.0] == fake.sleeps
+    assert 3.0 == count(registry, "hook", "ok")
+    assert 3.0 == count(registry, "hook", "retry")
+    assert [] == json.loads((tmp_path / "notify-hook.json").read_text())["pending"]
+
+
+def test_permanent_errors_are_counted_by_reason_and_not_retried(
+    tmp_path: Path, registry: CollectorRegistry, started: list[Delivery]
+) -> None:
+    """A Slack error body and a plain 4xx each drop their alert once, counted by reason."""
+    fake = FakeTime()
+    script = [Reply(404, "channel_not_found"), Reply(400, "bad request")]
+    alerts = [make_alert(summary=f"alert {i}") for i in range(3)]
+    with Receiver(script) as receiver:
+        delivery = webhook_delivery(receiver, tmp_path, registry, fake)
+        started.append(delivery)
+        delivery.start()
+        for alert in alerts:
+            delivery.enqueue(alert)
+        wait_until(lambda: delivery.pending() == [])
+        assert [alert_to_json(alerts[2])] == receiver.accepted()
+        assert 3 == receiver.count()
+    assert [] == fake.sleeps
+    assert 1.0 == count(registry, "hook", "permanent_channel_not_found")
+    assert 1.0 == count(registry, "hook", "permanent_http_400")
+    assert 0.0 == count(registry, "hook", "retry")
+
+
+def test_a_repeated_failure_is_logged_once(
+    tmp_path: Path,
+    registry: CollectorRegistry,
+    started: list[Delivery],
+    caplog: pytest.LogCaptureFixture,
+) -> None:
+    """The same error text on consecutive attempts is logged only the first time."""
+    caplog.set_level(logging.WARNING, logger="kvwatch.notify.delivery")
+    script = [Reply(503, "busy")] * 4 + [Reply(410, "gone")] * 2
+    with Receiver(script) as receiver:
+        delivery = webhook_delivery(receiver, tmp_path, registry, FakeTime())
+        started.append(delivery)
+        delivery.start()
+        for i in range(3):
+            delivery.enqueue(make_alert(summary=f"alert {i}"))
+        wait_until(lambda: delivery.pending() == [])
+    messages = [r.getMessage() for r in caplog.records if r.levelno == logging.WARNING]
+    assert [
+        "notifier hook: retryable error (http_503): HTTP 503: busy; will retry",
+        "notifier hook: permanent error (http_410): HTTP 410: gone; dropped 1 alert(s)",
+    ] == messages
+
+
+def test_restart_resends_what_was_pending_and_nothing_twice(
+    tmp_path: Path, registry: CollectorRegistry
+) -> None:
+    """Alerts still pending at close are spooled; a new Delivery sends them, none of them twice."""
+    alerts = [make_alert(summary=f"alert {i}") for i in range(3)]
+    slow = Backoff(base=3600.0, jitter=0.0)
+    counter = notifications_counter(registry)
+    with Receiver([Reply(), Reply(503, "down")]) as receiver:
+        notifier = WebhookNotifier("hook", Secret(receiver.url), timeout=2)
+        first = Delivery(notifier, tmp_path, counter, backoff=slow)
+        first.start()
+        for alert in alerts:
+            first.enqueue(alert)
+        wait_until(lambda: receiver.count() == 2)
+        assert first.close(timeout=5)
+        spooled = json.loads((tmp_path / "notify-hook.json").read_text())["pending"]
+        assert ["alert 1", "alert 2"] == [record["summary"] for record in spooled]
+        second = Delivery(notifier, tmp_path, counter, backoff=slow)
+        assert alerts[1:] == second.pending()
+        second.start()
+        wait_until(lambda: second.pending() == [])
+        assert second.close(timeout=5)
+        assert [alert_to_json(a) for a in alerts] == receiver.accepted()
+        assert 4 == receiver.count()
+
+
+def test_slack_sends_are_paced_one_per_second(
+    tmp_path: Path, registry: CollectorRegistry, started: list[Delivery]
+) -> None:
+    """Consecutive Slack messages keep the one-second interval, on the injected clock."""
+    fake = FakeTime()
+    with Receiver() as receiver:
+        notifier = SlackNotifier("slack", Secret(receiver.url), timeout=2)
+        counter = notifications_counter(registry)
+        delivery = Delivery(notifier, tmp_path, counter, clock=fake.time, sleep=fake.sleep)
+        started.append(delivery)
+        delivery.start()
+        for i in range(3):
+            delivery.enqueue(make_alert(summary=f"alert {i}"))
+        wait_until(lambda: len(receiver.accepted()) == 3)
+    assert [1.0, 1.0] == fake.sleeps
+
+
+def test_enqueue_returns_while_the_receiver_hangs(
+    tmp_path: Path, registry: CollectorRegistry, started: list[Delivery]
+) -> None:
+    """A receiver holding a request does not block enqueue: the caller goes on at once."""
+    with Receiver([Reply(hang=30)]) as receiver:
+        notifier = WebhookNotifier("hook", Secret(receiver.url), timeout=30)
+        delivery = Delivery(notifier, tmp_path, notifications_counter(registry))
+        started.append(delivery)
+        delivery.start()
+        delivery.enqueue(make_alert(summary="first"))
+        wait_until(lambda: receiver.count() == 1)
+        delivery.enqueue(make_alert(summary="second"))
+        assert ["first", "second"] == [a.summary for a in delivery.pending()]
+
+
+def test_queue_overflow_drops_the_oldest_and_counts_it(tmp_path: Path, registry: CollectorRegistry) -> None:
+    """Beyond max_pending the oldest unsent alert is dropped and counted as dropped_overflow."""
+    notifier = WebhookNotifier("hook", Secret("http://127.0.0.1:9/x"))
+    delivery = Delivery(notifier, tmp_path, notifications_counter(registry), max_pending=2)
+    for i in range(3):
+        delivery.enqueue(make_alert(summary=f"alert {i}"))
+    assert ["alert 1", "alert 2"] == [a.summary for a in delivery.pending()]
+    assert 1.0 == count(registry, "hook", "dropped_overflow")
+
+
+def test_a_corrupt_spool_is_moved_aside(tmp_path: Path, registry: CollectorRegistry) -> None:
+    """An unreadable spool file is renamed .corrupt and the notifier starts empty."""
+    (tmp_path / "notify-hook.json").write_text("{not json")
+    notifier = WebhookNotifier("hook", Secret("http://127.0.0.1:9/x"))
+    delivery = Delivery(notifier, tmp_path, notifications_counter(registry))
+    assert [] == delivery.pending()
+    assert "{not json" == (tmp_path / "notify-hook.json.corrupt").read_text()
+
+
+def test_dispatch_follows_routes_and_silences(tmp_path: Path, registry: CollectorRegistry) -> None:
+    """dispatch enqueues where the route takes the alert and no silence mutes it."""
+    counter = notifications_counter(registry)
+    pager = Delivery(
+        WebhookNotifier("pager", Secret("http://127.0.0.1:9/p")),
+        tmp_path,
+        counter,
+        route=Route(min_severity="critical"),
+    )
+    chat = Delivery(WebhookNotifier("chat", Secret("http://127.0.0.1:9/c")), tmp_path, counter)
+    quiet = Silence((parse_matcher("source=llama-b"),), ends_at=2000.0)
+    alert = make_alert(labels={"source": "llama-a"})
+    muted = make_alert(labels={"source": "llama-b"})
+    assert {"pager": "below_severity", "chat": "send"} == dispatch([pager, chat], [quiet], alert, 1000.0)
+    assert {"pager": "below_severity", "chat": "silenced"} == dispatch([pager, chat], [quiet], muted, 1000.0)
+    assert ([], [alert]) == (pager.pending(), chat.pending())
+
+
+@pytest.mark.parametrize(
+    ("outcome", "attempt", "expected"),
+    [
+        (Outcome("retry", "timeout"), 0, 1.0),  # base
+        (Outcome("retry", "timeout"), 3, 8.0),  # base * factor**3
+        (Outcome("retry", "timeout"), 20, 300.0),  # capped
+        (Outcome("retry", "timeout"), 5000, 300.0),  # no overflow on a very long outage
+        (Outcome("retry", "http_429", 7.5), 9, 7.5),  # Retry-After wins over the backoff
+        (Outcome("retry", "http_429", 99999.0), 0, 900.0),  # but is capped
+    ],
+)
+def test_backoff_waits(outcome: Outcome, attempt: int, expected: float) -> None:
+    """The wait after a retryable outcome: Retry-After if given, else capped exponential backoff."""
+    assert expected == NO_JITTER.wait(outcome, attempt, lambda: 0.5)
+
+
+def test_backoff_jitter_is_deterministic_with_an_injected_random() -> None:
+    """Jitter removes up to its fraction of the delay, drawn from the injected random source."""
+    assert 3.6 == pytest.approx(Backoff(base=4.0, jitter=0.1).delay(0, lambda: 1.0))
+
+
+def test_an_unwritable_spool_keeps_alerts_in_memory_and_logs_once(
+    tmp_path: Path, registry: CollectorRegistry, caplog: pytest.LogCaptureFixture
+) -> None:
+    """When the spool cannot be written, enqueue still queues the alert and the error is logged once."""
+    notifier = WebhookNotifier("hook", Secret("http://127.0.0.1:9/x"))
+    delivery = Delivery(notifier, tmp_path, notifications_counter(registry))
+    (tmp_path / "notify-hook.json.tmp").mkdir()  # the temporary file cannot be created
+    for i in range(2):
+        delivery.enqueue(make_alert(summary=f"alert {i}"))
+    assert ["alert 0", "alert 1"] == [a.summary for a in delivery.pending()]
+    errors = [r.getMessage() for r in caplog.records if r.levelno == logging.ERROR]
+    assert [
+        f"notifier hook: cannot write {tmp_path / 'notify-hook.json'}: Is a directory; "
+        "alerts are kept in memory only"
+    ] == errors

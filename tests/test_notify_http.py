@@ -1,0 +1,123 @@
+"""HTTP answers to outcomes (the retrier), and URLs kept out of errors and logs on the real wire."""
+
+from __future__ import annotations
+
+import logging
+import socket
+from pathlib import Path
+
+import pytest
+import requests
+from notify_helpers import SECRET_PATH, Receiver, Reply, make_alert, wait_until
+from prometheus_client import CollectorRegistry
+
+from kvwatch.notify.base import Outcome, classify, new_session, parse_retry_after, post_json
+from kvwatch.notify.delivery import Backoff, Delivery, notifications_counter
+from kvwatch.notify.secrets import Secret
+from kvwatch.notify.slack import SlackNotifier
+
+NOW = 1767225600.0  # 2026-01-01T00:00:00Z, a Thursday
+
+
+@pytest.mark.parametrize(
+    ("status", "body", "retry_after", "expected"),
+    [
+        (200, "ok", None, ("ok", "", None)),
+        (202, "", None, ("ok", "", None)),  # Alertmanager and webhooks may answer 2xx with no body
+        (429, "rate_limited", "1", ("retry", "http_429", 1.0)),
+        (429, "", "Thu, 01 Jan 2026 00:00:30 GMT", ("retry", "http_429", 30.0)),  # HTTP-date
+        (429, "", None, ("retry", "http_429", None)),  # no header: the backoff decides
+        (500, "rollup_error", None, ("retry", "http_500", None)),
+        (503, "", "7", ("retry", "http_503", 7.0)),
+        (400, "invalid_payload", None, ("permanent", "invalid_payload", None)),
+        (404, "channel_not_found", None, ("permanent", "channel_not_found", None)),
+        (410, "channel_is_archived", None, ("permanent", "channel_is_archived", None)),
+        (404, "no_service", None, ("permanent", "no_service", None)),
+        (403, "invalid_token", None, ("permanent", "invalid_token", None)),
+        (403, "action_prohibited", None, ("permanent", "action_prohibited", None)),
+        (404, "<html>not here</html>", None, ("permanent", "http_404", None)),  # unknown body
+        (302, "", None, ("permanent", "http_302", None)),  # redirects are not followed
+    ],
+)
+def test_classify(
+    status: int, body: str, retry_after: str | None, expected: tuple[str, str, float | None]
+) -> None:
+    """Status and body map to ok / retry (with Retry-After seconds) / permanent with a reason."""
+    outcome = classify(status, body, retry_after, NOW)
+    assert expected == (outcome.kind, outcome.reason, outcome.retry_after)
+
+
+@pytest.mark.parametrize(
+    ("header", "expected"),
+    [
+        ("120", 120.0),
+        (" 2.5 ", 2.5),
+        ("-3", 0.0),  # never negative
+        ("Thu, 01 Jan 2026 00:01:00 GMT", 60.0),
+        ("Wed, 31 Dec 2025 23:59:00 GMT", 0.0),  # a date in the past: retry now
+        ("soon", None),
+        ("", None),
+        (None, None),
+    ],
+)
+def test_parse_retry_after(header: str | None, expected: float | None) -> None:
+    """Retry-After is read as delta-seconds or as an HTTP-date relative to now."""
+    assert expected == parse_retry_after(header, NOW)
+
+
+def test_outcome_result_labels_are_bounded() -> None:
+    """The counter's result label is ok, retry or permanent_<reason>, never the detail text."""
+    outcomes = [
+        Outcome("ok"),
+        Outcome("retry", "timeout", None, "x"),
+        Outcome("permanent", "http_404"),
+    ]
+    assert ["ok", "retry", "permanent_http_404"] == [o.result for o in outcomes]
+
+
+def closed_port_url() -> str:
+    """A URL with a secret path on a 127.0.0.1 port nobody listens on."""
+    with socket.socket() as sock:
+        sock.bind(("127.0.0.1", 0))
+        port = sock.getsockname()[1]
+    return f"http://127.0.0.1:{port}{SECRET_PATH}"
+
+
+def test_connection_errors_are_scrubbed_of_the_url() -> None:
+    """requests names the host and path in ConnectionError text; the outcome keeps neither."""
+    url = closed_port_url()
+    with pytest.raises(requests.ConnectionError) as raw:
+        requests.post(url, json={}, timeout=2)
+    assert "SECRETTOKEN42" in str(raw.value)  # the hazard this guards against
+    outcome = post_json(new_session(), Secret(url), {}, timeout=2)
+    assert ("retry", "connection") == (outcome.kind, outcome.reason)
+    assert "SECRETTOKEN42" not in outcome.detail
+    assert "127.0.0.1" not in outcome.detail
+    assert "<secret>" in outcome.detail
+
+
+def test_timeouts_are_scrubbed_of_the_url() -> None:
+    """A read timeout is retryable and its text does not show the URL."""
+    with Receiver([Reply(hang=10)]) as receiver:
+        outcome = post_json(new_session(), Secret(receiver.url), {}, timeout=0.2)
+    assert ("retry", "timeout") == (outcome.kind, outcome.reason)
+    assert "SECRETTOKEN42" not in outcome.detail
+
+
+def test_the_url_never_reaches_the_logs(tmp_path: Path, caplog: pytest.LogCaptureFixture) -> None:
+    """With DEBUG logging on, a failing and then succeeding delivery never logs the webhook URL."""
+    caplog.set_level(logging.DEBUG)
+    url = closed_port_url()
+    notifier = SlackNotifier("slack", Secret(url), timeout=2)
+    counter = notifications_counter(CollectorRegistry())
+    delivery = Delivery(notifier, tmp_path, counter, backoff=Backoff(base=3600))
+    delivery.start()
+    delivery.enqueue(make_alert())
+    wait_until(lambda: any("will retry" in r.getMessage() for r in caplog.records))
+    assert delivery.close(timeout=5)
+    with Receiver() as receiver:
+        assert "ok" == post_json(new_session(), Secret(receiver.url), {"text": "hi"}, timeout=2).kind
+    assert "SECRETTOKEN42" not in caplog.text
+    assert "/services/" not in caplog.text
+    assert "SECRETTOKEN42" not in repr(notifier)
+    assert "SECRETTOKEN42" not in repr(delivery.notifier)
