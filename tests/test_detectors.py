@@ -74,6 +74,8 @@ def fires(detect, events: list[Event], cfg: object) -> list[str]:  # type: ignor
         ("no byte counts", offload_traffic(26, store=None, load=None), []),
         # idle: no prefill
         ("idle", offload_traffic(26, prompt=0.0), []),
+        # a pause after the incident changes nothing: no new evidence, the alert must not resolve
+        ("paused after", [*offload_traffic(26), stats(T0 + 900, prompt=0.0)], ["write_only_offload"]),
         # storing a trickle only
         ("little stored", offload_traffic(26, store=1000), []),
     ],

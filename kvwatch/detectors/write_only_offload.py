@@ -1,9 +1,10 @@
 """`write_only_offload`: a vLLM KV offload tier that stores and stores and never loads back (incident 2).
 
-Per engine, over the last `window` seconds of event time: at least `min_intervals` stats lines with
-prefill flowing, KV lines with byte counts (unknown is not zero: a connector that reports no bytes is
-never judged), stored bytes at least `min_store_bytes`, no bytes loaded, and the External prefix cache
-hit rate 0.0% on every line that reports it. It resolves when loads appear or External rises above 0.
+Per engine, over its last `min_intervals` stats intervals with prefill flowing (within the windows'
+horizon): KV lines with byte counts (unknown is not zero: a connector that reports no bytes is never
+judged), stored bytes at least `min_store_bytes`, no bytes loaded, and the External prefix cache hit
+rate 0.0% on every line that reports it. Idle time changes nothing (there is no new evidence), so the
+alert resolves when loads appear or External rises above 0, not when traffic pauses.
 """
 
 from __future__ import annotations
@@ -35,10 +36,9 @@ FIX = (
 
 @dataclass(frozen=True)
 class Settings:
-    """Thresholds; defaults fire on ~4 minutes of steady traffic (24+ stats intervals)."""
+    """Thresholds; defaults fire on ~4 minutes of steady traffic (24 busy stats intervals)."""
 
     enabled: bool = True
-    window: float = 240.0
     min_intervals: int = 24
     min_store_bytes: float = 1e9
     min_prompt_throughput: float = 1.0
@@ -47,11 +47,14 @@ class Settings:
 def _judge(
     source: str, engine: str, eng: EngineWindow, win: SourceWindow, *, now: float, cfg: Settings
 ) -> Finding | None:
-    oldest = now - cfg.window
+    busy = [s for s in eng.stats if s.prompt_throughput >= cfg.min_prompt_throughput][-cfg.min_intervals :]
+    if len(busy) < cfg.min_intervals:
+        return None
+    # The KV line of an interval is logged right after its stats line, at the same second.
+    oldest = busy[0].time
     stats = [s for s in eng.stats if s.time >= oldest]
     kv = [k for k in eng.kv if k.time >= oldest and k.store_bytes is not None]
-    busy = [s for s in stats if s.prompt_throughput >= cfg.min_prompt_throughput]
-    if len(busy) < cfg.min_intervals or not kv:
+    if not kv:
         return None
     stored = sum(k.store_bytes or 0 for k in kv)
     loaded = sum(k.load_bytes or 0 for k in kv)
@@ -62,8 +65,8 @@ def _judge(
     usage = [s.kv_cache_usage for s in stats if s.kv_cache_usage is not None]
     groups = win.facts.get("offload_excluded_groups")
     evidence = {
-        "window_seconds": cfg.window,
-        "stats_intervals": len(stats),
+        "busy_intervals": len(busy),
+        "span_seconds": round(busy[-1].time - busy[0].time, 1),
         "stored_bytes_window": stored,
         "stored_bytes_total": eng.store_total,
         "loaded_bytes_window": 0,
@@ -83,8 +86,8 @@ def _judge(
         labels=(("source", source), ("engine", engine)),
         severity="warning",
         summary=(
-            f"KV offload stored {gb:.1f} GB in {cfg.window / 60:.0f} min and loaded nothing back "
-            "(External prefix cache hit rate 0.0%)"
+            f"KV offload stored {gb:.1f} GB over the last {len(busy)} busy stats intervals and loaded "
+            "nothing back (External prefix cache hit rate 0.0%)"
         ),
         cause=CAUSE_HYBRID.format(groups=groups) if groups else CAUSE_UNKNOWN,
         fix=FIX,
