@@ -149,3 +149,25 @@ def test_python_dash_m_works(vllm_log: Path) -> None:
         check=False,
     )
     assert (0, True) == (done.returncode, "source vllm (engine vllm, plain)" in done.stdout)
+
+
+def test_alerts_in_json_follow_the_contract(capsys: pytest.CaptureFixture[str]) -> None:
+    """The write-only sample's alert transition validates and names evidence, cause and fix."""
+    sample = Path(__file__).resolve().parents[1] / "samples" / "vllm-write-only-offload.log"
+    status, out, _ = run(capsys, "replay", "--format", "json", "--year", "2026", str(sample))
+    body = json.loads(out)
+    jsonschema.validate(body, json.loads((contract_dir() / "replay.schema.json").read_text()))
+    (alert,) = body["alerts"]
+    assert (0, "write_only_offload", "firing", "2026-08-18T01:27:00Z") == (
+        status,
+        alert["alert"],
+        alert["state"],
+        alert["at"],
+    )
+    assert (0, "EAGLE/MTP [2]") == (
+        alert["evidence"]["loaded_bytes_window"],
+        alert["evidence"]["excluded_kv_groups"],
+    )
+    firing = body["metrics"]["kvwatch_alert_firing"]
+    labels = {"alert": "write_only_offload", "source": "vllm-write-only-offload", "engine": "0"}
+    assert [{"labels": labels, "value": 1.0}] == firing

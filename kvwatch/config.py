@@ -1,0 +1,214 @@
+"""The config file: TOML → validated frozen dataclasses (config_types), all problems reported at once.
+
+`load_config` raises one ConfigError listing every problem, each naming its exact field
+(`source[1].container: required for type "docker"`); lists are indexed from 0; unknown keys are errors.
+Relative paths are taken from the config file's directory. Notifier URLs are secrets: held as
+`Secret`, never printed, never quoted in an error.
+"""
+
+from __future__ import annotations
+
+import re
+import sys
+import zoneinfo
+from collections.abc import Mapping
+from pathlib import Path
+from types import MappingProxyType
+from typing import Any, cast
+
+from kvwatch.config_alerting import read_detectors, read_notifier, read_silence
+from kvwatch.config_fields import Fields, quote
+from kvwatch.config_types import (
+    DEFAULT_DOCKER_ROOT,
+    DEFAULT_PORT,
+    DEFAULT_STATE_DIR,
+    ENGINES,
+    SOURCE_TYPES,
+    START_AT,
+    Config,
+    ConfigError,
+    DockerSettings,
+    Engine,
+    FileSettings,
+    JournaldSettings,
+    NotifierConfig,
+    ServerConfig,
+    SourceConfig,
+    SourceSettings,
+    SourceType,
+    StartAt,
+    StdinSettings,
+)
+from kvwatch.config_view import summarize
+
+if sys.version_info >= (3, 11):
+    import tomllib
+else:  # pragma: no cover - Python 3.10
+    import tomli as tomllib  # type: ignore[import-not-found, unused-ignore]
+
+__all__ = ["Config", "ConfigError", "config_for_stdin", "load_config", "parse_config", "summarize"]
+
+#: Names become labels and file names (positions, credentials): keep them plain.
+_NAME = re.compile(r"[A-Za-z0-9_-][A-Za-z0-9_.-]*")
+_TYPE_KEYS: dict[str, tuple[str, ...]] = {
+    "file": ("path", "start_at"),
+    "docker": ("container", "docker_root", "start_at"),
+    "journald": ("unit", "container_name", "directory", "file", "start_at"),
+    "stdin": (),
+}
+
+
+def load_config(path: str | Path) -> Config:
+    """Read and validate the config file at `path`; ConfigError lists every problem."""
+    path = Path(path)
+    try:
+        text = path.read_bytes().decode("utf-8")
+    except OSError as exc:
+        raise ConfigError(str(path), [f"cannot read: {exc.strerror or exc}"]) from None
+    except UnicodeDecodeError as exc:
+        raise ConfigError(str(path), [f"not UTF-8 text (byte {exc.start})"]) from None
+    try:
+        data = tomllib.loads(text)
+    except tomllib.TOMLDecodeError as exc:  # the message ends "(at line L, column C)"
+        raise ConfigError(str(path), [f"invalid TOML: {exc}"]) from None
+    return parse_config(data, path.resolve().parent, path)
+
+
+def parse_config(data: Mapping[str, Any], base: Path, path: Path | None = None) -> Config:
+    """Validate an already parsed TOML document; relative paths are taken from `base`."""
+    problems: list[str] = []
+    top = Fields(data, "", problems, base)
+    server = _server(_table(top, "server"))
+    state_dir = top.path("state_dir", DEFAULT_STATE_DIR)
+    sources = _named(top, "source", _source)
+    detectors = read_detectors(top)
+    notifiers = _named(top, "notifier", read_notifier)
+    silences = tuple(
+        read_silence(Fields(t, f"silence[{i}]", problems, base)) for i, t in enumerate(top.tables("silence"))
+    )
+    top.done()
+    if problems:
+        raise ConfigError(str(path) if path else "config", problems)
+    return Config(
+        server=server,
+        state_dir=state_dir or DEFAULT_STATE_DIR,
+        sources=cast("tuple[SourceConfig, ...]", sources),
+        detectors=MappingProxyType(detectors),
+        notifiers=cast("tuple[NotifierConfig, ...]", notifiers),
+        silences=tuple(s for s in silences if s is not None),
+        path=path,
+    )
+
+
+def config_for_stdin(engine: str) -> Config:
+    """The config of `kvwatch run --stdin --engine ENGINE` with no file: one `stdin` source."""
+    if engine not in ENGINES:
+        why = f"must be one of {', '.join(ENGINES)} (got {quote(engine)})"
+        raise ConfigError("--engine", [f"--engine: {why}"])
+    source = SourceConfig("stdin", engine, "stdin", StdinSettings())
+    return Config(sources=(source,))
+
+
+def _table(top: Fields, key: str) -> Fields | None:
+    """The sub-table `key` of the top level as Fields, None if absent or not a table."""
+    value = top.get(key)
+    if value is None:
+        return None
+    if not isinstance(value, dict):
+        top.problem(key, f"must be a table ([{key}])")
+        return None
+    return Fields(value, key, top.problems, top.base)
+
+
+def _server(f: Fields | None) -> ServerConfig:
+    """`[server]`."""
+    if f is None:
+        return ServerConfig()
+    server = ServerConfig(
+        listen_address=f.string("listen_address", "127.0.0.1") or "127.0.0.1",
+        port=f.integer("port", 1, 65535, DEFAULT_PORT) or DEFAULT_PORT,
+        web_config=f.path("web_config"),
+    )
+    f.done()
+    return server
+
+
+def _named(top: Fields, key: str, read: Any) -> tuple[Any, ...]:
+    """An array of tables whose `name`s must be unique; `read(fields, name)` builds one entry."""
+    seen: dict[str, int] = {}
+    out = []
+    for i, table in enumerate(top.tables(key)):
+        f = Fields(table, f"{key}[{i}]", top.problems, top.base)
+        name = f.string("name", required="")
+        if name is not None and not _NAME.fullmatch(name):
+            f.problem("name", f"must match {_NAME.pattern} (got {quote(name)})")
+        elif name is not None and name in seen:
+            f.problem("name", f"duplicate of {key}[{seen[name]}].name ({quote(name)})")
+        elif name is not None:
+            seen[name] = i
+        entry = read(f, name or "")
+        f.done()
+        out.append(entry)
+    return tuple(out)
+
+
+def _source(f: Fields, name: str) -> SourceConfig:
+    """One `[[source]]`: common keys, then the keys of its type."""
+    engine = cast(Engine, f.choice("engine", ENGINES, "auto"))
+    kind = f.choice("type", SOURCE_TYPES, None)
+    year = f.integer("year", 1970, 2100, None)
+    tz = f.string("tz")
+    if tz is not None and not _zone_exists(tz):
+        f.problem("tz", f"unknown time zone {quote(tz)}")
+    settings: SourceSettings = StdinSettings()
+    if kind == "file":
+        settings = _file(f)
+    elif kind == "docker":
+        settings = _docker(f)
+    elif kind == "journald":
+        settings = _journald(f)
+    for key in {k for keys in _TYPE_KEYS.values() for k in keys} - set(_TYPE_KEYS.get(kind or "", ())):
+        if f.has(key) and kind is not None:
+            f.problem(key, f"not a setting of type {quote(kind)}")
+        f.get(key)  # reported above (or the type itself is wrong): not also "unknown"
+    return SourceConfig(name, engine, cast(SourceType, kind or "stdin"), settings, year, tz)
+
+
+def _file(f: Fields) -> FileSettings:
+    """The keys of a `file` source."""
+    path = f.string("path", required='for type "file"') or ""
+    return FileSettings(str(f.base / Path(path).expanduser()) if path else "", _start_at(f))
+
+
+def _docker(f: Fields) -> DockerSettings:
+    """The keys of a `docker` source."""
+    container = f.string("container", required='for type "docker"') or ""
+    root = f.path("docker_root", DEFAULT_DOCKER_ROOT) or DEFAULT_DOCKER_ROOT
+    return DockerSettings(container, root, _start_at(f))
+
+
+def _journald(f: Fields) -> JournaldSettings:
+    """The keys of a `journald` source: exactly one of unit and container_name."""
+    unit, container = f.string("unit"), f.string("container_name")
+    if unit is not None and container is not None:
+        f.problem("unit", "give unit or container_name, not both")
+    elif unit is None and container is None and not f.has("unit") and not f.has("container_name"):
+        f.problem("unit", 'required for type "journald" (or container_name)')
+    directory, file = f.path("directory"), f.path("file")
+    if directory is not None and file is not None:
+        f.problem("directory", "give directory or file, not both")
+    return JournaldSettings(unit, container, directory, file, _start_at(f))
+
+
+def _start_at(f: Fields) -> StartAt:
+    """Where a source with no saved position starts."""
+    return cast(StartAt, f.choice("start_at", START_AT, "end"))
+
+
+def _zone_exists(name: str) -> bool:
+    """Whether `name` is a known IANA time zone."""
+    try:
+        zoneinfo.ZoneInfo(name)
+    except (zoneinfo.ZoneInfoNotFoundError, ValueError):
+        return False
+    return True

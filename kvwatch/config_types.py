@@ -1,0 +1,152 @@
+"""The validated configuration as frozen dataclasses; `config.py` builds them from the TOML file."""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from dataclasses import dataclass, field
+from pathlib import Path
+from types import MappingProxyType
+from typing import Literal
+
+from kvwatch.model import Severity
+from kvwatch.notify.secrets import Secret, SecretError, load_secret
+
+Engine = Literal["auto", "vllm", "llamacpp", "usage"]
+SourceType = Literal["file", "docker", "journald", "stdin"]
+StartAt = Literal["end", "beginning"]
+NotifierType = Literal["slack", "webhook", "alertmanager"]
+Scalar = str | int | float | bool
+
+ENGINES: tuple[Engine, ...] = ("auto", "vllm", "llamacpp", "usage")
+SOURCE_TYPES: tuple[SourceType, ...] = ("file", "docker", "journald", "stdin")
+START_AT: tuple[StartAt, ...] = ("end", "beginning")
+NOTIFIER_TYPES: tuple[NotifierType, ...] = ("slack", "webhook", "alertmanager")
+SEVERITIES: tuple[Severity, ...] = ("info", "warning", "critical")
+
+#: 7433: outside 9100-9999 (the Prometheus exporters' default-port block), away from vLLM's 8000,
+#: llama.cpp's 8080, VictoriaMetrics' 8428, the OTel collector's 8888/8889 and Alloy's 12345, and
+#: not assigned in /etc/services.
+DEFAULT_PORT = 7433
+DEFAULT_STATE_DIR = Path("/var/lib/kvwatch")
+DEFAULT_DOCKER_ROOT = Path("/var/lib/docker")
+
+
+class ConfigError(ValueError):
+    """An invalid config: `problems` holds one exact sentence per problem, naming the field."""
+
+    def __init__(self, where: str, problems: list[str]) -> None:
+        """Build the message: a header, then one problem per line."""
+        self.where = where
+        self.problems = list(problems)
+        count = f"{len(problems)} problem" + ("s" if len(problems) != 1 else "")
+        lines = [f"{where}: {count} (lists are indexed from 0):", *(f"  {p}" for p in problems)]
+        super().__init__("\n".join(lines))
+
+
+@dataclass(frozen=True, slots=True)
+class ServerConfig:
+    """`[server]`: where /metrics listens; `web_config` adds TLS and basic auth."""
+
+    listen_address: str = "127.0.0.1"
+    port: int = DEFAULT_PORT
+    web_config: Path | None = None
+
+
+@dataclass(frozen=True, slots=True)
+class FileSettings:
+    """A `file` source: a path or a glob."""
+
+    path: str
+    start_at: StartAt = "end"
+
+
+@dataclass(frozen=True, slots=True)
+class DockerSettings:
+    """A `docker` source: a container by name, its json-file log found under `docker_root`."""
+
+    container: str
+    docker_root: Path = DEFAULT_DOCKER_ROOT
+    start_at: StartAt = "end"
+
+
+@dataclass(frozen=True, slots=True)
+class JournaldSettings:
+    """A `journald` source: one unit or one CONTAINER_NAME; `directory`/`file` read saved journals."""
+
+    unit: str | None = None
+    container_name: str | None = None
+    directory: Path | None = None
+    file: Path | None = None
+    start_at: StartAt = "end"
+
+
+@dataclass(frozen=True, slots=True)
+class StdinSettings:
+    """The `stdin` source has no settings."""
+
+
+SourceSettings = FileSettings | DockerSettings | JournaldSettings | StdinSettings
+
+
+@dataclass(frozen=True, slots=True)
+class SourceConfig:
+    """One `[[source]]`: its name is the `source` label; `year`/`tz` complete year-less timestamps."""
+
+    name: str
+    engine: Engine
+    type: SourceType
+    settings: SourceSettings
+    year: int | None = None
+    tz: str | None = None
+
+
+@dataclass(frozen=True, slots=True)
+class DetectorConfig:
+    """One `[detectors.<name>]` table: `enabled` plus the detector's own scalar settings."""
+
+    name: str
+    enabled: bool = True
+    settings: Mapping[str, Scalar] = field(default_factory=lambda: MappingProxyType({}))
+
+
+@dataclass(frozen=True, slots=True)
+class NotifierConfig:
+    """One `[[notifier]]`. The URL is a secret: given inline, in `url_file`, or by systemd credential."""
+
+    name: str
+    type: NotifierType
+    url: Secret | None = None
+    url_file: Path | None = None
+    alerts: tuple[str, ...] = ()  # empty: every alert
+    min_severity: Severity = "info"
+
+    def resolve_url(self, env: Mapping[str, str] | None = None) -> Secret:
+        """The URL from `url`, `url_file` or `$CREDENTIALS_DIRECTORY/<name>`; SecretError if none."""
+        value = self.url.reveal() if self.url is not None else None
+        secret = load_secret(self.name, value=value, file=self.url_file, env=env)
+        if secret is None:
+            raise SecretError(f"notifier {self.name}: no url, url_file or $CREDENTIALS_DIRECTORY file")
+        return secret
+
+
+@dataclass(frozen=True, slots=True)
+class SilenceConfig:
+    """One `[[silence]]`: alerts whose labels equal all `matchers` are not notified in the window."""
+
+    matchers: Mapping[str, str]
+    ends_at: float
+    starts_at: float | None = None
+    comment: str = ""
+
+
+@dataclass(frozen=True, slots=True)
+class Config:
+    """The whole validated config file."""
+
+    server: ServerConfig = ServerConfig()
+    state_dir: Path = DEFAULT_STATE_DIR
+    sources: tuple[SourceConfig, ...] = ()
+    detectors: Mapping[str, DetectorConfig] = field(default_factory=lambda: MappingProxyType({}))
+    notifiers: tuple[NotifierConfig, ...] = ()
+    silences: tuple[SilenceConfig, ...] = ()
+    path: Path | None = None  # the file it was loaded from; None for `run --stdin`

@@ -1,0 +1,81 @@
+"""`summarize(config)`: the human summary `kvwatch check-config` prints; it never shows a URL."""
+
+from __future__ import annotations
+
+import datetime as dt
+
+from kvwatch.config_types import (
+    Config,
+    DockerSettings,
+    FileSettings,
+    JournaldSettings,
+    NotifierConfig,
+    SilenceConfig,
+    SourceConfig,
+)
+
+
+def summarize(config: Config) -> str:
+    """A few lines per section: what will be read, detected and notified where."""
+    server = config.server
+    security = f"web_config {server.web_config}" if server.web_config else "no TLS, no auth"
+    lines = [
+        f"config: {config.path or '(none: stdin)'}",
+        f"server: http://{server.listen_address}:{server.port}/metrics ({security})",
+        f"state_dir: {config.state_dir}",
+        f"sources: {len(config.sources)}",
+        *(f"  {_source(s)}" for s in config.sources),
+        f"detectors: {len(config.detectors)}",
+        *(
+            f"  {d.name}: {'enabled' if d.enabled else 'disabled'}"
+            + "".join(f" {k}={v!r}" for k, v in sorted(d.settings.items()))
+            for d in config.detectors.values()
+        ),
+        f"notifiers: {len(config.notifiers)}",
+        *(f"  {_notifier(n)}" for n in config.notifiers),
+        f"silences: {len(config.silences)}",
+        *(f"  {_silence(s)}" for s in config.silences),
+    ]
+    return "\n".join(lines) + "\n"
+
+
+def _source(source: SourceConfig) -> str:
+    """One source on one line."""
+    s = source.settings
+    if isinstance(s, FileSettings):
+        detail = f"path={s.path} start_at={s.start_at}"
+    elif isinstance(s, DockerSettings):
+        detail = f"container={s.container} docker_root={s.docker_root} start_at={s.start_at}"
+    elif isinstance(s, JournaldSettings):
+        which = f"unit={s.unit}" if s.unit else f"container_name={s.container_name}"
+        journal = f" directory={s.directory}" if s.directory else f" file={s.file}" if s.file else ""
+        detail = f"{which}{journal} start_at={s.start_at}"
+    else:
+        detail = "standard input"
+    clock = "".join(f" {k}={v}" for k, v in (("year", source.year), ("tz", source.tz)) if v is not None)
+    return f"{source.name}: {source.type} engine={source.engine} {detail}{clock}"
+
+
+def _notifier(notifier: NotifierConfig) -> str:
+    """One notifier on one line; where the URL comes from, never the URL."""
+    if notifier.url is not None:
+        url = f"url={notifier.url}"  # Secret prints as <secret>
+    elif notifier.url_file is not None:
+        url = f"url_file={notifier.url_file}"
+    else:
+        url = f"url=$CREDENTIALS_DIRECTORY/{notifier.name}"
+    alerts = ",".join(notifier.alerts) or "all"
+    return f"{notifier.name}: {notifier.type} {url} alerts={alerts} min_severity={notifier.min_severity}"
+
+
+def _silence(silence: SilenceConfig) -> str:
+    """One silence on one line, times in UTC."""
+    matchers = ", ".join(f'{k}="{v}"' for k, v in sorted(silence.matchers.items()))
+    start = _utc(silence.starts_at) if silence.starts_at is not None else "now"
+    comment = f" ({silence.comment})" if silence.comment else ""
+    return f"{{{matchers}}} from {start} until {_utc(silence.ends_at)}{comment}"
+
+
+def _utc(when: float) -> str:
+    """RFC 3339 in UTC."""
+    return dt.datetime.fromtimestamp(when, dt.timezone.utc).strftime("%Y-%m-%dT%H:%M:%SZ")

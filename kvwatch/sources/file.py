@@ -1,0 +1,133 @@
+"""The `file` source: a path or a glob, one FileTail per matching file, with saved positions.
+
+Which start a file gets:
+  - listed in the saved positions: resumed there (see FileTail: same identity, or found rotated);
+  - first start (no saved positions, or saved for another pattern): the source's `start_at`;
+  - a restart, but the file is not in the saved positions: it appeared while kvwatch was down, so it
+    is read from its beginning, as is every file that appears while running.
+A glob should match live files only (`*.log`, not `*.log*`); if it also matches rotated names, a
+file already being read under its old name is not opened twice (see Claims).
+"""
+
+from __future__ import annotations
+
+import glob
+import logging
+import os
+from collections.abc import Mapping
+from typing import Any
+
+from kvwatch.model import LogLine
+from kvwatch.sources.filetail import (
+    DRAIN_TIMEOUT,
+    LINE_CAP,
+    READ_BUDGET,
+    FileTail,
+    StartAt,
+)
+from kvwatch.sources.openfile import Claims, FileCounters
+from kvwatch.sources.positions import FilePosition
+
+__all__ = ["FileCounters", "FileSource", "FileTail", "StartAt"]
+
+log = logging.getLogger(__name__)
+
+
+class FileSource:
+    """One configured `file` source; poll() returns the lines of all its files."""
+
+    def __init__(
+        self,
+        name: str,
+        pattern: str,
+        *,
+        start_at: StartAt = "end",
+        saved: Mapping[str, Any] | None = None,
+        line_cap: int = LINE_CAP,
+        read_budget: int = READ_BUDGET,
+        drain_timeout: float = DRAIN_TIMEOUT,
+    ) -> None:
+        """Open the files matching `pattern`, resuming from `saved` (an earlier position())."""
+        self.name = name
+        self.pattern = pattern
+        self.counters = FileCounters()
+        self.bytes_behind = 0
+        self.error: str | None = None
+        self.tails: dict[str, FileTail] = {}
+        self._claims = Claims()
+        self._options: dict[str, Any] = {
+            "line_cap": line_cap,
+            "read_budget": read_budget,
+            "drain_timeout": drain_timeout,
+        }
+        state = _decode(saved, pattern)
+        # Every saved file is claimed before any tail opens a new one: a tail catching up on
+        # rotated siblings must not take a file that another tail resumes at its saved offset.
+        self._claims.reserved = {
+            (p.identity.dev, p.identity.ino) for ps in (state or {}).values() for p in ps
+        }
+        for path in sorted(state or {}):
+            self._add(path, (state or {})[path], start_at)
+        self._claims.reserved.clear()
+        for path in self._matches():
+            if path not in self.tails:
+                self._add(path, None if state is None else [], start_at)
+
+    def poll(self) -> list[LogLine]:
+        """One step over every file: discover new ones, read each, forget those gone for good."""
+        matches = self._matches()
+        for path in matches:
+            if path not in self.tails:  # appeared after start: read from its beginning
+                self._add(path, [], "beginning")
+        lines: list[LogLine] = []
+        errors = []
+        for path, tail in list(self.tails.items()):
+            lines.extend(tail.poll())
+            if tail.error:
+                errors.append(tail.error)
+            if tail.idle() and path not in matches:
+                tail.close()
+                del self.tails[path]
+        self.error = "; ".join(errors) or None
+        self.bytes_behind = sum(tail.bytes_behind for tail in self.tails.values())
+        return lines
+
+    def position(self) -> dict[str, Any]:
+        """The JSON object to save (PositionStore.save) once the returned lines are processed."""
+        files = {path: [p.to_json() for p in tail.position()] for path, tail in self.tails.items()}
+        return {"pattern": self.pattern, "files": files}
+
+    def close(self) -> None:
+        """Close every file."""
+        for tail in self.tails.values():
+            tail.close()
+
+    def _add(self, path: str, saved: list[FilePosition] | None, start_at: StartAt) -> None:
+        """Start following `path`."""
+        self.tails[path] = FileTail(
+            path,
+            self.name,
+            start_at=start_at,
+            saved=saved,
+            counters=self.counters,
+            claims=self._claims,
+            **self._options,
+        )
+
+    def _matches(self) -> list[str]:
+        """The regular files matching now; a plain path always matches (it may appear)."""
+        if not glob.has_magic(self.pattern):
+            return [self.pattern]
+        return sorted(p for p in glob.glob(self.pattern) if os.path.isfile(p))
+
+
+def _decode(saved: Mapping[str, Any] | None, pattern: str) -> dict[str, list[FilePosition]] | None:
+    """Saved positions per path, or None for a first start (none saved, or for another pattern)."""
+    if saved is None or saved.get("pattern") != pattern:
+        return None
+    try:
+        files = saved["files"]
+        return {str(path): [FilePosition.from_json(e) for e in entries] for path, entries in files.items()}
+    except (KeyError, TypeError, ValueError, AttributeError) as exc:
+        log.warning("ignoring malformed saved positions for %s: %r", pattern, exc)
+        return None
