@@ -279,3 +279,16 @@ def test_unrelated_lines_are_not_recognised() -> None:
         "(APIServer pid=1) INFO 08-18 01:22:08 [gpu_model_runner.py:2000] Model loading took 1 GiB",
     )
     assert [None, None, None] == out
+
+
+def test_json_formatter_records() -> None:
+    """0.32+'s JSON log records: the message is parsed, asctime (year-less or full) gives the time."""
+    message = V1_026.split("] ", 1)[1]
+    out = parse(
+        '{"asctime": "08-18 01:22:08", "levelname": "INFO", "name": "vllm.v1.metrics.loggers", '
+        '"processName": "APIServer", "process": 1, "message": "' + message + '"}',
+        '{"asctime": "2026-08-18 01:22:18,123", "levelname": "INFO", "message": "' + message + '"}',
+        '{"not": "a vllm record", "throughput:": 1}',
+    )
+    assert [ts("2026-08-18T01:22:08"), ts("2026-08-18T01:22:18")] == [o[0].time for o in out[:2]]  # type: ignore[index]
+    assert None is out[2]

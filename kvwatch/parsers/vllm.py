@@ -8,6 +8,7 @@ lines carry no engine id: they belong to the `Engine NNN:` stats line logged jus
 
 from __future__ import annotations
 
+import json
 import re
 
 from kvwatch.model import (
@@ -20,7 +21,7 @@ from kvwatch.model import (
 )
 from kvwatch.parsers import vllm_facts
 from kvwatch.parsers.base import ParseError, ParseResult, ParserSettings
-from kvwatch.parsers.clock import YearlessClock
+from kvwatch.parsers.clock import YearlessClock, parse_rfc3339
 from kvwatch.parsers.text import segments, strip_ansi
 from kvwatch.parsers.vllm_kv import KvPayloadError, parse_kv_payload
 from kvwatch.parsers.vllm_stats import parse_stats, parse_v0_prefix
@@ -34,6 +35,7 @@ _ENGINE_PROC = re.compile(r"EngineCore_(?:DP)?(\d+)")
 _SPEC = re.compile(r"Accepted: (\d+) tokens, Drafted: (\d+) tokens")
 _V0_SPEC = re.compile(r"Number of accepted tokens: (\d+), Number of draft tokens: (\d+)")
 _RESTART = ("vLLM API server version", "vLLM server version")
+_JSON_TIME = re.compile(r"^(?:(\d{4})-)?(\d\d)-(\d\d)[ T](\d\d):(\d\d):(\d\d)")
 
 #: Every line that can yield an event contains one of these.
 MARKERS = (
@@ -54,6 +56,7 @@ class VllmParser:
     def __init__(self, source: str, settings: ParserSettings) -> None:
         self.source = source
         self._clock = YearlessClock(settings.year or settings.now_year, settings.tz)
+        self._tz = settings.tz
         self._year_given = settings.year is not None
         self._engine = "0"
         self._last_time: float | None = None
@@ -77,7 +80,32 @@ class VllmParser:
         """vLLM holds nothing back."""
         return []
 
+    def _json(self, text: str, transport: float | None) -> tuple[float | None, str, str] | None:
+        # 0.32+ can log JSON (`VLLM_LOGGING_CONFIG_PATH` / JSON formatter): {"asctime", "levelname",
+        # "processName", "message", ...}. asctime is vLLM's year-less `%m-%d %H:%M:%S` unless reconfigured.
+        try:
+            obj = json.loads(text)
+        except ValueError:
+            return None
+        message = obj.get("message") if isinstance(obj, dict) else None
+        if not isinstance(message, str):
+            return None
+        stamp = str(obj.get("asctime") or obj.get("timestamp") or obj.get("time") or "")
+        prefix = f"({obj.get('processName', '')} pid={obj.get('process', 0)})"
+        found = _JSON_TIME.match(stamp)
+        if found is None:
+            return parse_rfc3339(stamp) or transport or self._last_time, prefix, message
+        year, mo, day, hh, mm, ss = found.groups()
+        if year is not None:
+            clock = YearlessClock(int(year), self._tz)
+            return clock.resolve(int(mo), int(day), (int(hh), int(mm), int(ss)), None), prefix, message
+        return self._clock.resolve(int(mo), int(day), (int(hh), int(mm), int(ss)), transport), prefix, message
+
     def _time(self, text: str, transport: float | None) -> tuple[float | None, str, str]:
+        if text.startswith("{"):
+            decoded = self._json(text, transport)
+            if decoded is not None:
+                return decoded
         match = _HEADER.search(text)
         if match is None:
             return (transport if transport is not None else self._last_time), text, text
