@@ -10,8 +10,9 @@ alert resolves when loads appear or External rises above 0, not when traffic pau
 from __future__ import annotations
 
 from dataclasses import dataclass
+from itertools import takewhile
 
-from kvwatch.model import Finding
+from kvwatch.model import Finding, VllmStats
 from kvwatch.window import EngineWindow, SourceWindow, Windows
 
 CAUSE_HYBRID = (
@@ -44,16 +45,27 @@ class Settings:
     min_prompt_throughput: float = 1.0
 
 
+def _last_busy(eng: EngineWindow, cfg: Settings) -> list[VllmStats]:
+    # Walk back from the newest line: a tick costs O(min_intervals), not O(window).
+    busy: list[VllmStats] = []
+    for line in reversed(eng.stats):
+        if line.prompt_throughput >= cfg.min_prompt_throughput:
+            busy.append(line)
+            if len(busy) == cfg.min_intervals:
+                break
+    return busy[::-1]
+
+
 def _judge(
     source: str, engine: str, eng: EngineWindow, win: SourceWindow, *, now: float, cfg: Settings
 ) -> Finding | None:
-    busy = [s for s in eng.stats if s.prompt_throughput >= cfg.min_prompt_throughput][-cfg.min_intervals :]
+    busy = _last_busy(eng, cfg)
     if len(busy) < cfg.min_intervals:
         return None
     # The KV line of an interval is logged right after its stats line, at the same second.
     oldest = busy[0].time
-    stats = [s for s in eng.stats if s.time >= oldest]
-    kv = [k for k in eng.kv if k.time >= oldest and k.store_bytes is not None]
+    stats = list(takewhile(lambda s: s.time >= oldest, reversed(eng.stats)))[::-1]
+    kv = [k for k in takewhile(lambda k: k.time >= oldest, reversed(eng.kv)) if k.store_bytes is not None]
     if not kv:
         return None
     stored = sum(k.store_bytes or 0 for k in kv)

@@ -6,11 +6,26 @@ lines have been seen: no KV line for an engine means no offload counters (unknow
 
 from __future__ import annotations
 
+from dataclasses import dataclass
+
 from prometheus_client import CollectorRegistry, Counter, Gauge
 
 from kvwatch.model import EngineFact, VllmKvTransfer, VllmPrefixV0, VllmSpecDecoding, VllmStats
 
 _SE = ("source", "engine")
+
+
+@dataclass(frozen=True, slots=True)
+class _EngineSeries:
+    """The always-present children of one (source, engine)."""
+
+    lines: Counter
+    prompt_tps: Gauge
+    gen_tps: Gauge
+    running: Gauge
+    waiting: Gauge
+    preemptions: Counter
+    last_stats: Gauge
 
 
 class VllmMetrics:
@@ -77,23 +92,41 @@ class VllmMetrics:
             "kvwatch_vllm_last_stats_timestamp_seconds", "Event time of the last stats line (Unix)."
         )
         self._info: dict[str, tuple[str, str]] = {}
+        self._series: dict[tuple[str, str], _EngineSeries] = {}
+
+    def _engine(self, labels: tuple[str, str]) -> _EngineSeries:
+        # labels() takes a lock and hashes every call; an engine's children are looked up once.
+        series = self._series.get(labels)
+        if series is None:
+            series = self._series[labels] = _EngineSeries(
+                self.stats_lines.labels(*labels),
+                self.prompt_tps.labels(*labels),
+                self.gen_tps.labels(*labels),
+                self.running.labels(*labels),
+                self.waiting.labels(*labels),
+                self.preemptions.labels(*labels),
+                self.last_stats.labels(*labels),
+            )
+        return series
 
     def stats(self, ev: VllmStats) -> None:
         """Apply one stats line."""
         labels = (ev.source, ev.engine)
-        self.stats_lines.labels(*labels).inc()
+        series = self._engine(labels)
+        series.lines.inc()
         if ev.prefix_hit is not None:
             self.prefix.labels(*labels).set(ev.prefix_hit)
         if ev.external_hit is not None:
             self.external.labels(*labels).set(ev.external_hit)
         if ev.kv_cache_usage is not None:
             self.kv_usage.labels(*labels).set(ev.kv_cache_usage)
-        self.prompt_tps.labels(*labels).set(ev.prompt_throughput)
-        self.gen_tps.labels(*labels).set(ev.generation_throughput)
-        self.running.labels(*labels).set(ev.running)
-        self.waiting.labels(*labels).set(ev.waiting)
-        self.preemptions.labels(*labels).inc(ev.preemptions)
-        self.last_stats.labels(*labels).set(ev.time)
+        series.prompt_tps.set(ev.prompt_throughput)
+        series.gen_tps.set(ev.generation_throughput)
+        series.running.set(ev.running)
+        series.waiting.set(ev.waiting)
+        if ev.preemptions:
+            series.preemptions.inc(ev.preemptions)
+        series.last_stats.set(ev.time)
 
     def prefix_v0(self, ev: VllmPrefixV0) -> None:
         """Apply V0's separate prefix line (its CPU figure is swap space and is not exported)."""

@@ -8,7 +8,7 @@ starts at the configured one and rolls over when the month goes from December ba
 
 from __future__ import annotations
 
-from datetime import datetime, timedelta, timezone, tzinfo
+from datetime import datetime, timezone, tzinfo
 from zoneinfo import ZoneInfo
 
 _UTC = timezone.utc
@@ -68,22 +68,35 @@ class YearlessClock:
         return moment.timestamp()
 
 
+_LAST_SECOND: list[tuple[str, float]] = [("", 0.0)]
+
+
+def _second(whole: str) -> float:
+    # Docker times arrive in order, many per second: remember the last whole second parsed.
+    cached_text, cached = _LAST_SECOND[0]
+    if whole == cached_text:
+        return cached
+    value = datetime.strptime(whole, "%Y-%m-%dT%H:%M:%S").replace(tzinfo=_UTC).timestamp()
+    _LAST_SECOND[0] = (whole, value)
+    return value
+
+
 def parse_rfc3339(text: str) -> float | None:
     """Parse docker's RFC3339Nano (`2026-08-18T01:22:08.123456789Z`, 0-9 fraction digits, or an offset)."""
     try:
         if text.endswith("Z"):
-            body, offset = text[:-1], timedelta(0)
+            body, offset = text[:-1], 0.0
         elif len(text) > 6 and text[-6] in "+-" and text[-3] == ":":
             sign = 1 if text[-6] == "+" else -1
-            offset = sign * timedelta(hours=int(text[-5:-3]), minutes=int(text[-2:]))
+            offset = sign * (int(text[-5:-3]) * 3600 + int(text[-2:]) * 60)
             body = text[:-6]
         else:
             return None
         whole, _, frac = body.partition(".")
-        base = datetime.strptime(whole, "%Y-%m-%dT%H:%M:%S").replace(tzinfo=_UTC)
+        base = _second(whole)
     except ValueError:
         return None
     if frac and not frac.isdigit():
         return None
     fraction = int(frac[:9].ljust(9, "0")) / 1e9 if frac else 0.0
-    return (base - offset).timestamp() + fraction
+    return base - offset + fraction

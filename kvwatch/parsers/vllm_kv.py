@@ -40,25 +40,28 @@ class KvPayload:
     lookups: int | None
 
 
+_STRUCTURE = re.compile(r"[\[\](){}'\"]|, ")
+
+
 def split_top(text: str) -> list[str]:
     """Split on `", "` outside brackets and quotes."""
+    if "(" not in text and "{" not in text and "[" not in text and "'" not in text and '"' not in text:
+        return [part for part in text.split(", ") if part]  # the common flat payload
     parts: list[str] = []
-    depth, quote, start, i = 0, "", 0, 0
-    while i < len(text):
-        ch = text[i]
+    depth, quote, start = 0, "", 0
+    for match in _STRUCTURE.finditer(text):
+        token = match.group()
         if quote:
-            quote = "" if ch == quote else quote
-        elif ch in "'\"":
-            quote = ch
-        elif ch in _OPEN:
+            quote = "" if token == quote else quote
+        elif token in "'\"":
+            quote = token
+        elif token in _OPEN:
             depth += 1
-        elif ch in _CLOSE:
+        elif token in _CLOSE:
             depth -= 1
-        elif depth == 0 and text.startswith(", ", i):
-            parts.append(text[start:i])
-            start = i + 2
-            i += 1
-        i += 1
+        elif token == ", " and depth == 0:
+            parts.append(text[start : match.start()])
+            start = match.end()
     parts.append(text[start:])
     return [part for part in parts if part]
 
@@ -79,6 +82,18 @@ def _literal(text: str) -> object:
         return None
 
 
+def _plain_number(raw: str) -> object:
+    # Nearly every value is a plain int or float: skip the Python parser for those.
+    try:
+        return int(raw)
+    except ValueError:
+        pass
+    try:
+        return float(raw)
+    except ValueError:
+        return _literal(raw)
+
+
 def _flatten(text: str) -> dict[str, float]:
     values: dict[str, float] = {}
     for item in split_top(text):
@@ -97,7 +112,7 @@ def _flatten(text: str) -> dict[str, float]:
             continue
         if raw.lower() in ("nan", "inf", "-inf", "+inf"):
             raise KvPayloadError(f"{key}: {raw} is not a finite number")
-        number = _number(_literal(raw), key)
+        number = _number(_plain_number(raw), key)
         if number is not None:
             values[key] = number
     return values

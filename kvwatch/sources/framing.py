@@ -41,6 +41,49 @@ def marker_pattern(markers: tuple[str, ...]) -> re.Pattern[bytes] | None:
     return re.compile(b"|".join(re.escape(m.encode("ascii")) for m in sorted(set(markers))))
 
 
+# `re` scans an alternation of literals byte by byte against the set of first bytes; with markers
+# that start with common letters that runs at ~60 MB/s. The scanner anchors every marker at its
+# rarest byte (counted in a sample of the data), translates all anchor bytes to one sentinel and
+# searches `sentinel(tail|tail|...)` in the translated copy, which `re` does as a single-byte scan.
+# Translation only merges bytes, so a line holding a marker always yields a candidate; the caller
+# checks candidates with the exact pattern, so the batches are the same as with the plain scan.
+
+
+class Scanner:
+    """Finds the lines that may hold a marker in one fast pass, however many markers there are."""
+
+    def __init__(self, markers: tuple[str, ...], sample: bytes) -> None:
+        encoded = sorted({m.encode("ascii") for m in markers})
+        if any(b"\n" in marker for marker in encoded):
+            raise ValueError("a marker cannot span lines")
+        freq = {byte: sample.count(byte) for byte in set(b"".join(encoded))}
+        anchors: dict[bytes, int] = {}
+        for marker in encoded:
+            ranks = [(freq[byte], i) for i, byte in enumerate(marker)]
+            anchors[marker] = min(ranks)[1]
+        table = bytearray(range(256))
+        for marker, at in anchors.items():
+            table[marker[at]] = 0
+        self.table = bytes(table)
+        tails = sorted({re.escape(m[at + 1 :].translate(self.table)) for m, at in anchors.items()})
+        self.pattern = re.compile(b"\\x00(?:" + b"|".join(tails) + b")")
+        self.exact = re.compile(b"|".join(re.escape(marker) for marker in encoded))
+        # The detour pays only when markers are rare and candidates mostly real; otherwise (every
+        # line a candidate, or anchors that are common bytes in this data) scan the plain pattern.
+        found = sum(1 for _ in self.exact.finditer(sample))
+        maybe = sum(1 for _ in self.pattern.finditer(sample.translate(self.table)))
+        self.verify = found * 512 < len(sample) and maybe <= 2 * found + 16
+
+    def candidates(self, data: bytes) -> Iterator[int]:
+        """Ascending offsets of a marker (or, when `verify`, maybe one) in `data`, never a `\\n`."""
+        if not self.verify:
+            for match in self.exact.finditer(data):
+                yield match.start()
+            return
+        for match in self.pattern.finditer(data.translate(self.table)):
+            yield match.start()
+
+
 def _decode(raw: bytes) -> str:
     return raw.decode("utf-8", "replace").removesuffix("\r")
 
@@ -54,6 +97,8 @@ class Framer:
         self._pattern = marker_pattern(markers)
         self._joiner = EntryJoiner(max_line)
         self._cut = 0
+        self._markers = markers
+        self._scanner: Scanner | None = None
 
     @property
     def truncated(self) -> int:
@@ -104,12 +149,17 @@ class Framer:
             for raw in data.split(b"\n")[:-1]:
                 yield from self.feed(raw)
             return
-        pos = 0
-        for match in self._pattern.finditer(data):
-            if match.start() < pos:
-                continue  # a second marker on a line already taken
-            start = data.rfind(b"\n", 0, match.start()) + 1
-            end = data.index(b"\n", match.end())
+        if self._scanner is None:
+            self._scanner = Scanner(self._markers, data[: 256 << 10])
+        exact, verify = self._pattern, self._scanner.verify
+        pos = seen = 0
+        for at in self._scanner.candidates(data):
+            if at < seen:
+                continue  # a second candidate on a line already taken or rejected
+            start = data.rfind(b"\n", 0, at) + 1
+            end = seen = data.index(b"\n", at)
+            if verify and exact.search(data, start, end) is None:
+                continue  # no marker after all: the line stays among the skipped ones
             skipped = data.count(b"\n", pos, start)
             if skipped:
                 yield skipped

@@ -1,0 +1,23 @@
+"""The benchmark compares like with like: on tiny generated logs kvwatch's counts equal mtail's."""
+
+from __future__ import annotations
+
+import subprocess
+import sys
+from pathlib import Path
+
+RUN = Path(__file__).resolve().parent.parent / "bench" / "run.py"
+
+
+def test_bench_counts_agree_with_mtail(tmp_path: Path) -> None:
+    """`bench/run.py --check-only` generates tiny vLLM and llama.cpp logs and compares counts."""
+    proc = subprocess.run(
+        [sys.executable, str(RUN), "--check-only", "--workdir", str(tmp_path)],
+        capture_output=True,
+        text=True,
+        timeout=120,
+        check=False,
+    )
+    assert proc.returncode == 0, proc.stdout + proc.stderr
+    assert "counts agree" in proc.stdout
+    assert "DIFFERENT" not in proc.stdout
