@@ -1,0 +1,135 @@
+"""The shapes of llama-server output: the envelope around a message, and the messages we read.
+
+An envelope is whatever wraps llama.cpp's own text: a `--log-jsonl` object, a journald/syslog or ISO
+prefix, the router's `[port] ` prefix, ANSI colour, and `--log-prefix`/`--log-timestamps`
+(`M.SS.mmm.uuu L `, time since process start, minutes unbounded). Messages are matched on their text
+only, never on the function column or the level letter (both changed across builds).
+"""
+
+from __future__ import annotations
+
+import json
+import re
+from dataclasses import dataclass
+
+from kvwatch.parsers.clock import YearlessClock, parse_rfc3339
+from kvwatch.parsers.text import strip_ansi
+
+_MONTHS = {m: i for i, m in enumerate(("Jan", "Feb", "Mar", "Apr", "May", "Jun"), 1)}
+_MONTHS |= {m: i for i, m in enumerate(("Jul", "Aug", "Sep", "Oct", "Nov", "Dec"), 7)}
+_SYSLOG = re.compile(r"([A-Z][a-z]{2}) +(\d{1,2}) (\d\d):(\d\d):(\d\d) \S+ [^\s:]+: ")
+_ISO = re.compile(r"(\d{4}-\d\d-\d\dT\d\d:\d\d:\d\d(?:\.\d+)?(?:Z|[+-]\d\d:\d\d)) (?:\S+ [^\s:]+: )?")
+_PORT = re.compile(r"\[ *(\d+)\] ")
+_REL = re.compile(r"(\d+)\.(\d\d)\.(\d{3})\.(\d{3}) ")
+_LEVEL = re.compile(r"[IWED] ")
+
+# A slot line: `slot <func, 12 wide>: id %2d | task %d | <message>`. Numbers are captured loosely
+# (\S+) and validated afterwards, so a garbled number is a parse error rather than an unknown line.
+SLOT = re.compile(r"slot +\S*: id +(\S+) \| task (\S+) \|(.*)")
+SLOT_START = re.compile(r"slot +\S*: id")
+SRV = re.compile(r"srv +\S*: +(.*)")
+RESTART = re.compile(
+    r"(?:srv +)?\S+: +(?:initializing slots|initializing, n_slots =|(?:server is )?listening on )"
+    r"|(?:srv +)?llama_server: +initializing"
+)
+CONTINUATION = re.compile(r" *(?:prompt eval|eval|total) time = ")
+
+SELECT_LCP = re.compile(r"selected slot by LCP similarity, (?:f_)?sim_best = (\S+) \(.*f_keep = (\S+)")
+SELECT_LCS = re.compile(r"selected slot by lcs similarity, lcs_len = \S+, similarity = (\S+)")
+SELECT_LRU = re.compile(r"selected slot by (?:LRU|lru), t_last = (\S+)")
+SELECT_ID = re.compile(r"selected slot by id \((\S+)\)")
+NEW_PROMPT = re.compile(r"new prompt, .*(?:n_prompt_tokens|task\.n_tokens) = (\S+)")
+SEQ_RM = re.compile(r"(?:kv cache rm|memory_seq_rm) \[([^\s,]+), end\)")
+RESTORED = re.compile(r"restored context checkpoint \((?:.*n_past = ([^\s,]+))?")
+PROMPT_EVAL = re.compile(r"prompt eval time = +(\S+) ms / +(\S+) tokens")
+EVAL = re.compile(r"eval time = +(\S+) ms / +(\S+) tokens")
+STOP = re.compile(r"stop processing: (?:n_past|n_tokens) = ([^\s,]+)")
+FOUND = re.compile(r"- found better prompt with f_keep = ([^\s,]+), (?:f_)?sim = (\S+)")
+
+_INT = re.compile(r"-?\d+")
+_FLOAT = re.compile(r"\d+(?:\.\d+)?")
+
+
+class GarbledError(ValueError):
+    """A known line shape whose number cannot be read."""
+
+
+def to_int(text: str) -> int:
+    """A decimal integer as printf's %d writes it, else GarbledError."""
+    if not _INT.fullmatch(text):
+        raise GarbledError(f"not an integer: {text[:40]!r}")
+    return int(text)
+
+
+def to_float(text: str) -> float:
+    """A non-negative decimal as printf's %.Nf writes it, else GarbledError."""
+    if not _FLOAT.fullmatch(text):
+        raise GarbledError(f"not a number: {text[:40]!r}")
+    return float(text)
+
+
+@dataclass(frozen=True, slots=True)
+class Envelope:
+    """One llama.cpp message and what its wrapping said: router port, relative time, wall time."""
+
+    body: str
+    port: int | None
+    rel: float | None
+    wall: float | None
+
+
+def unwrap(text: str, clock: YearlessClock) -> list[Envelope] | None:
+    """The messages of one physical line, or None when the line is not llama.cpp output at all."""
+    text = strip_ansi(text).rstrip("\r")
+    wall, text = _transport(text, clock)
+    port = None
+    match = _PORT.match(text)
+    if match:
+        port, text = int(match[1]), text[match.end() :]
+    if text.startswith('{"type"'):
+        return _jsonl(text, port, wall)
+    rel, text = _relative(text)
+    return [Envelope(text, port, rel, wall)]
+
+
+def _transport(text: str, clock: YearlessClock) -> tuple[float | None, str]:
+    """Strip a journald/syslog or ISO transport prefix; its time, when it has one."""
+    if text[:1].isdigit():
+        iso = _ISO.match(text)
+        if iso:
+            return parse_rfc3339(iso[1]), text[iso.end() :]
+    elif text[:1].isupper():
+        sys = _SYSLOG.match(text)
+        if sys and sys[1] in _MONTHS:
+            hms = (int(sys[3]), int(sys[4]), int(sys[5]))
+            return clock.resolve(_MONTHS[sys[1]], int(sys[2]), hms, None), text[sys.end() :]
+    return None, text
+
+
+def _relative(text: str) -> tuple[float | None, str]:
+    """Strip `M.SS.mmm.uuu ` and the level letter; the seconds since process start, if printed."""
+    rel = None
+    match = _REL.match(text)
+    if match:
+        minutes, seconds, millis, micros = (int(g) for g in match.groups())
+        rel = minutes * 60 + seconds + millis / 1e3 + micros / 1e6
+        text = text[match.end() :]
+    level = _LEVEL.match(text)
+    return rel, text[level.end() :] if level else text
+
+
+def _jsonl(text: str, port: int | None, wall: float | None) -> list[Envelope] | None:
+    """`--log-jsonl`: `{"type":"log","time":<µs since start>,"level":...,"msg":...}`."""
+    try:
+        obj = json.loads(text)
+    except ValueError:
+        return None
+    if not isinstance(obj, dict) or obj.get("type") != "log" or not isinstance(obj.get("msg"), str):
+        return None
+    micros = obj.get("time")
+    rel = None
+    # `time` is 0 on every line under --no-log-timestamps: no clock then, not "all at start"
+    if isinstance(micros, int) and not isinstance(micros, bool) and micros > 0:
+        rel = micros / 1e6
+    lines = obj["msg"].strip("\n").split("\n")
+    return [Envelope(strip_ansi(line), port, rel, wall) for line in lines]

@@ -1,0 +1,247 @@
+"""The state of one llama-server process: its clock, its slots, each slot's request in progress."""
+
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass, field
+from typing import Literal
+
+from kvwatch.model import LlamaRequest
+from kvwatch.parsers import llamacpp_lines as ln
+from kvwatch.parsers.base import ParseError, ParseResult
+
+Selection = Literal["lcp", "lru", "id", "unknown"]
+
+
+@dataclass(slots=True)
+class Pick:
+    """How a slot was chosen (a `task -1` line), waiting for the slot's next task."""
+
+    selection: Selection = "unknown"
+    sim: float | None = None
+    keep: float | None = None
+    rescue: bool = False
+    broken: bool = False
+
+
+@dataclass(slots=True)
+class Request:
+    """One request in progress on a slot: what its lines said so far."""
+
+    task: int
+    pick: Pick = field(default_factory=Pick)
+    prompt: int | None = None
+    reused: int | None = None
+    armed: bool = False  # the next memory_seq_rm gives the reused prefix (after new prompt / restore)
+    restore_past: int | None = None
+    full: bool = False
+    restores: int = 0
+    new: int | None = None
+    eval_seconds: float | None = None
+    n_gen: int | None = None
+    stop_n: int | None = None
+    broken: bool = False
+
+    def record(self, source: str, time: float, slot: int) -> LlamaRequest | None:
+        """The finished record; None without timings (an error or cancel released the slot)."""
+        if self.new is None:
+            return None
+        prompt, reused, derived = self.prompt, self.reused, False
+        if reused is None and self.restore_past is not None:
+            reused = self.restore_past
+        if prompt is None and None not in (self.stop_n, self.n_gen, self.new):
+            # default verbosity: n_tokens at stop = prompt + generated - 1 (exact for length stops)
+            prompt, derived = (self.stop_n or 0) - (self.n_gen or 0) + 1, True
+        if reused is None and prompt is not None and self.new is not None:
+            reused, derived = max(0, min(prompt, prompt - self.new)), True
+        return LlamaRequest(
+            source, time, slot, self.task, prompt, reused, self.new, self.pick.selection,
+            sim_best=self.pick.sim, f_keep=self.pick.keep, prompt_cache_rescue=self.pick.rescue,
+            full_reprocess=self.full, checkpoint_restores=self.restores,
+            prompt_eval_seconds=self.eval_seconds, derived=derived,
+        )  # fmt: skip
+
+
+@dataclass(slots=True)
+class Stream:
+    """One server process's output (the server, or one router child): clock and slot state."""
+
+    anchor: float | None = None  # event time of relative time 0
+    last_rel: float = 0.0
+    stamped: bool = False  # this run prints relative times
+    active: bool = False  # slot lines seen in this run
+    announced: bool = False  # a ServerRestart was emitted for this run
+    picks: dict[int, Pick] = field(default_factory=dict)
+    requests: dict[int, Request] = field(default_factory=dict)
+    finished: dict[int, int] = field(default_factory=dict)  # slot -> its last finished task
+    last_pick: Pick | None = None
+    timing: tuple[int, int] | None = None  # (slot, task) of a bare legacy timing header
+
+    def reset(self) -> None:
+        """A new process: nothing of the old one applies."""
+        fresh = Stream()
+        for name in Stream.__slots__:
+            setattr(self, name, getattr(fresh, name))
+
+    def drop_in_flight(self) -> None:
+        """Forget requests that never finished (end of input)."""
+        self.requests.clear()
+        self.picks.clear()
+        self.timing = None
+
+    def read(self, body: str, now: float, source: str) -> ParseResult:
+        """Apply one message; the finished record, [] for a known line, None for a foreign one."""
+        timing, self.timing = self.timing, None
+        match = ln.SLOT.match(body)
+        if match:
+            return self._slot(match[1], match[2], match[3].strip(), now, source)
+        if ln.SLOT_START.match(body):
+            self._poison(None)
+            return ParseError("llamacpp: torn slot line")
+        if ln.CONTINUATION.match(body):
+            return self._continuation(timing, body.strip(), now, source)
+        srv = ln.SRV.match(body)
+        if srv:
+            self._srv(srv[1])
+            return []
+        return None
+
+    def _slot(self, slot_text: str, task_text: str, msg: str, now: float, source: str) -> ParseResult:
+        """A tagged slot line."""
+        try:
+            slot, task = ln.to_int(slot_text), ln.to_int(task_text)
+        except ln.GarbledError as exc:
+            self._poison(task_text)
+            return ParseError(f"llamacpp: {exc}")
+        self.active = True
+        if msg.startswith("selected slot by "):
+            return self._select(slot, msg)
+        if task < 0:
+            return []
+        request = self._request(slot, task)
+        if request is None:
+            return []
+        if not msg:
+            self.timing = (slot, task)
+            return []
+        return self._apply(slot, request, msg, now, source)
+
+    def _apply(self, slot: int, request: Request, msg: str, now: float, source: str) -> ParseResult:
+        """Update a request from one of its messages; emit it when `stop processing` ends it."""
+        try:
+            if not _update(request, msg):
+                return []
+        except ln.GarbledError as exc:
+            request.broken = True
+            return ParseError(f"llamacpp: {exc}")
+        del self.requests[slot]
+        self.finished[slot] = request.task
+        record = None if request.broken else request.record(source, now, slot)
+        return [record] if record is not None else []
+
+    def _continuation(self, timing: tuple[int, int] | None, msg: str, now: float, source: str) -> ParseResult:
+        """A legacy timing line without prefix: it belongs to the bare header just before."""
+        request = self.requests.get(timing[0]) if timing is not None else None
+        if timing is None or request is None or request.task != timing[1]:
+            return ParseError("llamacpp: timing line without its header")
+        if not msg.startswith("total time"):
+            self.timing = timing
+        return self._apply(timing[0], request, msg, now, source)
+
+    def _request(self, slot: int, task: int) -> Request | None:
+        """The slot's request for this task, starting one (with the waiting pick) on a new task."""
+        request = self.requests.get(slot)
+        if request is not None and request.task == task:
+            return request
+        if self.finished.get(slot) == task:
+            return None  # a late line of a request already emitted
+        # a new task on a busy slot: the old request was cut off; it is replaced, never emitted
+        request = Request(task, self.picks.pop(slot, Pick()))
+        request.broken = request.pick.broken
+        self.requests[slot] = request
+        return request
+
+    def _select(self, slot: int, msg: str) -> ParseResult:
+        """`selected slot by ...`: how the slot's next task was placed."""
+        self.picks[slot] = self.last_pick = pick = Pick(broken=True)
+        try:
+            if match := ln.SELECT_LCP.match(msg):
+                pick.selection, pick.sim, pick.keep = (
+                    "lcp",
+                    ln.to_float(match[1]),
+                    ln.to_float(match[2]),
+                )
+            elif match := ln.SELECT_LCS.match(msg):
+                pick.selection, pick.sim = "lcp", ln.to_float(match[1])
+            elif match := ln.SELECT_LRU.match(msg):
+                pick.selection = "lru"
+                ln.to_int(match[1])
+            elif match := ln.SELECT_ID.match(msg):
+                pick.selection = "id"
+                ln.to_int(match[1])
+            else:
+                raise ln.GarbledError("unknown slot selection")
+        except ln.GarbledError as exc:
+            return ParseError(f"llamacpp: {exc}")
+        pick.broken = False
+        return []
+
+    def _srv(self, msg: str) -> None:
+        """Server lines: only the host prompt cache's rescue of the last selection matters."""
+        match = ln.FOUND.match(msg)
+        if match and self.last_pick is not None:
+            pick = self.last_pick
+            try:
+                pick.keep, pick.sim = ln.to_float(match[1]), ln.to_float(match[2])
+            except ln.GarbledError:
+                pick.broken = True
+                raise
+            pick.rescue = True
+
+    def _poison(self, task_text: str | None) -> None:
+        """A slot line that cannot be attributed: no record it may belong to can come out wrong."""
+        try:
+            task = ln.to_int(task_text) if task_text is not None else None
+        except ln.GarbledError:
+            task = None
+        for request in self.requests.values():
+            if task is None or request.task == task:
+                request.broken = True
+        if task is None:
+            for pick in self.picks.values():
+                pick.broken = True
+
+
+def _update(request: Request, msg: str) -> bool:
+    """Fold one message into the request; True when it ends the request."""
+    if msg.startswith("new prompt"):
+        request.prompt, request.armed = _int(ln.NEW_PROMPT.match(msg), msg), True
+    elif "memory_seq_rm" in msg or msg.startswith("kv cache rm"):
+        n_past = _int(ln.SEQ_RM.search(msg), msg)
+        if request.armed:  # later ones are batch progress
+            request.reused, request.armed = n_past, False
+    elif msg.startswith("restored context checkpoint"):
+        match = ln.RESTORED.match(msg)
+        request.restores += 1
+        request.armed = request.prompt is not None
+        if match and match[1] is not None:
+            request.restore_past = ln.to_int(match[1])
+    elif msg.startswith("forcing full prompt re-processing"):
+        request.full = True
+    elif msg.startswith("prompt eval time"):
+        match = ln.PROMPT_EVAL.match(msg)
+        request.new = _int(match, msg, 2)
+        request.eval_seconds = round(ln.to_float(match[1]) / 1000.0, 6) if match else None
+    elif msg.startswith("eval time"):
+        request.n_gen = _int(ln.EVAL.match(msg), msg, 2)
+    elif msg.startswith("stop processing"):
+        request.stop_n = _int(ln.STOP.match(msg), msg)
+        return True
+    return False
+
+
+def _int(match: re.Match[str] | None, msg: str, group: int = 1) -> int:
+    """The integer in a matched line; a known line of the wrong shape is torn."""
+    if match is None:
+        raise ln.GarbledError(f"torn line: {msg[:60]!r}")
+    return ln.to_int(match[group])

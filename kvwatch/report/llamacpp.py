@@ -1,0 +1,71 @@
+"""The per-request llama.cpp table of `replay --format text`: one aligned row per request record."""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from datetime import datetime, timezone
+
+from kvwatch.model import LlamaRequest
+
+# `notes` flags what numbers hide: full-reprocess, restores=N, prompt-cache (rescue), derived
+HEADER = (
+    "time",
+    "slot",
+    "prompt",
+    "reused",
+    "new",
+    "selection",
+    "sim",
+    "keep",
+    "eval time",
+    "notes",
+)
+_LEFT = {"time", "selection", "notes"}  # text columns; numbers align right
+
+
+def requests_table(records: Sequence[LlamaRequest]) -> str:
+    """The records as a text table, in the order given, columns padded to their widest cell."""
+    rows = [HEADER, *(_row(record) for record in records)]
+    widths = [max(len(row[i]) for row in rows) for i in range(len(HEADER))]
+    lines = []
+    for row in rows:
+        cells = (
+            cell.ljust(width) if name in _LEFT else cell.rjust(width)
+            for name, cell, width in zip(HEADER, row, widths, strict=True)
+        )
+        lines.append("  ".join(cells).rstrip())
+    return "\n".join(lines) + "\n"
+
+
+def _row(record: LlamaRequest) -> tuple[str, ...]:
+    """One record's cells; `-` where the log did not say."""
+    moment = datetime.fromtimestamp(record.time, timezone.utc)
+    when = moment.strftime("%Y-%m-%dT%H:%M:%S.") + f"{moment.microsecond // 1000:03d}Z"
+    notes = [
+        "full-reprocess" if record.full_reprocess else "",
+        f"restores={record.checkpoint_restores}" if record.checkpoint_restores else "",
+        "prompt-cache" if record.prompt_cache_rescue else "",
+        "derived" if record.derived else "",
+    ]
+    return (
+        when,
+        str(record.slot),
+        _int(record.prompt_tokens),
+        _int(record.reused_tokens),
+        _int(record.new_tokens),
+        record.selection,
+        _ratio(record.sim_best),
+        _ratio(record.f_keep),
+        "-" if record.prompt_eval_seconds is None else f"{record.prompt_eval_seconds:.3f} s",
+        " ".join(note for note in notes if note),
+    )
+
+
+def _int(value: int | None) -> str:
+    """An integer cell."""
+    return "-" if value is None else str(value)
+
+
+def _ratio(value: float | None) -> str:
+    """A 0-1 ratio cell, three decimals as llama.cpp prints them."""
+    return "-" if value is None else f"{value:.3f}"
