@@ -145,6 +145,7 @@ class UsageRecord:
     input_tokens: int | None = None
     client: str = ""
     channel: str = ""
+    upstream_prompt_tokens: int | None = None  # the upstream (OpenAI-style) prompt_tokens, when logged too
 
 
 @dataclass(frozen=True, slots=True)

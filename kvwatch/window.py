@@ -25,6 +25,9 @@ Labels = tuple[tuple[str, str], ...]
 #: How much event time windows keep, and how many per-request points per group.
 HORIZON = 3600.0
 MAX_REQUESTS = 500
+#: Usage records (#6) kept per (source, model), and how many such groups at most.
+MAX_USAGE = 5000
+MAX_USAGE_GROUPS = 256
 
 
 @dataclass(frozen=True, slots=True)
@@ -75,6 +78,7 @@ class Windows:
         self.max_requests = max_requests
         self.sources: dict[str, SourceWindow] = {}
         self.requests: dict[Labels, deque[RequestPoint]] = {}
+        self.usage: dict[tuple[str, str], deque[UsageRecord]] = {}
 
     def source(self, name: str) -> SourceWindow:
         """The window of a source, created empty."""
@@ -101,6 +105,7 @@ class Windows:
             labels = (("source", event.source), ("entry", event.entry))
             point = RequestPoint(event.time, event.prompt_tokens, event.cached_tokens)
             self._add_request(labels, point)
+            self._usage(event)
         elif isinstance(event, ServerRestart):
             self._restart(window, event)
 
@@ -136,6 +141,25 @@ class Windows:
         if points is None:
             points = self.requests[labels] = deque(maxlen=self.max_requests)
         points.append(point)
+
+    # -----------------------------------------------------------------------------------------
+    # Usage records (#6): whole records per (source, raw model) for hit_rate_gap and
+    # usage_double_counting, bounded by the horizon (relative to the group's newest record), by
+    # MAX_USAGE per group and by MAX_USAGE_GROUPS groups (the group updated longest ago goes first).
+    # -----------------------------------------------------------------------------------------
+
+    def _usage(self, event: UsageRecord) -> None:
+        key = (event.source, event.model)
+        records = self.usage.get(key)
+        if records is None:
+            if len(self.usage) >= MAX_USAGE_GROUPS:
+                stale = min(self.usage, key=lambda k: self.usage[k][-1].time if self.usage[k] else 0.0)
+                del self.usage[stale]
+            records = self.usage[key] = deque(maxlen=MAX_USAGE)
+        records.append(event)
+        oldest = event.time - self.horizon
+        while records and records[0].time < oldest:
+            records.popleft()
 
     def _restart(self, window: SourceWindow, event: ServerRestart) -> None:
         # A restarted engine starts from a cold cache: history from before says nothing about it.

@@ -4,7 +4,15 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 
-from kvwatch.detectors import hit_rate_low, no_signal, pinned_cache, prefix_reuse, write_only_offload
+from kvwatch.detectors import (
+    double_counting,
+    hit_rate_gap,
+    hit_rate_low,
+    no_signal,
+    pinned_cache,
+    prefix_reuse,
+    write_only_offload,
+)
 from kvwatch.model import Finding
 from kvwatch.window import Windows
 
@@ -18,6 +26,8 @@ class DetectorSettings:
     prefix_reuse_broken: prefix_reuse.Settings = field(default_factory=prefix_reuse.Settings)
     no_signal: no_signal.Settings = field(default_factory=no_signal.Settings)
     prefix_hit_rate_low: hit_rate_low.Settings = field(default_factory=hit_rate_low.Settings)
+    hit_rate_gap: hit_rate_gap.Settings = field(default_factory=hit_rate_gap.Settings)
+    usage_double_counting: double_counting.Settings = field(default_factory=double_counting.Settings)
 
 
 def detect_all(windows: Windows, now: float, settings: DetectorSettings) -> list[Finding]:
@@ -28,4 +38,6 @@ def detect_all(windows: Windows, now: float, settings: DetectorSettings) -> list
         *prefix_reuse.detect(windows, now, settings.prefix_reuse_broken),
         *no_signal.detect(windows, now, settings.no_signal),
         *hit_rate_low.detect(windows, now, settings.prefix_hit_rate_low),
+        *hit_rate_gap.detect(windows, now, settings.hit_rate_gap),
+        *double_counting.detect(windows, now, settings.usage_double_counting),
     ]

@@ -10,11 +10,13 @@ from prometheus_client import CollectorRegistry, disable_created_metrics
 
 from kvwatch.metrics.llamacpp import LlamacppMetrics
 from kvwatch.metrics.sources import SourceCounts, SourceCountsCollector
+from kvwatch.metrics.usage import UsageMetrics
 from kvwatch.metrics.vllm import VllmMetrics
 from kvwatch.model import (
     EngineFact,
     Event,
     LlamaRequest,
+    UsageRecord,
     VllmKvTransfer,
     VllmPrefixV0,
     VllmSpecDecoding,
@@ -33,6 +35,7 @@ class Metrics:
         self.registry = registry
         self.vllm = VllmMetrics(registry)
         self.llamacpp = LlamacppMetrics(registry)
+        self.usage = UsageMetrics(registry)
         self.sources = SourceCountsCollector()
         registry.register(self.sources)
 
@@ -50,3 +53,5 @@ class Metrics:
             self.vllm.fact(event)
         elif isinstance(event, LlamaRequest):
             self.llamacpp.apply(event)
+        elif isinstance(event, UsageRecord):
+            self.usage.apply(event)

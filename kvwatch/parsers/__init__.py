@@ -4,9 +4,10 @@ from __future__ import annotations
 
 from kvwatch.parsers.base import Parser, ParserSettings
 from kvwatch.parsers.llamacpp import LlamacppParser, looks_like_llamacpp
+from kvwatch.parsers.usage import UsageParser, looks_like_usage
 from kvwatch.parsers.vllm import VllmParser, looks_like_vllm
 
-ENGINES = ("vllm", "llamacpp")
+ENGINES = ("vllm", "llamacpp", "usage")
 
 
 def make_parser(engine: str, source: str, settings: ParserSettings) -> Parser:
@@ -15,11 +16,15 @@ def make_parser(engine: str, source: str, settings: ParserSettings) -> Parser:
         return VllmParser(source, settings)
     if engine == "llamacpp":
         return LlamacppParser(source, settings)
+    if engine == "usage":
+        return UsageParser(source, settings)
     raise ValueError(f"unknown engine {engine!r}; known: {', '.join(ENGINES)}")
 
 
 def detect_engine(sample: str) -> str | None:
     """The engine whose log the sample (a file's first lines, decoded) looks like, if any."""
+    if looks_like_usage(sample):  # strict (JSON rows with usage), so it goes first
+        return "usage"
     if looks_like_llamacpp(sample):
         return "llamacpp"
     if looks_like_vllm(sample):
