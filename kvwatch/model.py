@@ -149,6 +149,15 @@ class UsageRecord:
 
 
 @dataclass(frozen=True, slots=True)
+class UsageSkipped:
+    """A usage-log row that is no completed request (an error row, another row type, no usage)."""
+
+    source: str
+    time: float
+    reason: str
+
+
+@dataclass(frozen=True, slots=True)
 class ServerRestart:
     """The engine process (re)started: per-source state from before no longer applies."""
 
@@ -165,6 +174,7 @@ Event = (
     | EngineFact
     | LlamaRequest
     | UsageRecord
+    | UsageSkipped
     | ServerRestart
 )
 

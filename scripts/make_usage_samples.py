@@ -186,17 +186,22 @@ def chat_traffic(rng: random.Random, start: int, end: int, every: float) -> list
 
 
 def incident_day() -> tuple[str, dict[str, Any]]:
-    """2026-08-18: the cached length on /v1/messages pinned at 17920 while prompts grow 40k -> 180k."""
+    """2026-08-18: the cached length on /v1/messages pinned at 17920 while sessions grow 40k -> 180k."""
     rng = random.Random(618)
     start, end = epoch("2026-08-18T09:00:00"), epoch("2026-08-18T15:00:00")
     messages: list[Req] = []
     n = 300
-    prompt = 40000.0
+    # Four Claude Code sessions at staggered stages: each grows turn by turn from ~40k tokens and is
+    # compacted back to ~40k once past 180k, so any stretch of the day mixes 40k..180k prompts.
+    sessions = [40000.0 + 35000.0 * k for k in range(4)]
     t = float(start)
     lunch, back, lunched = epoch("2026-08-18T12:05:00"), epoch("2026-08-18T12:41:13"), False
     for i in range(n):
-        prompt += (180000 - 40000) / (n - 1) * rng.uniform(0.4, 1.6)
-        size = min(int(prompt), 180000 - rng.randint(0, 400)) if i < n - 1 else 180000
+        k = rng.randrange(len(sessions))
+        sessions[k] += rng.uniform(800, 6000)
+        if sessions[k] > 180000:
+            sessions[k] = 40000.0 + rng.uniform(0, 3000)
+        size = int(sessions[k])
         gap = rng.expovariate(1 / ((end - start - (back - lunch)) / n))
         idle = not lunched and t >= lunch
         if idle:  # lunch: the KV cache was evicted meanwhile

@@ -121,8 +121,14 @@ GROWING = [480 + 30 * i for i in range(10)]
         ("cold", llama(GROWING, [0] * 10), []),
         # one compaction among healthy turns
         ("isolated compaction", llama(GROWING, [0, 300, 330, 0, 400, 430, 460, 490, 520, 550]), []),
-        # unrelated prompts sharing a 64-token system prompt: same C, but no growth
-        ("shared system prompt", llama(random.Random(7).sample(range(300, 2000), 10), [64] * 10), []),
+        # unrelated prompts sharing a 1984-token system prompt: same C, prompts about as long, no growth
+        ("shared system prompt", llama(random.Random(7).sample(range(2050, 4500), 10), [1984] * 10), []),
+        # pinned with little growth per turn but far beyond C: many sessions on one source
+        (
+            "many sessions",
+            llama(random.Random(5).sample(range(400, 900), 10), [47] * 10),
+            ["pinned_cache_length"],
+        ),
         # too few requests to judge
         ("few", llama(GROWING[:5], [47] * 5), []),
     ],

@@ -79,21 +79,21 @@ def test_entry_allow_list_and_its_extension() -> None:
     assert {"/v1/chat/completions": 1.0, "/v2/agent": 1.0, "/api/x/42": None, "other": 2.0} == counts
 
 
-def test_rows_skipped_exports_a_parsers_not_requests() -> None:
-    """A watched parser's not-requests appear as kvwatch_usage_rows_skipped_total{source,reason}."""
+def test_rows_skipped_become_a_counter() -> None:
+    """Rows that are no requests reach kvwatch_usage_rows_skipped_total{source,reason} as events."""
     from kvwatch.model import LogLine
     from kvwatch.parsers.base import ParserSettings
     from kvwatch.parsers.usage import UsageParser
 
     registry = CollectorRegistry()
-    metrics = UsageMetrics(registry)
+    metrics = Metrics(registry)
     parser = UsageParser("gw", ParserSettings())
-    metrics.watch("gw", parser.not_requests)
     for kind in (5, 5, 1):
         row = (
             f'{{"id":1,"created_at":1787043600,"type":{kind},"model_name":"m","prompt_tokens":0,"other":""}}'
         )
-        parser.parse(LogLine("gw", row, None))
+        for event in parser.parse(LogLine("gw", row, None)) or []:  # type: ignore[union-attr]
+            metrics.apply(event)
     actual = [
         value(registry, "kvwatch_usage_rows_skipped_total", reason="error"),
         value(registry, "kvwatch_usage_rows_skipped_total", reason="not_consumption"),

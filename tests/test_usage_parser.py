@@ -183,9 +183,9 @@ NOT_REQUESTS = [
 
 @pytest.mark.parametrize(("text", "reason"), NOT_REQUESTS, ids=[r for _, r in NOT_REQUESTS])
 def test_rows_that_are_not_requests_are_counted_apart(text: str, reason: str) -> None:
-    """A recognised row that is no completed request gives no event and counts under its reason."""
+    """A recognised row that is no completed request gives a UsageSkipped event with its reason."""
     parser = UsageParser("gw", ParserSettings())
-    assert [] == parse(text, parser=parser)
+    assert [reason] == [e.reason for e in parse(text, parser=parser)]  # type: ignore[union-attr]
     assert {reason: 1} == dict(parser.not_requests)
 
 

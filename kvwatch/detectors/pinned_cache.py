@@ -5,8 +5,11 @@ right after the first C tokens on every request does (incident 1: C = 17920 = 28
 definitions before Claude Code's per-request `x-anthropic-billing-header ... cch=` line). Judged per
 request group (a llama.cpp source, or a gateway source and entry) over its most recent requests:
 the most common non-zero cached length C covers at least `min_share` of them, their prompts are on
-average at least `min_growth` x C, and the prompts grow over the window (rank correlation with time at
-least `min_trend`), which tells a conversation apart from unrelated prompts sharing a system prompt.
+average at least `min_growth` x C, and they grow: either their rank correlation with time is at least
+`min_trend` (one conversation growing turn by turn), or they average at least `far_growth` x C (many
+sessions, each far beyond the shared C). Unrelated prompts that only share a system prompt are about
+as long as it and do not grow. Known limit: unrelated prompts several times longer than a shared
+system prompt (retrieval, say) look the same; raise `far_growth` or disable the detector there.
 """
 
 from __future__ import annotations
@@ -44,6 +47,7 @@ class Settings:
     min_share: float = 0.6
     min_growth: float = 2.0
     min_trend: float = 0.3
+    far_growth: float = 4.0
     block_size: int = 0  # 0: unknown, say the largest power-of-two block that divides C
 
 
@@ -97,7 +101,8 @@ def assess(points: Sequence[RequestPoint], cfg: Settings) -> Assessment:
     pinned = [p for p in recent if p.cached == cached]
     mean_prompt = sum(p.prompt for p in pinned) / len(pinned)
     rho = trend([p.prompt for p in pinned])
-    verdict = share >= cfg.min_share and mean_prompt >= cfg.min_growth * cached and rho >= cfg.min_trend
+    grows = rho >= cfg.min_trend or mean_prompt >= cfg.far_growth * cached
+    verdict = share >= cfg.min_share and mean_prompt >= cfg.min_growth * cached and grows
     return Assessment(cached, round(share, 4), verdict, len(recent), mean_prompt, rho)
 
 

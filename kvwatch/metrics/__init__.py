@@ -17,6 +17,7 @@ from kvwatch.model import (
     Event,
     LlamaRequest,
     UsageRecord,
+    UsageSkipped,
     VllmKvTransfer,
     VllmPrefixV0,
     VllmSpecDecoding,
@@ -55,3 +56,5 @@ class Metrics:
             self.llamacpp.apply(event)
         elif isinstance(event, UsageRecord):
             self.usage.apply(event)
+        elif isinstance(event, UsageSkipped):
+            self.usage.skipped_row(event)

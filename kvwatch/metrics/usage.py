@@ -10,13 +10,11 @@ ones are `other`.
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Iterator, Mapping
+from collections.abc import Iterable
 
 from prometheus_client import CollectorRegistry, Counter, Histogram
-from prometheus_client.core import CounterMetricFamily, Metric
-from prometheus_client.registry import Collector
 
-from kvwatch.model import UsageRecord
+from kvwatch.model import UsageRecord, UsageSkipped
 from kvwatch.parsers.usage_fields import OTHER, bounded_entry
 
 _SEM = ("source", "entry", "model")
@@ -67,8 +65,12 @@ class UsageMetrics:
             buckets=RATIO_BUCKETS,
             registry=registry,
         )
-        self.skipped = SkippedCollector()
-        registry.register(self.skipped)
+        self.skipped = Counter(
+            "kvwatch_usage_rows_skipped",
+            "Usage-log rows that are not completed requests (errors, other row types, no usage).",
+            ("source", "reason"),
+            registry=registry,
+        )
 
     def model_label(self, model: str) -> str:
         """The model itself while fewer than `max_models` distinct ones were seen, else `other`."""
@@ -94,25 +96,6 @@ class UsageMetrics:
         if ev.prompt_tokens > 0:
             self.ratio_hist.labels(*labels).observe(ev.cached_tokens / ev.prompt_tokens)
 
-    def watch(self, source: str, not_requests: Mapping[str, int]) -> None:
-        """Export a usage parser's `not_requests` counts (read at scrape time) for its source."""
-        self.skipped.counts[source] = not_requests
-
-
-class SkippedCollector(Collector):
-    """`kvwatch_usage_rows_skipped_total{source,reason}`: rows recognised that are no completed request."""
-
-    def __init__(self) -> None:
-        self.counts: dict[str, Mapping[str, int]] = {}
-
-    def collect(self) -> Iterator[Metric]:
-        """One counter family from the watched parsers' counts."""
-        family = CounterMetricFamily(
-            "kvwatch_usage_rows_skipped",
-            "Usage-log rows that are not completed requests (errors, other row types, no usage).",
-            labels=("source", "reason"),
-        )
-        for source, counts in sorted(self.counts.items()):
-            for reason, rows in sorted(counts.items()):
-                family.add_metric((source, reason), rows)
-        yield family
+    def skipped_row(self, ev: UsageSkipped) -> None:
+        """Count a row that is no completed request."""
+        self.skipped.labels(ev.source, ev.reason).inc()

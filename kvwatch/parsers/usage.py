@@ -30,7 +30,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
-from kvwatch.model import Event, LogLine, UsageRecord
+from kvwatch.model import Event, LogLine, UsageRecord, UsageSkipped
 from kvwatch.parsers.base import ParseError, ParseResult, ParserSettings
 from kvwatch.parsers.usage_fields import (
     BODY_KINDS,
@@ -115,6 +115,7 @@ class UsageParser:
         self._tz = self.mapping.tz or settings.tz
         self._entries = frozenset(self.mapping.entries)
         self._last_time: float | None = None
+        self._start = settings.start
 
     def parse(self, line: LogLine) -> ParseResult:
         """One JSON row (possibly after a text prefix) -> at most one UsageRecord."""
@@ -132,7 +133,8 @@ class UsageParser:
             reading = self._read(obj)
             if isinstance(reading, str):
                 self.not_requests[reading] += 1
-                return []
+                when = line.time if line.time is not None else self._last_time
+                return [UsageSkipped(self.source, self._start if when is None else when, reading)]
             record = self._record(obj, reading, line.time)
         except FieldError as err:
             return ParseError(f"usage: {err}")
