@@ -1,4 +1,4 @@
-"""The command line: `kvwatch replay ...` (more commands join as they land); `main(argv) -> int`."""
+"""The command line: replay, run, check-config, test-alert, hash-password; `main(argv) -> int`."""
 
 from __future__ import annotations
 
@@ -8,6 +8,7 @@ import os
 import sys
 from collections.abc import Sequence
 from datetime import datetime, timezone
+from typing import Any
 
 from kvwatch import __version__
 from kvwatch.parsers.base import DEFAULT_START, ParserSettings
@@ -48,7 +49,7 @@ def build_parser() -> argparse.ArgumentParser:
     sub = parser.add_subparsers(dest="command", required=True)
     rep = sub.add_parser("replay", help="replay log files and print the metrics (and alerts)")
     rep.add_argument("files", nargs="+", metavar="FILE")
-    rep.add_argument("--engine", choices=("auto", "vllm", "llamacpp"), default="auto")
+    rep.add_argument("--engine", choices=("auto", "vllm", "llamacpp", "usage"), default="auto")
     rep.add_argument("--format", choices=FORMATS, default="text")
     rep.add_argument("--year", type=_year, help="year of year-less timestamps (default: this year)")
     rep.add_argument("--tz", type=_tz, default="UTC", help="zone of the log's timestamps (default UTC)")
@@ -59,7 +60,116 @@ def build_parser() -> argparse.ArgumentParser:
         default=DEFAULT_START,
         help="anchor of relative timestamps (llama.cpp), RFC 3339 or epoch (default 2026-01-01T00:00:00Z)",
     )
+    _daemon_commands(sub)
     return parser
+
+
+def _listen(text: str) -> tuple[str, int]:
+    host, sep, port = text.rpartition(":")
+    if not sep or not port.isdigit() or int(port) > 65535:
+        raise argparse.ArgumentTypeError(f"expected ADDRESS:PORT (port 0 picks a free one): {text!r}")
+    return host.strip("[]") or "127.0.0.1", int(port)
+
+
+def _daemon_commands(sub: Any) -> None:
+    """The subcommands of the live daemon and its config."""
+    run = sub.add_parser("run", help="follow the configured sources; serve /metrics; send alerts")
+    run.add_argument("--config", metavar="PATH", help="the config file (see kvwatch.example.toml)")
+    run.add_argument("--stdin", action="store_true", help="read one source from standard input, no config")
+    run.add_argument("--engine", default="auto", help="with --stdin: auto, vllm, llamacpp or usage")
+    run.add_argument("--listen", type=_listen, metavar="ADDRESS:PORT", help="override [server]")
+    run.add_argument(
+        "--sync-interval",
+        type=float,
+        default=5.0,
+        metavar="SECONDS",
+        help="how often read positions are saved (default 5)",
+    )
+    check = sub.add_parser("check-config", help="validate a config file and print a summary")
+    check.add_argument("path", metavar="PATH")
+    test = sub.add_parser("test-alert", help="send a sample alert through every configured notifier")
+    test.add_argument("--config", metavar="PATH", required=True)
+    sub.add_parser("hash-password", help="read a password on stdin, print its hash for the web config")
+
+
+def _load(args: argparse.Namespace) -> Any:
+    """The config (or the stdin one) and what prepare() builds from it; None after printing why."""
+    from kvwatch.config import ConfigError, config_for_stdin, load_config
+    from kvwatch.daemon_setup import prepare
+
+    try:
+        if getattr(args, "stdin", False):
+            config = config_for_stdin(args.engine)
+        else:
+            config = load_config(args.config if hasattr(args, "config") else args.path)
+        return config, prepare(config)
+    except ConfigError as err:
+        print(f"kvwatch: {err}", file=sys.stderr)
+        return None
+
+
+def cmd_run(args: argparse.Namespace) -> int:
+    """Run the daemon until SIGTERM (or the end of stdin)."""
+    if args.stdin == bool(args.config):
+        print("kvwatch run: give --config PATH or --stdin (not both)", file=sys.stderr)
+        return 2
+    from kvwatch.config import ConfigError
+    from kvwatch.daemon import Daemon, Options
+    from kvwatch.daemon_log import setup_logging
+
+    setup_logging()
+    loaded = _load(args)
+    if loaded is None:
+        return 1
+    options = Options(listen=args.listen, sync_interval=args.sync_interval, persist=not args.stdin)
+    try:
+        daemon = Daemon(loaded[0], loaded[1], options)
+    except (OSError, ConfigError) as err:
+        print(f"kvwatch: cannot start: {err}", file=sys.stderr)
+        return 1
+    return daemon.run()
+
+
+def cmd_check_config(args: argparse.Namespace) -> int:
+    """Print the summary of a valid config; each problem of an invalid one, exit 1."""
+    from kvwatch.config import summarize
+
+    loaded = _load(args)
+    if loaded is None:
+        return 1
+    sys.stdout.write(summarize(loaded[0]))
+    return 0
+
+
+def cmd_test_alert(args: argparse.Namespace) -> int:
+    """Send the sample alert through each notifier; print each result; 1 if any failed."""
+    from kvwatch.notify.testalert import send_test_alert
+
+    loaded = _load(args)
+    if loaded is None:
+        return 1
+    notifiers = [notifier for _, notifier in loaded[1].notifiers]
+    if not notifiers:
+        print("kvwatch: no [[notifier]] configured", file=sys.stderr)
+        return 1
+    results = send_test_alert(notifiers)
+    for name, outcome in results:
+        print(f"{name}: {outcome.describe()}")
+    return 0 if all(outcome.kind == "ok" for _, outcome in results) else 1
+
+
+def cmd_hash_password(args: argparse.Namespace) -> int:
+    """Read a password (prompted on a terminal, else the first line of stdin); print its hash."""
+    import getpass
+
+    from kvwatch.webconfig import hash_password
+
+    password = getpass.getpass("password: ") if sys.stdin.isatty() else sys.stdin.readline().rstrip("\n")
+    if not password:
+        print("kvwatch: empty password", file=sys.stderr)
+        return 1
+    print(hash_password(password))
+    return 0
 
 
 def _unreadable(paths: Sequence[str]) -> str | None:
@@ -112,6 +222,13 @@ def main(argv: Sequence[str] | None = None) -> int:
     try:
         if args.command == "replay":
             return cmd_replay(args)
+        commands = {
+            "run": cmd_run,
+            "check-config": cmd_check_config,
+            "test-alert": cmd_test_alert,
+            "hash-password": cmd_hash_password,
+        }
+        return commands[args.command](args)
     except BrokenPipeError:
         devnull = os.open(os.devnull, os.O_WRONLY)
         os.dup2(devnull, sys.stdout.fileno())

@@ -1,0 +1,266 @@
+"""`kvwatch run`: sources -> bounded queue -> one pipeline thread; scheduler ticks; HTTP; signals; systemd.
+
+Threads and who owns what:
+  - one Feeder thread per source (daemon_feed): owns its source; polls it and puts lines and
+    positions on the queue, blocking while the queue is full (backpressure, nothing dropped);
+  - the pipeline thread (daemon_loop): owns parsers, metrics, windows, the AlertBook, alert state and
+    saved positions; it holds `lock` while it handles an item, and scrapes take the same lock;
+  - the apscheduler thread: its jobs only set a flag and wake the pipeline (tick, sync, heartbeat),
+    or send systemd a STATUS line;
+  - HTTP threads serve /metrics, / and /healthz; one Delivery thread per notifier sends alerts;
+  - the main thread handles signals: SIGHUP reloads, SIGTERM/SIGINT drain and stop.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import logging
+import queue
+import signal
+import threading
+import time
+from collections.abc import Callable
+from dataclasses import dataclass
+from types import FrameType
+
+from apscheduler.schedulers.background import BackgroundScheduler
+from prometheus_client import CollectorRegistry, PlatformCollector, ProcessCollector
+
+from kvwatch import __version__
+from kvwatch.alerting import LiveAlerts, silences_of
+from kvwatch.config import load_config
+from kvwatch.config_types import Config, ConfigError
+from kvwatch.daemon_feed import Feeder
+from kvwatch.daemon_loop import STOP, WAKE, Call, PipelineLoop
+from kvwatch.daemon_metrics import SourceStateCollector
+from kvwatch.daemon_setup import Prepared, build_deliveries, prepare
+from kvwatch.exporter import Exporter, landing_page, warn_if_exposed
+from kvwatch.metrics import Metrics
+from kvwatch.notify.delivery import notifications_counter
+from kvwatch.pipeline import Pipeline
+from kvwatch.sdnotify import SystemdNotifier
+from kvwatch.sources.positions import PositionStore
+from kvwatch.webconfig import load_web_config
+
+log = logging.getLogger("kvwatch")
+
+#: Queue capacity in batches (each up to daemon_feed.BATCH = 512 lines).
+QUEUE_SIZE = 256
+SYNC_INTERVAL = 5.0
+HEARTBEAT = 1.0
+STALE = 30.0  # /healthz fails when the pipeline thread has not finished an item for this long
+STOP_WAIT = 5.0
+
+
+@dataclass(frozen=True)
+class Options:
+    """What the command line may change."""
+
+    listen: tuple[str, int] | None = None
+    sync_interval: float = SYNC_INTERVAL
+    persist: bool = True  # False: no positions or alert state (stdin without a config file)
+
+
+class Daemon:
+    """One running kvwatch; `run()` blocks until stopped and returns the exit status."""
+
+    def __init__(self, config: Config, prepared: Prepared, options: Options) -> None:
+        """Build everything and bind the HTTP port; nothing runs yet."""
+        self.config, self.options = config, options
+        self.registry = CollectorRegistry(auto_describe=True)
+        ProcessCollector(registry=self.registry)
+        PlatformCollector(registry=self.registry)
+        self.pipeline = Pipeline(Metrics(self.registry), settings=prepared.detectors)
+        self.items: queue.Queue[object] = queue.Queue(QUEUE_SIZE)
+        self.lock = threading.Lock()
+        self.systemd = SystemdNotifier()
+        self.counter = notifications_counter(self.registry)
+        self.alerts = LiveAlerts(config.state_dir, self.pipeline.book)
+        self.alerts.silences = silences_of(config)
+        store = PositionStore(config.state_dir) if options.persist else None
+        self.store = store
+        self.loop = PipelineLoop(
+            self.pipeline,
+            alerts=self.alerts,
+            store=store,
+            items=self.items,
+            lock=self.lock,
+            heartbeat=self._beat,
+            ended=self._ended,
+        )
+        self.feeders: dict[str, Feeder] = {}
+        self.registry.register(SourceStateCollector(lambda: list(self.feeders.values()), self.items.qsize))
+        self._prepared = prepared
+        self._finished: set[str] = set()
+        self._last_beat = time.monotonic()
+        self._last_ping = 0.0
+        self._stop, self._reload, self._wake = threading.Event(), threading.Event(), threading.Event()
+        self._status = (0, time.monotonic())
+        address, port = options.listen or (config.server.listen_address, config.server.port)
+        web = load_web_config(config.server.web_config) if config.server.web_config else None
+        self.exporter = Exporter(
+            address, port, self.registry, lock=self.lock, page=self._page, health=self._health, web=web
+        )
+        warn_if_exposed(address, web is not None and bool(web.users))
+
+    def run(self) -> int:
+        """Start, wait for signals, stop; 0 on a clean stop."""
+        for sig in (signal.SIGTERM, signal.SIGINT):
+            signal.signal(sig, self._on_stop)
+        signal.signal(signal.SIGHUP, self._on_reload)
+        if self.options.persist:
+            self.alerts.load()
+        self.alerts.deliveries = build_deliveries(self._prepared, self.config, self.counter)
+        self.loop.thread.start()
+        self.exporter.start()
+        log.info("kvwatch %s listening on %s", __version__, self.exporter.url)
+        for source in self.config.sources:
+            self.start_feeder(source.name)
+        for feeder in list(self.feeders.values()):
+            feeder.opened.wait(10.0)
+        scheduler = self._schedule()
+        self.systemd.notify("READY=1", self._status_line())
+        while not self._stop.is_set():
+            self._wake.wait(1.0)
+            self._wake.clear()
+            if self._reload.is_set():
+                self._reload.clear()
+                self.reload()
+        scheduler.shutdown(wait=False)
+        return self._shutdown()
+
+    def _schedule(self) -> BackgroundScheduler:
+        """The jobs: detector tick, position sync, heartbeat (watchdog) and STATUS; they only wake."""
+        scheduler = BackgroundScheduler(timezone="UTC")
+        beat = min(HEARTBEAT, (self.systemd.watchdog_interval() or HEARTBEAT) / 2)
+        jobs = (
+            (self._due(self.loop.tick_due), 10.0),
+            (self._due(self.loop.sync_due), self.options.sync_interval),
+        )
+        for job, seconds in (*jobs, (self._poke, beat), (self._send_status, 5.0)):
+            scheduler.add_job(job, "interval", seconds=seconds, max_instances=1, coalesce=True)
+        scheduler.start()
+        return scheduler
+
+    def _due(self, flag: threading.Event) -> Callable[[], None]:
+        """A job that raises `flag` and wakes the pipeline."""
+
+        def job() -> None:
+            flag.set()
+            self._poke()
+
+        return job
+
+    def _poke(self) -> None:
+        """Wake the pipeline; a full queue means it is busy and beats anyway."""
+        with contextlib.suppress(queue.Full):
+            self.items.put_nowait(WAKE)
+
+    def _beat(self) -> None:
+        """Called by the pipeline thread after each item: the watchdog ping comes from here."""
+        now = time.monotonic()
+        self._last_beat = now
+        interval = self.systemd.watchdog_interval()
+        if interval is not None and now - self._last_ping >= interval:
+            self._last_ping = now
+            self.systemd.notify("WATCHDOG=1")
+
+    def _health(self) -> tuple[bool, str]:
+        """Alive and heartbeating?"""
+        if not self.loop.thread.is_alive():
+            return False, "pipeline thread is not running"
+        age = time.monotonic() - self._last_beat
+        if age > STALE:
+            return False, f"pipeline has not finished an item for {age:.0f} s"
+        return True, "ok"
+
+    def _page(self) -> str:
+        """The landing page."""
+        rows = [
+            (f.name, f.config.type, f.up, f.error or f"{f.count('lines')} lines read")
+            for f in sorted(self.feeders.values(), key=lambda f: f.name)
+        ]
+        return landing_page(__version__, rows)
+
+    def _status_line(self) -> str:
+        """`STATUS=` for systemctl status: sources up, lines per second, alerts firing."""
+        lines = sum(c.lines for c in list(self.pipeline.metrics.sources.counts.values()))
+        before, since = self._status
+        now = time.monotonic()
+        self._status = (lines, now)
+        rate = (lines - before) / max(now - since, 1e-3)
+        feeders = list(self.feeders.values())
+        up = sum(f.up for f in feeders)
+        return f"STATUS={up}/{len(feeders)} sources up, {rate:.1f} lines/s, {self.loop.firing} alerts firing"
+
+    def _send_status(self) -> None:
+        """The STATUS job."""
+        self.systemd.notify(self._status_line())
+
+    def start_feeder(self, name: str) -> None:
+        """Start reading the configured source `name`."""
+        source = next(s for s in self.config.sources if s.name == name)
+        store = self.store
+        feeder = Feeder(source, lambda: store.load(name) if store else None, self.items.put)
+        self.feeders[name] = feeder
+        feeder.start()
+
+    def _ended(self, name: str) -> None:
+        """A source's input ended (pipeline thread): stop once every source has ended."""
+        self._finished.add(name)
+        if set(self.feeders) <= self._finished:
+            self._on_stop(0, None)
+
+    def _on_stop(self, signum: int, frame: FrameType | None) -> None:
+        """SIGTERM/SIGINT (or end of input): stop the main loop."""
+        self._stop.set()
+        self._wake.set()
+
+    def _on_reload(self, signum: int, frame: FrameType | None) -> None:
+        """SIGHUP: reload on the main loop."""
+        self._reload.set()
+        self._wake.set()
+
+    def reload(self) -> None:
+        """SIGHUP: apply a new config without resetting counters; an invalid one is refused."""
+        from kvwatch.daemon_reload import apply_reload  # noqa: PLC0415 - it imports this module
+
+        if self.config.path is None:
+            log.info("SIGHUP: no config file to reload (stdin mode)")
+            return
+        self.systemd.notify("RELOADING=1", f"MONOTONIC_USEC={time.monotonic_ns() // 1000}")
+        try:
+            config = load_config(self.config.path)
+            prepared = prepare(config)
+        except ConfigError as exc:
+            log.error("reload refused; the running config stays:\n%s", exc)
+        else:
+            apply_reload(self, config, prepared)
+            log.info("reloaded %s", config.path)
+        self.systemd.notify("READY=1", self._status_line())
+
+    def call(self, fn: Callable[[], None], timeout: float = 30.0) -> bool:
+        """Run `fn` on the pipeline thread after everything queued so far; True once done."""
+        done = threading.Event()
+        self.items.put(Call(fn, done))
+        return done.wait(timeout)
+
+    def _shutdown(self) -> int:
+        """Drain: stop the feeders, process what they read, save positions and alerts; 0 if clean."""
+        self.systemd.notify("STOPPING=1")
+        log.info("stopping: draining %d queued batches", self.items.qsize())
+        for feeder in self.feeders.values():
+            feeder.stop()
+        for feeder in self.feeders.values():
+            feeder.join(STOP_WAIT)
+        self.items.put(STOP)
+        self.loop.thread.join(STOP_WAIT * 2)
+        for delivery in self.alerts.deliveries:
+            delivery.close(2.0)
+        self.exporter.stop()
+        self.systemd.close()
+        clean = not self.loop.thread.is_alive()
+        for name, counts in sorted(self.pipeline.metrics.sources.counts.items()):
+            log.info("source %s: %d lines processed by this run", name, counts.lines)
+        log.info("stopped" if clean else "stopped before the pipeline finished draining")
+        return 0 if clean else 1

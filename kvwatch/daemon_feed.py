@@ -1,0 +1,220 @@
+"""Feeder: one reader thread per source, handing lines and positions to the pipeline's queue.
+
+The loop: poll the source, take `position()` right after the poll, put the lines (in batches) and
+then a `Mark` with that position on the queue. `put` blocks while the queue is full: that is the
+backpressure, nothing is dropped. The pipeline thread saves a Mark's position only after it has
+processed the lines queued before it, so a saved position never claims an unprocessed line.
+A source that cannot be opened, or raises, is reopened with exponential backoff (`restarts`), and
+each change between up and down is logged once.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import logging
+import threading
+import time
+from collections.abc import Callable, Mapping
+from dataclasses import dataclass
+from typing import Any
+
+from kvwatch.config_types import SourceConfig
+from kvwatch.daemon_sources import Source, open_source
+from kvwatch.model import LogLine
+from kvwatch.sources.file import FileSource
+from kvwatch.sources.watch import FileWatcher
+
+log = logging.getLogger("kvwatch.source")
+
+#: Lines per queue item.
+BATCH = 512
+#: Seconds between polls when nothing wakes the reader (the fallback when inotify misses a change).
+POLL_INTERVAL = 1.0
+BACKOFF_MAX = 30.0
+
+
+@dataclass(frozen=True, slots=True)
+class Lines:
+    """Lines one feeder read, in order."""
+
+    feeder: Feeder
+    lines: list[LogLine]
+
+
+@dataclass(frozen=True, slots=True)
+class Mark:
+    """The source's position once every line queued before this mark is processed."""
+
+    feeder: Feeder
+    position: Any
+
+
+@dataclass(frozen=True, slots=True)
+class Closed:
+    """The feeder stopped; `eof` when its input ended (stdin) rather than being stopped."""
+
+    feeder: Feeder
+    eof: bool
+
+
+class Feeder:
+    """Reads one source on its own thread into `put` (a blocking queue put)."""
+
+    def __init__(
+        self,
+        config: SourceConfig,
+        saved: Callable[[], Mapping[str, Any] | None],
+        put: Callable[[object], None],
+        opener: Callable[[SourceConfig, Mapping[str, Any] | None], Source] = open_source,
+    ) -> None:
+        """Prepare; `saved()` gives the last saved position each time the source is (re)opened."""
+        self.config = config
+        self.name = config.name
+        self.source: Source | None = None
+        self.error: str | None = "not opened yet"
+        self.restarts = 0
+        self.last_line_time: float | None = None
+        self.opened = threading.Event()  # set after the first attempt to open, success or not
+        self._saved, self._put, self._opener = saved, put, opener
+        self._retired: dict[str, int] = {}
+        self._stop = threading.Event()
+        self._watcher: FileWatcher | None = None
+        self._thread = threading.Thread(target=self._run, name=f"kvwatch-source-{self.name}", daemon=True)
+
+    @property
+    def up(self) -> bool:
+        """Whether the source is open and reports no error."""
+        return self.source is not None and self.error is None
+
+    def start(self) -> None:
+        """Start reading."""
+        self._thread.start()
+
+    def stop(self) -> None:
+        """Ask the thread to finish after its current poll (it then queues `Closed`)."""
+        self._stop.set()
+        if self._watcher is not None:
+            self._watcher.event.set()
+
+    def join(self, timeout: float | None = None) -> bool:
+        """Wait for the thread; True if it ended."""
+        self._thread.join(timeout)
+        return not self._thread.is_alive()
+
+    def _run(self) -> None:
+        """Open, poll, hand over, wait; until stopped or the input ends."""
+        failures, eof = 0, False
+        try:
+            while not self._stop.is_set():
+                if self.source is None and not self._open():
+                    failures += 1
+                    self._stop.wait(_backoff(failures))
+                    continue
+                busy, eof = self._step()
+                if eof:
+                    break
+                failures = failures + 1 if self.error and not busy else 0
+                if failures:
+                    self._pause(_backoff(failures))
+                elif not busy:
+                    self._wait()
+        finally:
+            self._close()
+            self._put(Closed(self, eof))
+
+    def _open(self) -> bool:
+        """Open the source; log and keep the error on failure."""
+        try:
+            source = self._opener(self.config, self._saved())
+        except Exception as exc:
+            self._report(f"{type(exc).__name__}: {exc}")
+            self.opened.set()
+            return False
+        self.source = source
+        if isinstance(source, FileSource):
+            self._watcher = FileWatcher([source.pattern], POLL_INTERVAL)
+            self._watcher.start()
+        # A first position at once: a first start at the end of a file is remembered even if
+        # no line arrives before the next restart.
+        self._put(Mark(self, source.position()))
+        self._report(source.error)
+        self.opened.set()
+        return True
+
+    def _step(self) -> tuple[bool, bool]:
+        """One poll; (whether lines came, whether the input ended)."""
+        assert self.source is not None
+        if self._watcher is not None:
+            self._watcher.event.clear()  # before the poll: a change during it wakes the next wait
+        try:
+            lines = self.source.poll()
+            position = self.source.position()
+        except Exception as exc:  # a source bug must not kill the reader: reopen it
+            self._report(f"{type(exc).__name__}: {exc}")
+            self._close()
+            self.restarts += 1
+            return False, False
+        for start in range(0, len(lines), BATCH):
+            self._put(Lines(self, lines[start : start + BATCH]))
+        if lines:
+            self._put(Mark(self, position))
+            self.last_line_time = time.time()
+        self._report(self.source.error or _missing(self.source))
+        return bool(lines), bool(getattr(self.source, "done", False))
+
+    def _wait(self) -> None:
+        """Sleep until the source may have data: its own wait, the file watcher, or a timer."""
+        wait = getattr(self.source, "wait", None)
+        if callable(wait):
+            wait(min(POLL_INTERVAL, 0.5))
+        elif self._watcher is not None:
+            self._watcher.event.wait(POLL_INTERVAL)
+        else:
+            self._stop.wait(POLL_INTERVAL)
+
+    def _pause(self, seconds: float) -> None:
+        """Back off; a file source still wakes early on a change in its directory."""
+        if self._watcher is not None:
+            self._watcher.event.wait(seconds)
+        else:
+            self._stop.wait(seconds)
+
+    def count(self, name: str) -> int:
+        """A cumulative source counter (FileCounters field), over every reopening of the source."""
+        current = getattr(getattr(self.source, "counters", None), name, 0)
+        return self._retired.get(name, 0) + (current if isinstance(current, int) else 0)
+
+    def _report(self, error: str | None) -> None:
+        """Keep the error; log only when up/down or the error text changes."""
+        if error != self.error:
+            if error is None:
+                log.info("source %s: up", self.name)
+            else:
+                log.warning("source %s: down: %s (retrying)", self.name, error)
+        self.error = error
+
+    def _close(self) -> None:
+        """Stop watching and close the source."""
+        if self._watcher is not None:
+            self._watcher.stop()
+            self._watcher = None
+        counters = getattr(self.source, "counters", None)
+        for field in dataclasses.fields(counters) if dataclasses.is_dataclass(counters) else ():
+            value = getattr(counters, field.name)
+            self._retired[field.name] = self._retired.get(field.name, 0) + value
+        close = getattr(self.source, "close", None)
+        if callable(close):
+            close()
+        self.source = None
+
+
+def _backoff(failures: int) -> float:
+    """Seconds to wait after `failures` failures in a row: 1, 2, 4 ... BACKOFF_MAX."""
+    return min(BACKOFF_MAX, 2.0 ** min(failures - 1, 10))
+
+
+def _missing(source: Source) -> str | None:
+    """For a file source, why nothing is open (no file matches), else None."""
+    if isinstance(source, FileSource) and all(tail.idle() for tail in source.tails.values()):
+        return f"no file at {source.pattern}"
+    return None

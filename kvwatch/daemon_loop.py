@@ -1,0 +1,167 @@
+"""PipelineLoop: the one thread that owns parsers, metrics, windows, the AlertBook and saved positions.
+
+It takes queue items in order: `Lines` are parsed and applied, a `Mark` records a position that is
+now fully processed (saved to disk at the next sync), `Closed` saves at once (and at end of input
+flushes the parser), a `Call` runs a function on this thread (reloads), `WAKE` only wakes it.
+
+Detector time. Events tick the detectors on replay's grid: every TICK seconds of event time, so a
+backlog read after a restart reaches the verdicts replay would. The scheduler's wall-clock tick only
+advances time while no event arrived since the previous one: then the detectors run at
+max(newest event time, wall clock), so silence is seen (no_signal) even when every source is quiet.
+"""
+
+from __future__ import annotations
+
+import logging
+import queue
+import threading
+import time
+from collections.abc import Callable
+from dataclasses import dataclass
+from typing import Any
+
+from kvwatch.alerting import LiveAlerts
+from kvwatch.daemon_feed import Closed, Feeder, Lines, Mark
+from kvwatch.daemon_sources import AutoParser, live_parser, parser_settings
+from kvwatch.model import Event
+from kvwatch.pipeline import Pipeline, SourceRun
+from kvwatch.sources.positions import PositionStore
+
+log = logging.getLogger("kvwatch.pipeline")
+
+#: Seconds of event time between detector runs (replay's TICK).
+TICK = 10.0
+WAKE = object()
+STOP = object()
+
+
+@dataclass(frozen=True, slots=True)
+class Call:
+    """Run `fn` on the pipeline thread, then set `done`."""
+
+    fn: Callable[[], None]
+    done: threading.Event
+
+
+class PipelineLoop:
+    """Consumes the queue; everything here runs on its thread (or before it starts)."""
+
+    def __init__(
+        self,
+        pipeline: Pipeline,
+        *,
+        alerts: LiveAlerts,
+        store: PositionStore | None,
+        items: queue.Queue[object],
+        lock: threading.Lock,
+        heartbeat: Callable[[], None],
+        ended: Callable[[str], None],
+    ) -> None:
+        """`store` None keeps no positions (stdin without a config); `ended(name)` at end of input."""
+        self.pipeline, self.alerts, self.store, self.items, self.lock = pipeline, alerts, store, items, lock
+        self.heartbeat, self.ended = heartbeat, ended
+        self.runs: dict[Feeder, SourceRun] = {}
+        self.marks: dict[str, tuple[Feeder, Any]] = {}
+        self.tick_due = threading.Event()
+        self.sync_due = threading.Event()
+        self.next_tick: float | None = None
+        self.applied = 0  # events since the last wall-clock tick
+        self.firing = 0
+        self.thread = threading.Thread(target=self._run, name="kvwatch-pipeline", daemon=True)
+
+    def _run(self) -> None:
+        """Take items until STOP; a failing item is logged, the loop goes on."""
+        while True:
+            item = self.items.get()
+            with self.lock:
+                try:
+                    if item is STOP:
+                        self._sync()
+                        self.alerts.save()
+                        return
+                    self._handle(item)
+                    self._due()
+                except Exception:
+                    log.exception("pipeline: failed on %s", type(item).__name__)
+            self.heartbeat()
+
+    def _handle(self, item: object) -> None:
+        """Dispatch one queue item."""
+        if isinstance(item, Lines):
+            run = self._run_of(item.feeder)
+            for line in item.lines:
+                for event in run.feed(line):
+                    self._apply(event)
+            run.counts.truncated = item.feeder.count("truncated_long_lines")
+        elif isinstance(item, Mark):
+            self.marks[item.feeder.name] = (item.feeder, item.position)
+        elif isinstance(item, Closed):
+            self._closed(item)
+        elif isinstance(item, Call):
+            try:
+                item.fn()
+            finally:
+                item.done.set()
+
+    def _due(self) -> None:
+        """Run what the scheduler asked for since the last item."""
+        if self.tick_due.is_set():
+            self.tick_due.clear()
+            if self.applied == 0:
+                last = self.pipeline.last_time or 0.0
+                self._tick(max(last, time.time()))
+            self.applied = 0
+        if self.sync_due.is_set():
+            self.sync_due.clear()
+            self._sync()
+
+    def _run_of(self, feeder: Feeder) -> SourceRun:
+        """The feeder's parser and counts, made on its first lines."""
+        run = self.runs.get(feeder)
+        if run is None:
+            parser = live_parser(feeder.config, parser_settings(feeder.config))
+            counts = self.pipeline.metrics.sources.of(feeder.name)
+            run = self.runs[feeder] = SourceRun(feeder.name, parser, counts)
+        return run
+
+    def _apply(self, event: Event) -> None:
+        """Tick on the event-time grid (as replay does), then apply the event."""
+        if self.next_tick is None or event.time - self.next_tick > 360 * TICK:
+            self.next_tick = event.time + TICK  # first event, or a jump of hours: start a new grid
+        while event.time >= self.next_tick:
+            self._tick(self.next_tick)
+            self.next_tick += TICK
+        self.pipeline.apply(event)
+        self.applied += 1
+
+    def _tick(self, now: float) -> None:
+        """Run the detectors at `now`; notify what the transitions call for."""
+        self.alerts.handle(self.pipeline.tick(now))
+        self.firing = len(self.pipeline.book.firing())
+
+    def _closed(self, item: Closed) -> None:
+        """A feeder ended: flush its parser at end of input, save its position now."""
+        run = self.runs.pop(item.feeder, None)
+        if item.eof and run is not None:
+            for event in run.parser.flush():
+                self._apply(event)
+            if self.pipeline.last_time is not None:
+                self._tick(self.pipeline.last_time)
+        self._sync(only=item.feeder.name, parser=run.parser if run else None)
+        if item.eof:
+            self.ended(item.feeder.name)
+
+    def _sync(self, only: str | None = None, parser: object = None) -> None:
+        """Save the positions of processed lines (skipping sources whose auto parser holds lines)."""
+        for name, (feeder, position) in list(self.marks.items()):
+            if only is not None and name != only:
+                continue
+            run_parser = parser if only is not None else getattr(self.runs.get(feeder), "parser", None)
+            if isinstance(run_parser, AutoParser) and run_parser.holding:
+                continue
+            del self.marks[name]
+            if self.store is not None and position:
+                try:
+                    self.store.save(name, position)
+                except (OSError, ValueError) as exc:
+                    log.error("cannot save the position of %s: %s", name, exc)

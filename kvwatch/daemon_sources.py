@@ -1,0 +1,155 @@
+"""What the daemon reads from: the Source shape, one factory per source type, and parsers for live lines.
+
+A source is anything with `name`, `poll() -> list[LogLine]` (one non-blocking step that never
+raises; trouble goes to `.error`) and `position()` (a JSON object to save once the lines returned
+so far are processed). Optional: `wait(timeout)` (sleep until there may be data), `done` (finite
+input ended), `close()`, `counters` (FileCounters-like ints) and `bytes_behind`. New source types
+plug in through `FACTORIES`: a function of (SourceConfig, saved position) returning a source.
+"""
+
+from __future__ import annotations
+
+import importlib
+import time
+from collections.abc import Callable, Mapping
+from datetime import datetime, timezone
+from typing import Any, Protocol
+
+from kvwatch.config_types import FileSettings, SourceConfig
+from kvwatch.model import Event, LogLine
+from kvwatch.parsers import detect_engine, make_parser
+from kvwatch.parsers.base import Parser, ParseResult, ParserSettings
+from kvwatch.sources.file import FileSource
+from kvwatch.sources.stdin import StdinSource
+
+#: `engine = "auto"` decides on at most this many lines (or SNIFF_BYTES), else falls back to vLLM.
+SNIFF_LINES = 2000
+SNIFF_BYTES = 64 * 1024
+
+
+class Source(Protocol):
+    """The shape the daemon needs; FileSource, StdinSource, docker and journald sources have it."""
+
+    name: str
+    error: str | None
+
+    def poll(self) -> list[LogLine]:
+        """The lines available now."""
+        ...
+
+    def position(self) -> Any:
+        """What to save once the lines polled so far are processed."""
+        ...
+
+
+SourceFactory = Callable[[SourceConfig, Mapping[str, Any] | None], Source]
+
+
+class SourceUnavailableError(RuntimeError):
+    """A source type this build cannot open (its module is missing)."""
+
+
+def _file(config: SourceConfig, saved: Mapping[str, Any] | None) -> Source:
+    """A `file` source."""
+    assert isinstance(config.settings, FileSettings)
+    return FileSource(config.name, config.settings.path, start_at=config.settings.start_at, saved=saved)
+
+
+def _stdin(config: SourceConfig, saved: Mapping[str, Any] | None) -> Source:
+    """The `stdin` source (positions do not apply)."""
+    return StdinSource(config.name)
+
+
+def _plugin(module: str, cls: str) -> SourceFactory:
+    """A factory importing `kvwatch.sources.<module>` on first use (docker, journald)."""
+
+    def make(config: SourceConfig, saved: Mapping[str, Any] | None) -> Source:
+        try:
+            found = importlib.import_module(f"kvwatch.sources.{module}")
+            source_class = getattr(found, cls)
+        except (ImportError, AttributeError) as exc:
+            raise SourceUnavailableError(f"source type {config.type!r} is not available: {exc}") from None
+        made: Source = source_class.from_config(config, saved)
+        return made
+
+    return make
+
+
+#: The factory per `[[source]].type`. Docker and journald sources provide a classmethod
+#: `from_config(config, saved)`; until their modules exist, opening one reports the source down.
+FACTORIES: dict[str, SourceFactory] = {
+    "file": _file,
+    "stdin": _stdin,
+    "docker": _plugin("docker", "DockerSource"),
+    "journald": _plugin("journald", "JournaldSource"),
+}
+
+
+def open_source(config: SourceConfig, saved: Mapping[str, Any] | None) -> Source:
+    """Open the source `config` describes, resuming from `saved`."""
+    return FACTORIES[config.type](config, saved)
+
+
+def parser_settings(config: SourceConfig, now: float | None = None) -> ParserSettings:
+    """Live settings: this year, the source's zone, relative timestamps anchored at `now`."""
+    now = time.time() if now is None else now
+    year = datetime.fromtimestamp(now, timezone.utc).year
+    return ParserSettings(year=config.year, now_year=year, tz=config.tz or "UTC", start=now)
+
+
+def live_parser(config: SourceConfig, settings: ParserSettings) -> Parser:
+    """The parser of a live source; `auto` decides on the first lines (see AutoParser)."""
+    if config.engine == "auto":
+        return AutoParser(config.name, settings)
+    return make_parser(config.engine, config.name, settings)
+
+
+class AutoParser:
+    """Holds the first lines until `detect_engine` recognises them, then parses them all.
+
+    While it holds lines (`holding`), the daemon does not save the source's position: a crash then
+    reads them again instead of losing them. Held lines count as not recognised.
+    """
+
+    markers: tuple[str, ...] = ()
+
+    def __init__(self, source: str, settings: ParserSettings) -> None:
+        """Start undecided."""
+        self.source = source
+        self.settings = settings
+        self.inner: Parser | None = None
+        self.held: list[LogLine] = []
+        self._size = 0
+
+    @property
+    def holding(self) -> bool:
+        """Whether lines are held, not yet parsed."""
+        return bool(self.held)
+
+    def parse(self, line: LogLine) -> ParseResult:
+        """Parse with the chosen parser; until chosen, hold the line (None: not recognised yet)."""
+        if self.inner is not None:
+            return self.inner.parse(line)
+        self.held.append(line)
+        self._size += len(line.text) + 1
+        engine = detect_engine("\n".join(held.text for held in self.held))
+        if engine is None and len(self.held) < SNIFF_LINES and self._size < SNIFF_BYTES:
+            return None
+        return self._decide(engine or "vllm")
+
+    def flush(self) -> list[Event]:
+        """End of input: decide (vLLM when unsure) and parse what is held."""
+        events = self._decide("vllm") if self.inner is None else []
+        assert self.inner is not None
+        return [*(events if isinstance(events, list) else []), *self.inner.flush()]
+
+    def _decide(self, engine: str) -> ParseResult:
+        """Choose the engine and parse the held lines."""
+        self.inner = make_parser(engine, self.source, self.settings)
+        events: list[Event] = []
+        for held in self.held:
+            result = self.inner.parse(held)
+            if isinstance(result, list):
+                events.extend(result)
+        self.held = []
+        return events

@@ -1,0 +1,147 @@
+"""The daemon's pure parts: alert state and notification rules, detector settings, logging, the CLI."""
+
+from __future__ import annotations
+
+import logging
+from pathlib import Path
+
+import pytest
+from notify_helpers import Receiver
+
+from kvwatch.alerting import LiveAlerts
+from kvwatch.alerts import AlertBook
+from kvwatch.cli import main
+from kvwatch.config import parse_config
+from kvwatch.config_types import ConfigError
+from kvwatch.daemon_log import JournalFormatter, RateLimit
+from kvwatch.daemon_setup import prepare
+from kvwatch.model import Finding
+
+NOW = 1_800_000_000.0
+
+
+class Sink:
+    """Stands in for a Delivery: records what it is given."""
+
+    name = "sink"
+
+    def __init__(self) -> None:
+        """Nothing yet."""
+        from kvwatch.notify.routing import Route
+
+        self.route = Route()
+        self.got: list[tuple[str, str]] = []
+
+    def enqueue(self, alert: object) -> None:
+        """Record the alert."""
+        self.got.append((alert.alert, alert.state))  # type: ignore[attr-defined]
+
+
+def finding() -> Finding:
+    """A write_only_offload finding."""
+    return Finding("write_only_offload", (("source", "v"),), "warning", "s", "c", "f", {})
+
+
+def live(tmp_path: Path, now: list[float]) -> tuple[LiveAlerts, AlertBook, Sink]:
+    """A LiveAlerts on a fresh book with a recording delivery and a settable clock."""
+    book = AlertBook()
+    alerts = LiveAlerts(tmp_path, book, clock=lambda: now[0])
+    alerts.load()
+    sink = Sink()
+    alerts.deliveries = [sink]  # type: ignore[list-item]
+    return alerts, book, sink
+
+
+def test_first_start_records_old_transitions_without_notifying(tmp_path: Path) -> None:
+    """At first start, an alert whose event time is over 15 min old is recorded, not sent."""
+    now = [NOW]
+    alerts, book, sink = live(tmp_path, now)
+    alerts.handle(book.update([finding()], NOW - 3600))
+    assert ([], ["write_only_offload{source=v}"]) == (sink.got, list(alerts.sent))
+
+
+def test_recent_transitions_are_sent_once_then_repeated_after_the_interval(tmp_path: Path) -> None:
+    """A fresh alert is sent; the next tick sends nothing; 4 h later it is sent again."""
+    now = [NOW]
+    alerts, book, sink = live(tmp_path, now)
+    alerts.handle(book.update([finding()], NOW - 60))
+    alerts.handle(book.update([finding()], NOW))
+    now[0] = NOW + 4 * 3600
+    alerts.handle(book.update([finding()], now[0]))
+    assert [("write_only_offload", "firing")] * 2 == sink.got
+
+
+def test_a_restart_neither_resends_nor_forgets(tmp_path: Path) -> None:
+    """The state file restores the book and what was sent: no second notification, still firing."""
+    now = [NOW]
+    alerts, book, _ = live(tmp_path, now)
+    alerts.handle(book.update([finding()], NOW - 60))
+    again, book2, sink2 = live(tmp_path, now)
+    again.handle(book2.update([], NOW + 200))  # windows empty after a restart: held by the grace
+    assert ([], False, 1) == (sink2.got, again.first_start, len(book2.firing()))
+
+
+def test_detector_settings_come_from_the_config_with_exact_errors(tmp_path: Path) -> None:
+    """`[detectors.x]` sets fields; unknown detectors, settings and wrong types name the field."""
+    good = parse_config({"detectors": {"pinned_cache": {"min_share": 1, "enabled": False}}}, tmp_path)
+    settings = prepare(good).detectors.pinned_cache_length
+    assert (1.0, False) == (settings.min_share, settings.enabled)
+    bad = {"detectors": {"nope": {}, "no_signal": {"silence": "x", "other": 1}}}
+    with pytest.raises(ConfigError) as err:
+        prepare(parse_config(bad, tmp_path))
+    assert [
+        err.value.problems[0].split(" (known")[0],
+        "detectors.no_signal.silence: must be a number",
+        "detectors.no_signal.other: unknown setting",
+    ] == ["detectors.nope: unknown detector", *err.value.problems[1:]]
+
+
+def test_rate_limit_holds_back_a_flood_and_says_how_many() -> None:
+    """Over the burst a template is dropped; the first one after the period counts the suppressed."""
+    clock = [0.0]
+    limit = RateLimit(burst=2, period=10.0, clock=lambda: clock[0])
+    record = lambda: logging.LogRecord("k", logging.WARNING, "", 0, "down", None, None)  # noqa: E731
+    passed = [limit.filter(record()) for _ in range(5)]
+    clock[0] = 11.0
+    last = record()
+    assert ([True, True, False, False, False], True) == (passed, limit.filter(last))
+    assert "down (3 similar messages suppressed)" == last.msg
+
+
+def test_journal_lines_carry_a_priority_and_no_time() -> None:
+    """Under journald a warning is `<4>logger: message`."""
+    record = logging.LogRecord("kvwatch", logging.WARNING, "", 0, "source a: down", None, None)
+    assert "<4>kvwatch: source a: down" == JournalFormatter("%(name)s: %(message)s").format(record)
+
+
+def test_check_config_prints_the_summary_or_each_problem(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """check-config: exit 0 and the summary; exit 1 and each problem, never the URL."""
+    cfg = tmp_path / "kv.toml"
+    cfg.write_text('[[notifier]]\nname = "n"\ntype = "webhook"\nurl = "https://hooks.example/SECRET"\n')
+    assert 0 == main(["check-config", str(cfg)])
+    out = capsys.readouterr().out
+    assert ("notifiers: 1" in out, "SECRET" in out) == (True, False)
+    cfg.write_text('[[source]]\nname = "a"\ntype = "docker"\n[[notifier]]\nname = "n"\ntype = "webhook"\n')
+    assert 1 == main(["check-config", str(cfg)])
+    err = capsys.readouterr().err
+    assert 'source[0].container: required for type "docker"' in err
+
+
+def test_test_alert_prints_each_result_and_fails_if_one_fails(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """test-alert sends the sample through each notifier: one line each; exit 1 when one failed."""
+    with Receiver() as hook:
+        cfg = tmp_path / "kv.toml"
+        good = f'[[notifier]]\nname = "ok"\ntype = "webhook"\nurl = "{hook.base}/a"\n'
+        cfg.write_text(good)
+        assert 0 == main(["test-alert", "--config", str(cfg)])
+        assert ("ok: ok\n", "kvwatch_test_alert") == (capsys.readouterr().out, hook.accepted()[0]["alert"])
+        cfg.write_text(good + '[[notifier]]\nname = "bad"\ntype = "webhook"\nurl = "http://127.0.0.1:1/x"\n')
+        assert 1 == main(["test-alert", "--config", str(cfg)])
+        out = capsys.readouterr().out.splitlines()
+        assert ["ok: ok", "bad: retryable error (connection)"] == [
+            line.split(":", 2)[0] + ":" + line.split(":", 2)[1] for line in out
+        ]
