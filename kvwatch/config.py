@@ -39,6 +39,7 @@ from kvwatch.config_types import (
     StartAt,
     StdinSettings,
 )
+from kvwatch.config_usage import read_usage
 from kvwatch.config_view import summarize
 
 if sys.version_info >= (3, 11):
@@ -171,7 +172,8 @@ def _source(f: Fields, name: str) -> SourceConfig:
         if f.has(key) and kind is not None:
             f.problem(key, f"not a setting of type {quote(kind)}")
         f.get(key)  # reported above (or the type itself is wrong): not also "unknown"
-    return SourceConfig(name, engine, cast(SourceType, kind or "stdin"), settings, year, tz)
+    usage = read_usage(f, engine)
+    return SourceConfig(name, engine, cast(SourceType, kind or "stdin"), settings, year, tz, usage)
 
 
 def _file(f: Fields) -> FileSettings:

@@ -10,6 +10,7 @@ from typing import Literal
 
 from kvwatch.model import Severity
 from kvwatch.notify.secrets import Secret, SecretError, load_secret
+from kvwatch.parsers.usage import UsageMapping
 
 Engine = Literal["auto", "vllm", "llamacpp", "usage"]
 SourceType = Literal["file", "docker", "journald", "stdin"]
@@ -98,6 +99,7 @@ class SourceConfig:
     settings: SourceSettings
     year: int | None = None
     tz: str | None = None
+    usage: UsageMapping | None = None  # `[source.usage]`: field paths for a gateway's usage log
 
 
 @dataclass(frozen=True, slots=True)

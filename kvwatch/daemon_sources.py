@@ -19,6 +19,7 @@ from kvwatch.config_types import FileSettings, SourceConfig
 from kvwatch.model import Event, LogLine
 from kvwatch.parsers import detect_engine, make_parser
 from kvwatch.parsers.base import Parser, ParseResult, ParserSettings
+from kvwatch.parsers.usage import UsageMapping
 from kvwatch.sources.file import FileSource
 from kvwatch.sources.stdin import StdinSource
 
@@ -100,8 +101,8 @@ def parser_settings(config: SourceConfig, now: float | None = None) -> ParserSet
 def live_parser(config: SourceConfig, settings: ParserSettings) -> Parser:
     """The parser of a live source; `auto` decides on the first lines (see AutoParser)."""
     if config.engine == "auto":
-        return AutoParser(config.name, settings)
-    return make_parser(config.engine, config.name, settings)
+        return AutoParser(config.name, settings, config.usage)
+    return make_parser(config.engine, config.name, settings, config.usage)
 
 
 class AutoParser:
@@ -113,10 +114,11 @@ class AutoParser:
 
     markers: tuple[str, ...] = ()
 
-    def __init__(self, source: str, settings: ParserSettings) -> None:
+    def __init__(self, source: str, settings: ParserSettings, usage: UsageMapping | None = None) -> None:
         """Start undecided."""
         self.source = source
         self.settings = settings
+        self.usage = usage
         self.inner: Parser | None = None
         self.held: list[LogLine] = []
         self._size = 0
@@ -145,7 +147,7 @@ class AutoParser:
 
     def _decide(self, engine: str) -> ParseResult:
         """Choose the engine and parse the held lines."""
-        self.inner = make_parser(engine, self.source, self.settings)
+        self.inner = make_parser(engine, self.source, self.settings, self.usage)
         events: list[Event] = []
         for held in self.held:
             result = self.inner.parse(held)

@@ -290,3 +290,33 @@ def test_summary(tmp_path: Path) -> None:
         "  s: slack url_file=/run/url alerts=A min_severity=info\n"
         "silences: 0\n"
     ) == summarize(load_config(path))
+
+
+def test_usage_mapping_table_is_read(tmp_path: Path) -> None:
+    """`[source.usage]` gives the usage parser its field paths and label mappings."""
+    path = tmp_path / "k.toml"
+    path.write_text(
+        '[[source]]\nname = "gw"\nengine = "usage"\ntype = "file"\npath = "/tmp/x.log"\n'
+        '[source.usage]\nprompt = "a.b"\ncached = "a.c"\nentries = ["/v1/x"]\nclients = { "cli" = "cc" }\n'
+    )
+    usage = load_config(path).sources[0].usage
+    assert usage is not None
+    assert ("a.b", "a.c", ("/v1/x",), {"cli": "cc"}) == (
+        usage.prompt,
+        usage.cached,
+        usage.entries,
+        dict(usage.clients),
+    )
+
+
+def test_usage_mapping_errors_name_the_field(tmp_path: Path) -> None:
+    """A usage table on a vLLM source and an unknown mapping key are refused with their fields."""
+    path = tmp_path / "k.toml"
+    path.write_text(
+        '[[source]]\nname = "v"\nengine = "vllm"\ntype = "file"\npath = "/tmp/x.log"\n'
+        '[source.usage]\nprompt = "a"\npromt = "b"\n'
+    )
+    with pytest.raises(ConfigError) as err:
+        load_config(path)
+    assert 'source[0].usage: only for engine "usage" (this source has engine "vllm")' in str(err.value)
+    assert "source[0].usage.promt: unknown key" in str(err.value)

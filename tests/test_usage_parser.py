@@ -322,3 +322,15 @@ def test_mapping_prompt_and_input_gives_the_upstream_count() -> None:
     row = '{"time":1787043600,"route":"/v1/messages","p":50000,"i":50000,"c":17920}'
     expected = rec(50000, 17920, entry="/v1/messages", input_tokens=50000, upstream_prompt_tokens=50000)
     assert expected == parser.parse(LogLine("gw", row, None))
+
+
+def test_make_parser_passes_the_configured_mapping() -> None:
+    """The mapping from `[source.usage]` reaches the parser through make_parser."""
+    from kvwatch.parsers import make_parser
+    from kvwatch.parsers.usage import UsageMapping
+
+    parser = make_parser(
+        "usage", "gw", ParserSettings(), UsageMapping(time="ts", prompt="p.all", cached="p.hit")
+    )
+    (record,) = parser.parse(LogLine("gw", '{"ts": 1787043600, "p": {"all": 900, "hit": 640}}'))  # type: ignore[misc]
+    assert (900, 640, 1787043600.0) == (record.prompt_tokens, record.cached_tokens, record.time)

@@ -4,20 +4,22 @@ from __future__ import annotations
 
 from kvwatch.parsers.base import Parser, ParserSettings
 from kvwatch.parsers.llamacpp import LlamacppParser, looks_like_llamacpp
-from kvwatch.parsers.usage import UsageParser, looks_like_usage
+from kvwatch.parsers.usage import UsageMapping, UsageParser, looks_like_usage
 from kvwatch.parsers.vllm import VllmParser, looks_like_vllm
 
 ENGINES = ("vllm", "llamacpp", "usage")
 
 
-def make_parser(engine: str, source: str, settings: ParserSettings) -> Parser:
-    """A fresh parser for one source."""
+def make_parser(
+    engine: str, source: str, settings: ParserSettings, usage: UsageMapping | None = None
+) -> Parser:
+    """A fresh parser for one source (`usage`: a gateway log's field mapping, from the config)."""
     if engine == "vllm":
         return VllmParser(source, settings)
     if engine == "llamacpp":
         return LlamacppParser(source, settings)
     if engine == "usage":
-        return UsageParser(source, settings)
+        return UsageParser(source, settings, usage)
     raise ValueError(f"unknown engine {engine!r}; known: {', '.join(ENGINES)}")
 
 

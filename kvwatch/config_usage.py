@@ -1,0 +1,57 @@
+"""The `[source.usage]` table: how a gateway's usage log maps onto requests (see parsers.usage)."""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from typing import Any
+
+from kvwatch.config_fields import Fields
+from kvwatch.parsers.usage import UsageMapping
+
+#: Dotted field paths a `[source.usage]` table may give.
+PATH_KEYS = (
+    "time",
+    "prompt",
+    "input",
+    "cached",
+    "cache_creation",
+    "upstream_prompt",
+    "model",
+    "entry",
+    "client",
+    "channel",
+)
+
+
+def _names(f: Fields, key: str) -> dict[str, str]:
+    """A table of raw value -> label value (clients, channels)."""
+    value = f.get(key)
+    if value is None:
+        return {}
+    if not isinstance(value, dict) or not all(isinstance(v, str) and v for v in value.values()):
+        f.problem(key, 'must be a table of raw value = "name" strings')
+        return {}
+    return {str(k): v for k, v in value.items()}
+
+
+def read_usage(parent: Fields, engine: str) -> UsageMapping | None:
+    """The source's `usage` table, if any; only usage (or auto) sources may have one."""
+    raw = parent.get("usage")
+    if raw is None:
+        return None
+    if not isinstance(raw, Mapping):
+        parent.problem("usage", "must be a table ([source.usage])")
+        return None
+    if engine not in ("usage", "auto"):
+        parent.problem("usage", f'only for engine "usage" (this source has engine "{engine}")')
+    f = Fields(raw, parent.name("usage"), parent.problems, parent.base)
+    paths: dict[str, Any] = {key: f.string(key) or "" for key in PATH_KEYS}
+    mapping = UsageMapping(
+        **paths,
+        clients=_names(f, "clients"),
+        channels=_names(f, "channels"),
+        entries=f.strings("entries"),
+        tz=f.string("tz") or "",
+    )
+    f.done()
+    return mapping
