@@ -154,11 +154,17 @@ class Feeder:
             self._close()
             self.restarts += 1
             return False, False
+        read_at = time.time()
+        # A line with no transport time (plain files, stdin) is stamped with when it was read: the
+        # live stand-in for "when it was written" (llama.cpp anchors its relative clock on it).
+        lines = [
+            line if line.time is not None else LogLine(line.source, line.text, read_at) for line in lines
+        ]
         for start in range(0, len(lines), BATCH):
             self._put(Lines(self, lines[start : start + BATCH]))
         if lines:
             self._put(Mark(self, position))
-            self.last_line_time = time.time()
+            self.last_line_time = read_at
         self._report(self.source.error or _missing(self.source))
         return bool(lines), bool(getattr(self.source, "done", False))
 

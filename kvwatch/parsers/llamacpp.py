@@ -9,8 +9,10 @@ cut off before it is dropped, never guessed. At default verbosity (>= b9305, no 
 (`derived=True`; exact when the reply stopped by length, else +-1).
 
 Time. llama.cpp stamps lines relative to process start (`M.SS.mmm.uuu`, jsonl `time` in us). The
-first run of a source is anchored at `settings.start` (replay: a fixed epoch; live: when the start
-was read). A later run (after a restart line, or relative time going backwards) puts its relative 0
+first run of a source is anchored at its first stamped line's transport time minus that line's
+relative time when the line has one (docker, journald, or the daemon's read time for plain files:
+"when the server's start was read"), else at `settings.start` (replay: a fixed epoch). A later run
+(after a restart line, or relative time going backwards) puts its relative 0
 at the transport time of its first stamped line minus that line's relative time, when the line has
 a transport time (docker, journald, syslog prefix), else at the previous run's last event time;
 never before the last event. Unstamped lines take the previous line's time inside a stamped run,
@@ -124,7 +126,9 @@ class LlamacppParser:
         if env.rel is not None:
             if stream.anchor is None:
                 if self._runs == 0:
-                    stream.anchor = self._settings.start
+                    # A transport time says when this line was written (docker, journald, or the live
+                    # daemon's read time): the server started `rel` before it. Else the fixed anchor.
+                    stream.anchor = self._settings.start if wall is None else wall - env.rel
                 else:
                     stream.anchor = max(last, wall - env.rel) if wall is not None else last
                 self._runs += 1

@@ -113,11 +113,12 @@ class Stream:
         except ln.GarbledError as exc:
             self._poison(task_text)
             return ParseError(f"llamacpp: {exc}")
-        self.active = True
         if msg.startswith("selected slot by "):
+            self.active = True
             return self._select(slot, msg)
         if task < 0:
-            return []
+            return []  # startup `new slot` lines, idle-slot saves, sampler dumps: not requests
+        self.active = True
         request = self._request(slot, task)
         if request is None:
             return []
