@@ -442,3 +442,19 @@ def test_router_children_keep_their_own_clocks() -> None:
     events, _ = run(mixed)
     got = [(type(e).__name__, getattr(e, "task", None)) for e in events]
     assert [("LlamaRequest", 16), ("LlamaRequest", 6)] == got
+
+
+def test_v2025_08_stop_before_the_legacy_timing_block() -> None:
+    """V-2025-08 releases the slot (`stop processing: n_past`) before printing its 4-line timings."""
+    lines = [
+        "slot launch_slot_: id  0 | task 3 | processing task",
+        "slot update_slots: id  0 | task 3 | new prompt, n_ctx_slot = 4096, n_keep = 0, n_prompt_tokens = 900",
+        "slot update_slots: id  0 | task 3 | kv cache rm [850, end)",
+        "slot      release: id  0 | task 3 | stop processing: n_past = 911, truncated = 0",
+        "slot print_timing: id  0 | task 3 | ",
+        "prompt eval time =      12.00 ms /    50 tokens (    0.24 ms per token,  4166.67 tokens per second)",
+        "       eval time =      20.00 ms /    12 tokens (    1.67 ms per token,   600.00 tokens per second)",
+        "      total time =      32.00 ms /    62 tokens",
+    ]
+    got = [(r.prompt_tokens, r.reused_tokens, r.new_tokens, r.derived) for r in requests(lines)]
+    assert [(900, 850, 50, False)] == got

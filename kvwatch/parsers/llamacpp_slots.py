@@ -40,6 +40,7 @@ class Request:
     eval_seconds: float | None = None
     n_gen: int | None = None
     stop_n: int | None = None
+    stopped: bool = False  # `stop processing` came before the timings (V-2025-08 order)
     broken: bool = False
 
     def record(self, source: str, time: float, slot: int) -> LlamaRequest | None:
@@ -237,7 +238,12 @@ def _update(request: Request, msg: str) -> bool:
         request.n_gen = _int(ln.EVAL.match(msg), msg, 2)
     elif msg.startswith("stop processing"):
         request.stop_n = _int(ln.STOP.match(msg), msg)
+        if request.new is None:  # V-2025-08 releases the slot first, then prints the timings
+            request.stopped = True
+            return False
         return True
+    elif msg.startswith("total time"):
+        return request.stopped
     return False
 
 
