@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from collections.abc import Iterator
+
 import pytest
 
 
@@ -19,3 +21,13 @@ def pytest_addoption(parser: pytest.Parser) -> None:
 def update_golden(request: pytest.FixtureRequest) -> bool:
     """Whether goldens are being rewritten."""
     return bool(request.config.getoption("--update-golden"))
+
+
+@pytest.fixture(autouse=True)
+def _no_daemon_left_behind() -> Iterator[None]:
+    """Kill any `kvwatch run` a test started and did not stop (say, because an assert failed)."""
+    yield
+    import daemon_helpers
+
+    while daemon_helpers.STARTED:
+        daemon_helpers.STARTED.pop().kill()

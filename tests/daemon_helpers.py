@@ -50,6 +50,10 @@ def file_source(name: str, pattern: Path | str, start_at: str = "beginning", eng
     )
 
 
+#: Every daemon a test started; conftest kills those still running when the test ends.
+STARTED: list[Kvwatch] = []
+
+
 class Kvwatch:
     """A running `kvwatch run`; stderr goes to a file the test can read."""
 
@@ -64,6 +68,7 @@ class Kvwatch:
         full_env.pop("JOURNAL_STREAM", None)
         argv = [sys.executable, "-m", "kvwatch", "run", "--listen", "127.0.0.1:0", *args]
         self.proc = subprocess.Popen(argv, cwd=ROOT, env=full_env, stderr=self.err, stdin=stdin)
+        STARTED.append(self)
         found: list[str] = []
 
         def listening() -> bool:
@@ -97,6 +102,13 @@ class Kvwatch:
     def lines(self, source: str) -> float | None:
         """kvwatch_lines_total of `source`."""
         return self.value("kvwatch_lines_total", {"source": source})
+
+    def kill(self) -> None:
+        """Make sure the process is gone (a failed test must not leave daemons behind)."""
+        if self.proc.poll() is None:
+            self.proc.kill()
+            self.proc.wait(10)
+        self.err.close()
 
     def stop(self, sig: int = signal.SIGTERM, timeout: float = 10.0) -> int:
         """Send `sig` and wait for the exit status."""
