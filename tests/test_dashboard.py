@@ -1,0 +1,266 @@
+"""grafana/kvwatch.json: importable, and every panel's query returns data from a real Prometheus.
+
+The end-to-end test runs the real daemon (`python -m kvwatch run`) on copies of the bundled samples
+and a real Prometheus scraping it every second. The samples are appended in CHUNKS steps, each one
+scraped before the next is written, so counters grow between scrapes and rates are non-zero. Then
+every panel target runs through Prometheus's HTTP API with Grafana's variables filled in (`$source`
+and `$engine` all, `$__rate_interval` 1m): instant queries for gauges, range queries over the feed for
+rate()/increase() expressions; each must return at least one finite value.
+"""
+
+from __future__ import annotations
+
+import gzip
+import json
+import math
+import re
+import subprocess
+import sys
+import time
+from collections.abc import Iterator
+from functools import partial
+from pathlib import Path
+from typing import Any
+
+import pytest
+from prometheus_helpers import (
+    Result,
+    free_port,
+    label_values,
+    prometheus_log,
+    query,
+    query_range,
+    start_prometheus,
+    stop_prometheus,
+    wait_for,
+)
+
+ROOT = Path(__file__).resolve().parents[1]
+DASHBOARD = ROOT / "grafana" / "kvwatch.json"
+SAMPLES = ROOT / "samples"
+CHUNKS = 4
+TITLES = [
+    "Prefix and External cache hit ratio per engine",
+    "KV offload: stored vs loaded bytes/s",
+    "KV offload read-back (loaded / stored)",
+    "GPU KV cache usage",
+    "llama.cpp reused vs new prompt tokens/s",
+    "llama.cpp median sim_best, f_keep and reuse ratio",
+    "llama.cpp sim_best distribution",
+    "llama.cpp f_keep distribution",
+    "Token hit rate by entry",
+    "Pinned cache length",
+    "Pinned cache share",
+    "Alerts firing now",
+    "Alerts firing",
+    "Lines read per second",
+    "Parse errors and truncated lines per second",
+    "Sources up",
+    "Lag: bytes behind",
+    "Lag: seconds since the last line",
+]
+
+
+def load_dashboard() -> dict[str, Any]:
+    """The dashboard JSON."""
+    dashboard: dict[str, Any] = json.loads(DASHBOARD.read_text(encoding="utf-8"))
+    return dashboard
+
+
+def panels() -> list[dict[str, Any]]:
+    """Every panel that is not a row."""
+    return [p for p in load_dashboard()["panels"] if p["type"] != "row"]
+
+
+def targets() -> list[tuple[str, str]]:
+    """(panel title, expr) of every panel target."""
+    return [(p["title"], t["expr"]) for p in panels() for t in p["targets"]]
+
+
+def fill(expr: str, range_seconds: int) -> str:
+    """The query Grafana sends: variables filled with All, `$__rate_interval` 1m."""
+    return (
+        expr.replace("$__rate_interval", "1m")
+        .replace("$__range", f"{range_seconds}s")
+        .replace("$source", ".*")
+        .replace("$engine", ".*")
+    )
+
+
+def test_dashboard_is_importable_with_variables_and_panels() -> None:
+    """Valid JSON with the DS_PROMETHEUS input, the three variables and every panel title."""
+    dashboard = load_dashboard()
+    variables = {v["name"]: v for v in dashboard["templating"]["list"]}
+    expected_queries = {
+        "source": "label_values(kvwatch_lines_total, source)",
+        "engine": 'label_values(kvwatch_vllm_stats_lines_total{source=~"$source"}, engine)',
+    }
+    assert ["DS_PROMETHEUS"] == [i["name"] for i in dashboard["__inputs"]]
+    assert 39 == dashboard["schemaVersion"]
+    assert ["datasource", "source", "engine"] == list(variables)
+    assert ("datasource", "prometheus") == (variables["datasource"]["type"], variables["datasource"]["query"])
+    assert expected_queries == {name: variables[name]["definition"] for name in expected_queries}
+    assert TITLES == [p["title"] for p in panels()]
+
+
+def test_panels_use_the_datasource_variable_and_do_not_overlap() -> None:
+    """Every panel and target queries `${datasource}`; ids are unique; no two panels share a grid cell."""
+    every = load_dashboard()["panels"]
+    sources = {json.dumps(p["datasource"]) for p in panels()}
+    sources |= {json.dumps(t["datasource"]) for p in panels() for t in p["targets"]}
+    cells: list[tuple[int, int]] = []
+    for p in every:
+        g = p["gridPos"]
+        cells += [(x, y) for x in range(g["x"], g["x"] + g["w"]) for y in range(g["y"], g["y"] + g["h"])]
+    assert {json.dumps({"type": "prometheus", "uid": "${datasource}"})} == sources
+    assert len(every) == len({p["id"] for p in every})
+    assert len(cells) == len(set(cells))
+    assert all(p["gridPos"]["x"] + p["gridPos"]["w"] <= 24 for p in every)
+
+
+def sample_logs() -> dict[str, bytes]:
+    """Each bundled sample's bytes by source name (`vllm-rotated.log.1.gz` -> `vllm-rotated`)."""
+    logs: dict[str, bytes] = {}
+    for path in sorted(SAMPLES.glob("*.log")) + sorted(SAMPLES.glob("*.gz")):
+        data = path.read_bytes()
+        logs[path.name.split(".")[0]] = gzip.decompress(data) if path.suffix == ".gz" else data
+    return logs
+
+
+def chunks(data: bytes, count: int) -> list[bytes]:
+    """`data` cut into `count` pieces at line ends (some may be empty)."""
+    lines = data.splitlines(keepends=True)
+    size = math.ceil(len(lines) / count)
+    return [b"".join(lines[i * size : (i + 1) * size]) for i in range(count)]
+
+
+def engine_of(name: str) -> str:
+    """The engine a sample is for, from its name's prefix."""
+    prefix = name.split("-", maxsplit=1)[0]
+    assert prefix in {"vllm", "llamacpp", "usage"}, name
+    return prefix
+
+
+def config_text(tmp_path: Path, names: list[str], port: int) -> str:
+    """A kvwatch config with one file source per sample, read from the beginning."""
+    lines = [
+        f'state_dir = "{tmp_path / "state"}"',
+        "[server]",
+        'listen_address = "127.0.0.1"',
+        f"port = {port}",
+    ]
+    for name in names:
+        lines += [
+            "[[source]]",
+            f'name = "{name}"',
+            f'engine = "{engine_of(name)}"',
+            'type = "file"',
+            f'path = "{tmp_path / "logs" / (name + ".log")}"',
+            'start_at = "beginning"',
+            "year = 2026",
+        ]
+    return "\n".join(lines) + "\n"
+
+
+class Feed:
+    """The daemon on the samples, Prometheus scraping it, and when the feed started and ended."""
+
+    def __init__(self, url: str, names: list[str], started: float, ended: float) -> None:
+        """Hold what the queries need."""
+        self.url = url
+        self.names = names
+        self.started = started
+        self.ended = ended
+
+
+def scraped_bytes(url: str) -> float:
+    """Bytes the daemon had read at Prometheus's last scrape, over all sources."""
+    result = query(url, "sum(kvwatch_source_read_bytes_total)")
+    return float(result[0]["value"][1]) if result else -1.0
+
+
+def caught_up(url: str, written: int) -> bool:
+    """Whether Prometheus's last scrape saw the daemon read `written` bytes in all."""
+    return scraped_bytes(url) >= written
+
+
+def stop_daemon(daemon: subprocess.Popen[bytes]) -> None:
+    """SIGTERM the daemon and reap it (kill after 20 s)."""
+    if daemon.poll() is None:
+        daemon.terminate()
+        try:
+            daemon.wait(timeout=20)
+        except subprocess.TimeoutExpired:
+            daemon.kill()
+            daemon.wait(timeout=10)
+
+
+@pytest.fixture(scope="module")
+def feed(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Feed]:
+    """Run the daemon on the samples, appended chunk by chunk, each chunk scraped before the next."""
+    tmp_path = tmp_path_factory.mktemp("dashboard")
+    logs = sample_logs()
+    (tmp_path / "logs").mkdir()
+    for name in logs:
+        (tmp_path / "logs" / f"{name}.log").write_bytes(b"")
+    port = free_port()
+    config = tmp_path / "kvwatch.toml"
+    config.write_text(config_text(tmp_path, sorted(logs), port), encoding="utf-8")
+    daemon_log = (tmp_path / "daemon.log").open("wb")
+    daemon = subprocess.Popen(
+        [sys.executable, "-m", "kvwatch", "run", "--config", str(config)],
+        stdin=subprocess.DEVNULL,
+        stdout=daemon_log,
+        stderr=subprocess.STDOUT,
+    )
+    daemon_log.close()
+    prometheus: subprocess.Popen[bytes] | None = None
+    try:
+        url, prometheus = start_prometheus(tmp_path, [f"127.0.0.1:{port}"])
+        try:
+            wait_for(lambda: query(url, 'up{job="kvwatch"} == 1'), 60, "Prometheus scraping the daemon")
+            started = time.time()
+            written = 0
+            pieces = {name: chunks(data, CHUNKS) for name, data in logs.items()}
+            for step in range(CHUNKS):
+                for name, parts in pieces.items():
+                    with (tmp_path / "logs" / f"{name}.log").open("ab") as handle:
+                        handle.write(parts[step])
+                    written += len(parts[step])
+                wait_for(partial(caught_up, url, written), 60, f"chunk {step + 1} read and scraped")
+            wait_for(lambda: query(url, "kvwatch_alert_firing == 1"), 60, "an alert firing, scraped")
+        except AssertionError as err:
+            tail = (tmp_path / "daemon.log").read_text(encoding="utf-8", errors="replace")[-3000:]
+            logs_text = f"daemon log:\n{tail}\nprometheus log:\n{prometheus_log(tmp_path)}"
+            raise AssertionError(f"{err}\n{logs_text}") from None
+        yield Feed(url, sorted(logs), started, time.time())
+    finally:
+        if prometheus is not None:
+            stop_prometheus(prometheus)
+        stop_daemon(daemon)
+
+
+def finite(result: Result) -> list[float]:
+    """The finite values of an instant vector or a range matrix."""
+    values = [s["value"] for s in result if "value" in s] + [v for s in result for v in s.get("values", [])]
+    return [float(v[1]) for v in values if math.isfinite(float(v[1]))]
+
+
+def test_variables_find_every_source_and_engines(feed: Feed) -> None:
+    """`label_values` of the source and engine variables find every sample and vLLM's engines."""
+    sources = label_values(feed.url, "source", "kvwatch_lines_total")
+    engines = label_values(feed.url, "engine", 'kvwatch_vllm_stats_lines_total{source=~".*"}')
+    assert feed.names == sorted(sources)
+    assert {"0", "1"} <= set(engines)
+
+
+@pytest.mark.parametrize(("title", "expr"), targets(), ids=[f"{t}: {e[:40]}" for t, e in targets()])
+def test_panel_query_returns_data(feed: Feed, title: str, expr: str) -> None:
+    """The panel's query, as Grafana sends it, returns at least one finite value."""
+    span = math.ceil(time.time() - feed.started) + 2
+    sent = fill(expr, span)
+    if re.search(r"\b(rate|increase)\(", sent):
+        result = query_range(feed.url, sent, feed.started, time.time(), 1.0)
+    else:
+        result = query(feed.url, sent)
+    assert [] != finite(result), f"{title}: no finite value from {sent}: {result[:3]}"
