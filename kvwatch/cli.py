@@ -1,4 +1,4 @@
-"""The command line: replay, run, check-config, test-alert, hash-password; `main(argv) -> int`."""
+"""The command line: replay, run, demo, check-config, test-alert, hash-password; `main(argv) -> int`."""
 
 from __future__ import annotations
 
@@ -71,6 +71,16 @@ def _listen(text: str) -> tuple[str, int]:
     return host.strip("[]") or "127.0.0.1", int(port)
 
 
+def _speed(text: str) -> float:
+    try:
+        speed = float(text)
+    except ValueError:
+        speed = 0.0
+    if not 0.01 <= speed <= 10000:
+        raise argparse.ArgumentTypeError(f"expected a factor between 0.01 and 10000: {text!r}")
+    return speed
+
+
 def _daemon_commands(sub: Any) -> None:
     """The subcommands of the live daemon and its config."""
     run = sub.add_parser("run", help="follow the configured sources; serve /metrics; send alerts")
@@ -84,6 +94,22 @@ def _daemon_commands(sub: Any) -> None:
         default=5.0,
         metavar="SECONDS",
         help="how often read positions are saved (default 5)",
+    )
+    demo = sub.add_parser(
+        "demo", help="the daemon on the bundled samples, written at an accelerated pace: no config, no GPU"
+    )
+    demo.add_argument(
+        "--speed", type=_speed, default=20.0, metavar="X", help="times the logs' own pace (default 20)"
+    )
+    demo.add_argument(
+        "--listen",
+        type=_listen,
+        default=("127.0.0.1", 7433),
+        metavar="ADDRESS:PORT",
+        help="where /metrics is served (default 127.0.0.1:7433; port 0 picks a free one)",
+    )
+    demo.add_argument(
+        "--keep", metavar="DIR", help="write logs, config and state into DIR (new or empty) and keep it"
     )
     check = sub.add_parser("check-config", help="validate a config file and print a summary")
     check.add_argument("path", metavar="PATH")
@@ -128,6 +154,13 @@ def cmd_run(args: argparse.Namespace) -> int:
         print(f"kvwatch: cannot start: {err}", file=sys.stderr)
         return 1
     return daemon.run()
+
+
+def cmd_demo(args: argparse.Namespace) -> int:
+    """Run the demo until Ctrl-C."""
+    from kvwatch.demo import run_demo
+
+    return run_demo(args.speed, args.listen, args.keep)
 
 
 def cmd_check_config(args: argparse.Namespace) -> int:
@@ -224,6 +257,7 @@ def main(argv: Sequence[str] | None = None) -> int:
             return cmd_replay(args)
         commands = {
             "run": cmd_run,
+            "demo": cmd_demo,
             "check-config": cmd_check_config,
             "test-alert": cmd_test_alert,
             "hash-password": cmd_hash_password,
