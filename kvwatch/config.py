@@ -25,6 +25,7 @@ from kvwatch.config_types import (
     ENGINES,
     SOURCE_TYPES,
     START_AT,
+    AlertingConfig,
     Config,
     ConfigError,
     DockerSettings,
@@ -87,6 +88,7 @@ def parse_config(data: Mapping[str, Any], base: Path, path: Path | None = None) 
     silences = tuple(
         read_silence(Fields(t, f"silence[{i}]", problems, base)) for i, t in enumerate(top.tables("silence"))
     )
+    alerting = _alerting(_table(top, "alerting"))
     top.done()
     if problems:
         raise ConfigError(str(path) if path else "config", problems)
@@ -97,8 +99,25 @@ def parse_config(data: Mapping[str, Any], base: Path, path: Path | None = None) 
         detectors=MappingProxyType(detectors),
         notifiers=cast("tuple[NotifierConfig, ...]", notifiers),
         silences=tuple(s for s in silences if s is not None),
+        alerting=alerting,
         path=path,
     )
+
+
+def _alerting(f: Fields | None) -> AlertingConfig:
+    """`[alerting]`: whole seconds, each within a sane range."""
+    if f is None:
+        return AlertingConfig()
+    default = AlertingConfig()
+    values = {
+        "resolve_after": f.integer("resolve_after", 0, 86400, int(default.resolve_after)),
+        "repeat_interval": f.integer("repeat_interval", 60, 30 * 86400, int(default.repeat_interval)),
+        "suppress_older_than": f.integer(
+            "suppress_older_than", 0, 30 * 86400, int(default.suppress_older_than)
+        ),
+    }
+    f.done()
+    return AlertingConfig(**{k: float(v if v is not None else 0) for k, v in values.items()})
 
 
 def config_for_stdin(engine: str) -> Config:

@@ -142,6 +142,15 @@ class SilenceConfig:
 
 
 @dataclass(frozen=True, slots=True)
+class AlertingConfig:
+    """`[alerting]`: the alert lifecycle's timings, in seconds."""
+
+    resolve_after: float = 120.0  # a firing alert resolves once its condition is absent this long
+    repeat_interval: float = 4 * 3600.0  # a firing alert is notified again this often
+    suppress_older_than: float = 15 * 60.0  # first start: older transitions are recorded, not notified
+
+
+@dataclass(frozen=True, slots=True)
 class Config:
     """The whole validated config file."""
 
@@ -151,4 +160,5 @@ class Config:
     detectors: Mapping[str, DetectorConfig] = field(default_factory=lambda: MappingProxyType({}))
     notifiers: tuple[NotifierConfig, ...] = ()
     silences: tuple[SilenceConfig, ...] = ()
+    alerting: AlertingConfig = AlertingConfig()
     path: Path | None = None  # the file it was loaded from; None for `run --stdin`

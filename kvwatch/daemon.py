@@ -70,12 +70,20 @@ class Daemon:
         self.registry = CollectorRegistry(auto_describe=True)
         ProcessCollector(registry=self.registry)
         PlatformCollector(registry=self.registry)
-        self.pipeline = Pipeline(Metrics(self.registry), settings=prepared.detectors)
+        timings = config.alerting
+        self.pipeline = Pipeline(
+            Metrics(self.registry), settings=prepared.detectors, resolve_after=timings.resolve_after
+        )
         self.items: queue.Queue[object] = queue.Queue(QUEUE_SIZE)
         self.lock = threading.Lock()
         self.systemd = SystemdNotifier()
         self.counter = notifications_counter(self.registry)
-        self.alerts = LiveAlerts(config.state_dir, self.pipeline.book)
+        self.alerts = LiveAlerts(
+            config.state_dir,
+            self.pipeline.book,
+            repeat=timings.repeat_interval,
+            suppress_older_than=timings.suppress_older_than,
+        )
         self.alerts.silences = silences_of(config)
         store = PositionStore(config.state_dir) if options.persist else None
         self.store = store

@@ -10,6 +10,7 @@ are read at start only: a change is logged and waits for a restart.
 from __future__ import annotations
 
 import logging
+from dataclasses import replace
 from typing import TYPE_CHECKING
 
 from kvwatch.alerting import silences_of
@@ -36,16 +37,8 @@ def apply_reload(daemon: Daemon, config: Config, prepared: Prepared) -> None:
         del daemon.feeders[feeder.name]
         log.info("reload: source %s stopped", feeder.name)
     daemon.call(lambda: None)  # their final positions are saved before a changed source reopens
-    # Keep the running server and state settings; take everything else from the new file.
-    daemon.config = Config(
-        old.server,
-        old.state_dir,
-        config.sources,
-        config.detectors,
-        config.notifiers,
-        config.silences,
-        config.path,
-    )
+    # Keep the running server, state and alert-timing settings; take everything else from the new file.
+    daemon.config = replace(config, server=old.server, state_dir=old.state_dir, alerting=old.alerting)
     for name in wanted:
         if name not in daemon.feeders:
             daemon.start_feeder(name)

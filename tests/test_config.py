@@ -320,3 +320,19 @@ def test_usage_mapping_errors_name_the_field(tmp_path: Path) -> None:
         load_config(path)
     assert 'source[0].usage: only for engine "usage" (this source has engine "vllm")' in str(err.value)
     assert "source[0].usage.promt: unknown key" in str(err.value)
+
+
+def test_alerting_timings(tmp_path: Path) -> None:
+    """`[alerting]` sets the lifecycle's timings; a bad value names its field."""
+    path = tmp_path / "k.toml"
+    path.write_text("[alerting]\nresolve_after = 300\nrepeat_interval = 7200\nsuppress_older_than = 0\n")
+    timings = load_config(path).alerting
+    assert (300.0, 7200.0, 0.0) == (
+        timings.resolve_after,
+        timings.repeat_interval,
+        timings.suppress_older_than,
+    )
+    path.write_text("[alerting]\nrepeat_interval = 5\n")
+    with pytest.raises(ConfigError) as err:
+        load_config(path)
+    assert "alerting.repeat_interval: must be an integer 60-2592000" in str(err.value)
