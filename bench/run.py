@@ -7,6 +7,7 @@ mtail's (and the generator's), and prints a side-by-side table, the ratios and t
     python bench/run.py            # vLLM 1.5M lines (~360 MB) + 4x, llama.cpp 50 MB
     python bench/run.py --quick    # vLLM 50 MB + 4x, llama.cpp 10 MB: well under a minute
     python bench/run.py --check-only   # tiny files, counts only (what tests/test_bench_sanity runs)
+    python bench/run.py --daemon-only  # only the live daemon at 20k lines/s (bench/daemon.py)
 """
 
 from __future__ import annotations
@@ -19,9 +20,12 @@ import re
 import shutil
 import subprocess
 import sys
+import tempfile
 import time
 from dataclasses import dataclass, field
 from pathlib import Path
+
+from daemon import DaemonResult, bench_daemon, report
 
 BENCH = Path(__file__).resolve().parent
 MTAIL_PROG = BENCH / "kvwatch.mtail"
@@ -57,14 +61,22 @@ class FileResult:
 
 def measure(tool: str, argv: list[str]) -> Run:
     """Run argv as a fresh child; wall clock, CPU and peak RSS of exactly that child."""
-    start = time.perf_counter()
-    proc = subprocess.Popen(argv, stdout=subprocess.PIPE, stderr=subprocess.DEVNULL, text=True)
-    out = proc.stdout.read() if proc.stdout else ""
-    _, status, usage = os.wait4(proc.pid, 0)
-    wall = time.perf_counter() - start
+    # A forked child's ru_maxrss starts at this (40 MB) process's size, so the peak RSS comes from
+    # GNU time, a small process whose child is the tool (`%M`, KB), when it is installed.
+    gnu_time = os.path.exists("/usr/bin/time")
+    wrapped = ["/usr/bin/time", "-f", "kvwatch-bench-rss %M", *argv] if gnu_time else argv
+    with tempfile.TemporaryFile() as err:
+        start = time.perf_counter()
+        proc = subprocess.Popen(wrapped, stdout=subprocess.PIPE, stderr=err, text=True)
+        out = proc.stdout.read() if proc.stdout else ""
+        _, status, usage = os.wait4(proc.pid, 0)
+        wall = time.perf_counter() - start
+        err.seek(0)
+        found = re.findall(rb"kvwatch-bench-rss (\d+)", err.read())
     proc.returncode = os.waitstatus_to_exitcode(status)
     cpu = usage.ru_utime + usage.ru_stime
-    return Run(tool, wall, cpu, usage.ru_maxrss / 1024, out, proc.returncode)
+    rss_kb = int(found[-1]) if found else usage.ru_maxrss
+    return Run(tool, wall, cpu, rss_kb / 1024, out, proc.returncode)
 
 
 def best_of(tool: str, argv: list[str], repeat: int) -> Run:
@@ -297,7 +309,15 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--repeat", type=int, default=1, help="runs per tool; the fastest counts")
     ap.add_argument("--workdir", default=os.environ.get("KVWATCH_BENCH_DIR", "/tmp/kvwatch-bench"))
     ap.add_argument("--json", help="also write the results to this file")
+    ap.add_argument(
+        "--daemon-seconds", type=float, help="length of each daemon phase (default 30; --quick 20)"
+    )
+    ap.add_argument("--no-daemon", action="store_true", help="skip the live daemon benchmark")
+    ap.add_argument("--daemon-only", action="store_true", help="only the live daemon benchmark")
     args = ap.parse_args(argv)
+    daemon_seconds = args.daemon_seconds or (20.0 if args.quick else 30.0)
+    if args.daemon_only:
+        return run_daemon(daemon_seconds, args.json)
     for tool in ("mtail", "rg"):
         if shutil.which(tool) is None:
             print(f"bench: {tool} is not installed", file=sys.stderr)
@@ -328,10 +348,8 @@ def main(argv: list[str] | None = None) -> int:
     results["llama"] = bench_llama("llama.cpp -lv 4", path, meta, args.repeat, tools)
 
     ok = all(same for res in results.values() for *_, same in res.checks)
-    cpuinfo = Path("/proc/cpuinfo").read_text().splitlines()
-    cpu = next((ln.split(":", 1)[1].strip() for ln in cpuinfo if ln.startswith("model name")), "?")
     print(
-        f"machine: {cpu}, {os.cpu_count()} cores; load average at the end: "
+        f"machine: {cpu_model()}, {os.cpu_count()} cores; load average at the end: "
         f"{' '.join(f'{x:.2f}' for x in os.getloadavg())}"
     )
     print(f"runs per tool: {args.repeat} (fastest shown; peak RSS is the largest seen)\n")
@@ -357,11 +375,13 @@ def main(argv: list[str] | None = None) -> int:
     marks = verdicts(results)
     for target, measured, met in marks:
         print(f"  [{'met' if met else 'MISSED'}] {target}: {measured}")
-    print(
-        "  [NOT MEASURED YET] daemon: following a file written at 20k lines/s, < 15% of one core,\n"
-        "      < 100 MB RSS, an appended line in /metrics within 0.5 s at p99 (there is no live\n"
-        "      daemon command yet, so the bench cannot run it)"
-    )
+    daemon = None
+    if not args.no_daemon:
+        daemon = bench_daemon(daemon_seconds)
+        marks += daemon.targets()
+        for target, measured, met in daemon.targets():
+            print(f"  [{'met' if met else 'MISSED'}] {target}: {measured}")
+        print("\n" + report(daemon))
     if args.json:
         dump = {
             key: {
@@ -374,8 +394,56 @@ def main(argv: list[str] | None = None) -> int:
             for key, res in results.items()
         }
         dump["targets"] = [list(m) for m in marks]  # type: ignore[assignment]
+        if daemon is not None:
+            dump["daemon"] = daemon_json(daemon)
         Path(args.json).write_text(json.dumps(dump, indent=1) + "\n")
     return 0 if ok else 1
+
+
+def daemon_json(result: DaemonResult) -> dict:
+    """The daemon run as JSON."""
+    return {
+        "rss_mb": result.rss_mb,
+        "lines_written": result.lines_written,
+        "lines_counted": result.lines_counted,
+        "phases": [
+            {
+                "name": ph.name,
+                "seconds": ph.seconds,
+                "lines": ph.lines,
+                "cpu_s": ph.cpu_s,
+                "cpu_pct": ph.cpu_pct,
+            }
+            for ph in result.phases
+        ],
+        "latency_p50": result.percentile(0.5),
+        "latency_p99": result.percentile(0.99),
+        "latency_samples": sum(len(ph.latencies) for ph in result.phases),
+    }
+
+
+def run_daemon(seconds: float, json_path: str | None) -> int:
+    """`--daemon-only`: the live daemon benchmark and its targets."""
+    result = bench_daemon(seconds)
+    print(
+        f"machine: {cpu_model()}, {os.cpu_count()} cores; load average at the end: "
+        f"{' '.join(f'{x:.2f}' for x in os.getloadavg())}\n"
+    )
+    print(report(result))
+    print("\ntargets (issue #8 item 3):")
+    marks = result.targets()
+    for target, measured, met in marks:
+        print(f"  [{'met' if met else 'MISSED'}] {target}: {measured}")
+    if json_path:
+        dump = {"daemon": daemon_json(result), "targets": [list(m) for m in marks]}
+        Path(json_path).write_text(json.dumps(dump, indent=1) + "\n")
+    return 0
+
+
+def cpu_model() -> str:
+    """The CPU model name as /proc/cpuinfo gives it."""
+    cpuinfo = Path("/proc/cpuinfo").read_text().splitlines()
+    return next((ln.split(":", 1)[1].strip() for ln in cpuinfo if ln.startswith("model name")), "?")
 
 
 if __name__ == "__main__":

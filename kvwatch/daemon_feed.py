@@ -35,10 +35,12 @@ BACKOFF_MAX = 30.0
 
 @dataclass(frozen=True, slots=True)
 class Lines:
-    """Lines one feeder read, in order."""
+    """Lines one feeder read, in order; `raw`: undecoded bytes of a plain-text file, else LogLines."""
 
     feeder: Feeder
-    lines: list[LogLine]
+    lines: list[LogLine] | list[bytes]
+    raw: bool = False
+    read_at: float | None = None  # the transport time of raw lines: when they were read
 
 
 @dataclass(frozen=True, slots=True)
@@ -146,8 +148,11 @@ class Feeder:
         assert self.source is not None
         if self._watcher is not None:
             self._watcher.event.clear()  # before the poll: a change during it wakes the next wait
+        # A file source hands its lines over undecoded: the pipeline decodes only the lines that
+        # hold one of the parser's markers (a few percent of a busy log), found in one scan.
+        poll_raw = getattr(self.source, "poll_raw", None)
         try:
-            lines = self.source.poll()
+            lines = poll_raw() if poll_raw is not None else self.source.poll()
             position = self.source.position()
         except Exception as exc:  # a source bug must not kill the reader: reopen it
             self._report(f"{type(exc).__name__}: {exc}")
@@ -157,11 +162,13 @@ class Feeder:
         read_at = time.time()
         # A line with no transport time (plain files, stdin) is stamped with when it was read: the
         # live stand-in for "when it was written" (llama.cpp anchors its relative clock on it).
-        lines = [
-            line if line.time is not None else LogLine(line.source, line.text, read_at) for line in lines
-        ]
+        if poll_raw is None:
+            lines = [
+                line if line.time is not None else LogLine(line.source, line.text, read_at) for line in lines
+            ]
+        raw = poll_raw is not None
         for start in range(0, len(lines), BATCH):
-            self._put(Lines(self, lines[start : start + BATCH]))
+            self._put(Lines(self, lines[start : start + BATCH], raw=raw, read_at=read_at))
         if lines:
             self._put(Mark(self, position))
             self.last_line_time = read_at

@@ -89,9 +89,13 @@ class PipelineLoop:
         """Dispatch one queue item."""
         if isinstance(item, Lines):
             run = self._run_of(item.feeder)
-            for line in item.lines:
-                for event in run.feed(line):
+            if item.raw:
+                for event in run.feed_raw(item.lines, item.read_at):  # type: ignore[arg-type]
                     self._apply(event)
+            else:
+                for line in item.lines:
+                    for event in run.feed(line):  # type: ignore[arg-type]
+                        self._apply(event)
             run.counts.truncated = item.feeder.count("truncated_long_lines")
         elif isinstance(item, Mark):
             self.marks[item.feeder.name] = (item.feeder, item.position)

@@ -16,6 +16,7 @@ from kvwatch.metrics.derived import AlertCollector, PinnedCollector
 from kvwatch.model import Alert, Event, LogLine
 from kvwatch.parsers.base import ParseError, Parser
 from kvwatch.sources.framing import Batch, Malformed
+from kvwatch.sources.scanner import LineFilter
 from kvwatch.window import Windows
 
 Observer = Callable[[Event], None]
@@ -28,6 +29,7 @@ class SourceRun:
         self.source = source
         self.parser = parser
         self.counts = counts
+        self._filter: LineFilter | None = None
 
     def take(self, batch: Batch) -> list[Event]:
         """Count a batch and parse it when it is a line."""
@@ -51,6 +53,17 @@ class SourceRun:
         """Events of many batches, in order."""
         for batch in batches:
             yield from self.take(batch)
+
+    def feed_raw(self, lines: list[bytes], when: float | None = None) -> list[Event]:
+        """Undecoded lines of a plain-text source read at `when`: only those holding a marker are parsed."""
+        if self._filter is None:
+            self._filter = LineFilter(self.parser.markers)
+        chosen = self._filter.select(lines)
+        self.counts.lines += len(lines) - len(chosen)
+        events: list[Event] = []
+        for index in chosen:
+            events += self.take(LogLine(self.source, lines[index].decode("utf-8", "replace"), when))
+        return events
 
     def feed(self, line: LogLine) -> list[Event]:
         """One decoded line (for sources that decode themselves): prefilter, then parse."""

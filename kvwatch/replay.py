@@ -88,7 +88,8 @@ def replay(
         streams.append(_events(item, run, framer))
     alerts: list[Alert] = []
     next_tick: float | None = None
-    for event in heapq.merge(*streams, key=lambda ev: ev.time):
+    merged = streams[0] if len(streams) == 1 else heapq.merge(*streams, key=lambda ev: ev.time)
+    for event in merged:
         if next_tick is None:
             next_tick = event.time + tick_every
         while event.time >= next_tick:

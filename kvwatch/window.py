@@ -110,7 +110,9 @@ class Windows:
             self._restart(window, event)
 
     def _vllm(self, window: SourceWindow, event: VllmStats | VllmKvTransfer | VllmPrefixV0) -> None:
-        engine = window.engines.setdefault(event.engine, EngineWindow())
+        engine = window.engines.get(event.engine)
+        if engine is None:
+            engine = window.engines[event.engine] = EngineWindow()
         oldest = event.time - self.horizon
         if isinstance(event, VllmStats):
             engine.stats.append(event)

@@ -8,6 +8,7 @@ chunk-shifting feature and plays no part.
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from dataclasses import dataclass
 
 from kvwatch.model import Finding
@@ -43,8 +44,22 @@ class Settings:
     min_share: float = 0.8
 
 
-def _judge(source: str, points: list[RequestPoint], cfg: Settings) -> Finding | None:
-    sizeable = [p for p in points if p.prompt >= cfg.min_prompt][-cfg.requests :]
+def _last_sizeable(points: Sequence[RequestPoint], cfg: Settings) -> list[RequestPoint]:
+    """The last `requests` points of at least `min_prompt` tokens, oldest first."""
+    if cfg.requests < 1:
+        return [p for p in points if p.prompt >= cfg.min_prompt][-cfg.requests :]
+    # Walk back from the newest: a tick costs O(requests), not O(window) (it runs every 10 s).
+    found: list[RequestPoint] = []
+    for point in reversed(points):
+        if point.prompt >= cfg.min_prompt:
+            found.append(point)
+            if len(found) == cfg.requests:
+                break
+    return found[::-1]
+
+
+def _judge(source: str, points: Sequence[RequestPoint], cfg: Settings) -> Finding | None:
+    sizeable = _last_sizeable(points, cfg)
     if len(sizeable) < cfg.requests:
         return None
     poor = [p for p in sizeable if p.full_reprocess or p.cached <= cfg.max_reuse * p.prompt]
@@ -86,7 +101,7 @@ def detect(windows: Windows, now: float, cfg: Settings) -> list[Finding]:
         source = dict(labels)["source"]
         if len(labels) != 1 or windows.source(source).kind != "llamacpp":
             continue
-        finding = _judge(source, list(points), cfg)
+        finding = _judge(source, points, cfg)
         if finding is not None:
             findings.append(finding)
     return findings

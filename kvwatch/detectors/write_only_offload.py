@@ -56,9 +56,39 @@ def _last_busy(eng: EngineWindow, cfg: Settings) -> list[VllmStats]:
     return busy[::-1]
 
 
+def _cleared(eng: EngineWindow, cfg: Settings) -> bool:
+    """Whether _judge certainly finds nothing: too few busy lines, or since the oldest of them a
+    load or an External hit (walks back from the newest line without building lists: this runs
+    for every engine at every tick, and a healthy tier loads something every few intervals)."""
+    if cfg.min_intervals < 1:
+        return False
+    count, oldest = 0, None
+    for line in reversed(eng.stats):
+        if line.prompt_throughput >= cfg.min_prompt_throughput:
+            count += 1
+            if count == cfg.min_intervals:
+                oldest = line.time
+                break
+    if oldest is None:
+        return True
+    for kv in reversed(eng.kv):
+        if kv.time < oldest:
+            break
+        if kv.store_bytes is not None and (kv.load_bytes or 0) > 0:  # byte counts are never negative
+            return True
+    for line in reversed(eng.stats):
+        if line.time < oldest:
+            break
+        if line.external_hit is not None and line.external_hit > 0:
+            return True
+    return False
+
+
 def _judge(
     source: str, engine: str, eng: EngineWindow, win: SourceWindow, *, now: float, cfg: Settings
 ) -> Finding | None:
+    if _cleared(eng, cfg):
+        return None
     busy = _last_busy(eng, cfg)
     if len(busy) < cfg.min_intervals:
         return None

@@ -7,6 +7,7 @@ lines have been seen: no KV line for an engine means no offload counters (unknow
 from __future__ import annotations
 
 from dataclasses import dataclass
+from typing import Any
 
 from prometheus_client import CollectorRegistry, Counter, Gauge
 
@@ -93,6 +94,7 @@ class VllmMetrics:
         )
         self._info: dict[str, tuple[str, str]] = {}
         self._series: dict[tuple[str, str], _EngineSeries] = {}
+        self._children: dict[tuple[int, tuple[str, str]], Gauge | Counter] = {}
 
     def _engine(self, labels: tuple[str, str]) -> _EngineSeries:
         # labels() takes a lock and hashes every call; an engine's children are looked up once.
@@ -109,17 +111,25 @@ class VllmMetrics:
             )
         return series
 
+    def _child(self, metric: Any, labels: tuple[str, str]) -> Any:
+        # A series appears only once set, as with labels() on the spot; looked up once after that.
+        key = (id(metric), labels)
+        child = self._children.get(key)
+        if child is None:
+            child = self._children[key] = metric.labels(*labels)
+        return child
+
     def stats(self, ev: VllmStats) -> None:
         """Apply one stats line."""
         labels = (ev.source, ev.engine)
         series = self._engine(labels)
         series.lines.inc()
         if ev.prefix_hit is not None:
-            self.prefix.labels(*labels).set(ev.prefix_hit)
+            self._child(self.prefix, labels).set(ev.prefix_hit)
         if ev.external_hit is not None:
-            self.external.labels(*labels).set(ev.external_hit)
+            self._child(self.external, labels).set(ev.external_hit)
         if ev.kv_cache_usage is not None:
-            self.kv_usage.labels(*labels).set(ev.kv_cache_usage)
+            self._child(self.kv_usage, labels).set(ev.kv_cache_usage)
         series.prompt_tps.set(ev.prompt_throughput)
         series.gen_tps.set(ev.generation_throughput)
         series.running.set(ev.running)
@@ -136,10 +146,10 @@ class VllmMetrics:
         """Apply one KV Transfer line's per-interval deltas."""
         labels = (ev.source, ev.engine)
         if ev.store_bytes is not None and ev.load_bytes is not None:
-            self.store.labels(*labels).inc(ev.store_bytes)
-            self.load.labels(*labels).inc(ev.load_bytes)
+            self._child(self.store, labels).inc(ev.store_bytes)
+            self._child(self.load, labels).inc(ev.load_bytes)
         if ev.lookups is not None:
-            self.lookups.labels(*labels).inc(ev.lookups)
+            self._child(self.lookups, labels).inc(ev.lookups)
 
     def spec_decoding(self, ev: VllmSpecDecoding) -> None:
         """Apply one SpecDecoding line."""

@@ -8,6 +8,7 @@ starts at the configured one and rolls over when the month goes from December ba
 
 from __future__ import annotations
 
+import re
 from datetime import datetime, timezone, tzinfo
 from zoneinfo import ZoneInfo
 
@@ -31,12 +32,16 @@ def iso(ts: float) -> str:
 class YearlessClock:
     """Turns month, day and time of day into epoch seconds, keeping the year across lines."""
 
-    __slots__ = ("_last_month", "_tz", "_year")
+    __slots__ = ("_days", "_last_month", "_span", "_tz", "_year")
 
     def __init__(self, year: int, tz: str) -> None:
         self._year = year
         self._tz = zone(tz)
         self._last_month = 0
+        # UTC only (a zone's offset varies within a day): midnight per date, and the epoch span of
+        # the year the last transport time fell in, so that a line costs no datetime objects.
+        self._days: dict[tuple[int, int, int], float | None] = {}
+        self._span = (0.0, 0.0, 0)
 
     def resolve(
         self, month: int, day: int, hms: tuple[int, int, int], transport: float | None
@@ -50,25 +55,65 @@ class YearlessClock:
         return self._epoch(self._year, month, day, hms)
 
     def _near(self, month: int, day: int, hms: tuple[int, int, int], transport: float) -> float | None:
-        local_year = datetime.fromtimestamp(transport, self._tz).year
+        local_year = self._year_of(transport)
+        if self._tz is _UTC:
+            # Within half a year of the transport time, the same date a year earlier or later is
+            # farther away (dates of adjacent years are >= 365 days apart): the loop would pick it.
+            ts = self._utc_epoch(local_year, month, day, hms)
+            if ts is not None and abs(ts - transport) < 182 * 86400:
+                self._year, self._last_month = local_year, month
+                return ts
         best: float | None = None
+        best_year = 0
         for year in (local_year - 1, local_year, local_year + 1):
             ts = self._epoch(year, month, day, hms)
             if ts is not None and (best is None or abs(ts - transport) < abs(best - transport)):
-                best = ts
+                best, best_year = ts, year
         if best is not None:
-            self._year, self._last_month = datetime.fromtimestamp(best, self._tz).year, month
+            # In UTC a valid date's local year is the year it was built with.
+            year = best_year if self._tz is _UTC else datetime.fromtimestamp(best, self._tz).year
+            self._year, self._last_month = year, month
         return best
 
+    def _year_of(self, transport: float) -> int:
+        if self._tz is not _UTC:
+            return datetime.fromtimestamp(transport, self._tz).year
+        low, high, year = self._span
+        if not low <= transport < high:
+            year = datetime.fromtimestamp(transport, _UTC).year
+            low = datetime(year, 1, 1, tzinfo=_UTC).timestamp()
+            high = datetime(year + 1, 1, 1, tzinfo=_UTC).timestamp() if year < 9999 else float("inf")
+            self._span = (low, high, year)
+        return year
+
     def _epoch(self, year: int, month: int, day: int, hms: tuple[int, int, int]) -> float | None:
+        if self._tz is _UTC:
+            return self._utc_epoch(year, month, day, hms)
         try:
             moment = datetime(year, month, day, *hms, tzinfo=self._tz)
         except ValueError:
             return None
         return moment.timestamp()
 
+    def _utc_epoch(self, year: int, month: int, day: int, hms: tuple[int, int, int]) -> float | None:
+        # Exactly datetime(year, month, day, *hms, tzinfo=UTC).timestamp(), None where it raises.
+        hour, minute, second = hms
+        if not (0 <= hour < 24 and 0 <= minute < 60 and 0 <= second < 60):
+            return None
+        key = (year, month, day)
+        if key not in self._days:
+            if len(self._days) > 4096:
+                self._days.clear()
+            try:
+                self._days[key] = datetime(year, month, day, tzinfo=_UTC).timestamp()
+            except (ValueError, OverflowError):
+                self._days[key] = None
+        midnight = self._days[key]
+        return None if midnight is None else midnight + (hour * 3600 + minute * 60 + second)
+
 
 _LAST_SECOND: list[tuple[str, float]] = [("", 0.0)]
+_FIXED = re.compile(r"[0-9]{4}-[0-9]{2}-[0-9]{2}T[0-9]{2}:[0-9]{2}:[0-9]{2}")
 
 
 def _second(whole: str) -> float:
@@ -76,7 +121,13 @@ def _second(whole: str) -> float:
     cached_text, cached = _LAST_SECOND[0]
     if whole == cached_text:
         return cached
-    value = datetime.strptime(whole, "%Y-%m-%dT%H:%M:%S").replace(tzinfo=_UTC).timestamp()
+    if _FIXED.fullmatch(whole):  # what strptime accepts and rejects, without its cost
+        value = datetime(
+            int(whole[:4]), int(whole[5:7]), int(whole[8:10]),
+            int(whole[11:13]), int(whole[14:16]), int(whole[17:19]), tzinfo=_UTC,
+        ).timestamp()  # fmt: skip
+    else:
+        value = datetime.strptime(whole, "%Y-%m-%dT%H:%M:%S").replace(tzinfo=_UTC).timestamp()
     _LAST_SECOND[0] = (whole, value)
     return value
 

@@ -118,20 +118,52 @@ def _flatten(text: str) -> dict[str, float]:
     return values
 
 
-def _pick(values: dict[str, float], names: tuple[str, ...]) -> float | None:
-    found = [v for k, v in values.items() if k.rpartition("/")[2] in names]
+_NEGATIVE = re.compile(r"=\s*-")
+
+
+def _flat(text: str) -> dict[str, float] | None:
+    """_flatten() of the common payload (`key=number, ...`, nothing nested, no `/` in a key) with a
+    float() per value; None for anything else, which _flatten then reads (or rejects)."""
+    if "/" in text or "(" in text or "{" in text or "[" in text or "'" in text or '"' in text:
+        return None
+    items = text.split(", ")
+    # One `=` per item, no empty key, no negative value (float("-0") is -0.0 where _plain_number
+    # gives int 0); an empty item or a second `=` makes float() fail below.
+    if text.count("=") != len(items) or text.startswith("=") or ", =" in text or _NEGATIVE.search(text):
+        return None
+    try:
+        values = {key: float(raw) for key, _, raw in (item.partition("=") for item in items)}
+    except ValueError:
+        return None
+    # float() reads every int or float text as _plain_number then _number do; nan, inf (and an
+    # overflowing sum) are left to _flatten, which reports them.
+    return values if math.isfinite(sum(values.values())) else None
+
+
+def _pick(values: dict[str, float], names: tuple[str, ...], tails: list[str]) -> float | None:
+    found = [v for tail, v in zip(tails, values.values(), strict=True) if tail in names]
+    return sum(found) if found else None
+
+
+def _lookup(values: dict[str, float], names: tuple[str, str]) -> float | None:
+    # _pick for distinct keys without `/`: the same sum (two floats add the same in either order).
+    found = [values[name] for name in names if name in values]
     return sum(found) if found else None
 
 
 def parse_kv_payload(text: str) -> KvPayload:
     """Parse the text after `KV Transfer metrics: `."""
-    values = _flatten(text)
-    offload = any(
-        k.rpartition("/")[2].startswith("vllm:kv_offload_") or "_to_" in k.rpartition("/")[2] for k in values
-    )
-    store = _pick(values, _STORE_KEYS)
-    load = _pick(values, _LOAD_KEYS)
-    lookups = _pick(values, _LOOKUP_KEYS)
+    values = _flat(text)
+    if values is None:
+        values = _flatten(text)
+        tails = [k.rpartition("/")[2] for k in values]
+        store, load = _pick(values, _STORE_KEYS, tails), _pick(values, _LOAD_KEYS, tails)
+        lookups = _pick(values, _LOOKUP_KEYS, tails)
+    else:  # a flat key has no `/` and appears once: look the (two) names up
+        tails = list(values)
+        store, load = _lookup(values, _STORE_KEYS), _lookup(values, _LOAD_KEYS)
+        lookups = _lookup(values, _LOOKUP_KEYS)
+    offload = any(tail.startswith("vllm:kv_offload_") or "_to_" in tail for tail in tails)
     return KvPayload(
         values=values,
         store_bytes=int(store or 0) if offload else None,

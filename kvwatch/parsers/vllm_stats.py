@@ -29,7 +29,33 @@ def engine_label(message: str) -> tuple[str, str]:
     return ("all" if match.group(2) else str(int(match.group(1)))), message[match.end() :]
 
 
+# The V1 line with the labels 0.10-0.33 print by default, in their fixed order: one match gives the
+# same fields, in the same order, as _FIELD.findall would (values run to the next comma either way).
+_V1_LABELS = (
+    "Avg prompt throughput",
+    "Avg generation throughput",
+    "Running",
+    "Waiting",
+    "Preemptions",
+    "GPU KV cache usage",
+    "Prefix cache hit rate",
+    "External prefix cache hit rate",
+)
+_V1 = re.compile(
+    r"Avg prompt throughput: ([^,]*), Avg generation throughput: ([^,]*), Running: ([^,]*), "
+    r"Waiting: ([^,]*)(?:, Preemptions: ([^,]*))?, GPU KV cache usage: ([^,]*), "
+    r"Prefix cache hit rate: ([^,]*)(?:, External prefix cache hit rate: ([^,]*))?"
+)
+
+
 def _fields(body: str) -> dict[str, str]:
+    common = _V1.fullmatch(body)
+    if common is not None:
+        return {
+            label: value.strip()
+            for label, value in zip(_V1_LABELS, common.groups(), strict=True)
+            if value is not None
+        }
     return {label: value.strip() for label, value in _FIELD.findall(body)}
 
 

@@ -18,6 +18,9 @@ from kvwatch.parsers.clock import parse_rfc3339
 DOCKER_SPLIT = 16 * 1024
 _TS_PREFIX = re.compile(rb"^(\d{4}-\d\d-\d\dT\d\d:\d\d:\d\d(?:\.\d{1,9})?(?:Z|[+-]\d\d:\d\d)) ")
 _TS_GLUED = re.compile(rb"\d{4}-\d\d-\d\dT\d\d:\d\d:\d\d\.\d{9}Z ")
+_HEAD = b'{"log":"'
+_TAIL = b'\\n","stream":"'
+_STREAMS = (b'stdout","time":"', b'stderr","time":"')
 
 
 @dataclass(frozen=True, slots=True)
@@ -41,6 +44,34 @@ def decode_entry(raw: bytes | str) -> Entry | None:
     if not isinstance(log, str) or not isinstance(stream, str) or not isinstance(stamp, str):
         return None
     return Entry(log=log, stream=stream, time=parse_rfc3339(stamp))
+
+
+def simple_entry(data: bytes, start: int, end: int) -> tuple[str, float | None, int] | None:
+    """A complete entry of the common shape in data[start:end], decoded without json.loads.
+
+    The shape moby writes for nearly every line: `{"log":"<text>\\n","stream":"stdout|stderr",
+    "time":"<stamp>"}` with no escape in text or stamp. A JSON string holds no raw `"`, `\\` or
+    control character, so sliced out and checked for those they are what json.loads would read.
+    Returns (the line without its `\\n`, time, end offset of the log text in `data`), or None for any
+    other shape (decode_entry then reads it).
+    """
+    value = start + 8
+    if not data.startswith(_HEAD, start, value):
+        return None
+    cut = data.find(_TAIL, value, end)
+    if cut < 0 or data.find(b"\\", value, cut) >= 0 or data.find(b'"', value, cut) >= 0:
+        return None
+    stream = cut + len(_TAIL)
+    if not data.startswith(_STREAMS, stream, end) or data[end - 2 : end] != b'"}':
+        return None
+    stamp = data[stream + len(_STREAMS[0]) : end - 2]
+    try:
+        text, when = data[value:cut].decode("utf-8"), stamp.decode("ascii")
+    except UnicodeDecodeError:
+        return None
+    if not (text.isprintable() and when.isprintable()) or b"\\" in stamp or b'"' in stamp:
+        return None  # (isprintable also turns away DEL and the like, which then take the exact path)
+    return text.removesuffix("\r"), parse_rfc3339(when), cut
 
 
 class EntryJoiner:

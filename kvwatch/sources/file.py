@@ -75,14 +75,18 @@ class FileSource:
 
     def poll(self) -> list[LogLine]:
         """One step over every file: discover new ones, read each, forget those gone for good."""
+        return [LogLine(self.name, line.decode("utf-8", "replace")) for line in self.poll_raw()]
+
+    def poll_raw(self) -> list[bytes]:
+        """poll() without decoding: the lines as bytes (the daemon decodes only those it parses)."""
         matches = self._matches()
         for path in matches:
             if path not in self.tails:  # appeared after start: read from its beginning
                 self._add(path, [], "beginning")
-        lines: list[LogLine] = []
+        lines: list[bytes] = []
         errors = []
         for path, tail in list(self.tails.items()):
-            lines.extend(tail.poll())
+            lines.extend(tail.poll_raw())
             if tail.error:
                 errors.append(tail.error)
             if tail.idle() and path not in matches:

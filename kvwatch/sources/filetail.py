@@ -76,6 +76,10 @@ class FileTail:
 
     def poll(self) -> list[LogLine]:
         """One step: read what is available now; never raises (an I/O error is kept in `error`)."""
+        return [LogLine(self.source, line.decode("utf-8", "replace")) for line in self.poll_raw()]
+
+    def poll_raw(self) -> list[bytes]:
+        """poll() without decoding: the lines as bytes (the daemon decodes only those it parses)."""
         raw: list[bytes] = []
         try:
             self._poll(raw)
@@ -83,7 +87,7 @@ class FileTail:
         except OSError as exc:  # lines already taken from buffers are still returned below
             self.error = f"{self.path}: {exc.strerror or exc}"
         self.counters.lines += len(raw)
-        return [LogLine(self.source, line.decode("utf-8", "replace")) for line in raw]
+        return raw
 
     def position(self) -> list[FilePosition]:
         """Where every open file stands, oldest first; counting only lines already returned."""

@@ -14,7 +14,14 @@ from dataclasses import dataclass
 from typing import Literal
 
 from kvwatch.model import LogLine
-from kvwatch.sources.docker_json import EntryJoiner, decode_entry, looks_like_logs_t, split_logs_t
+from kvwatch.sources.docker_json import (
+    EntryJoiner,
+    decode_entry,
+    looks_like_logs_t,
+    simple_entry,
+    split_logs_t,
+)
+from kvwatch.sources.scanner import Scanner
 
 Framing = Literal["plain", "docker-json", "docker-t"]
 
@@ -39,49 +46,6 @@ def marker_pattern(markers: tuple[str, ...]) -> re.Pattern[bytes] | None:
     if not markers:
         return None
     return re.compile(b"|".join(re.escape(m.encode("ascii")) for m in sorted(set(markers))))
-
-
-# `re` scans an alternation of literals byte by byte against the set of first bytes; with markers
-# that start with common letters that runs at ~60 MB/s. The scanner anchors every marker at its
-# rarest byte (counted in a sample of the data), translates all anchor bytes to one sentinel and
-# searches `sentinel(tail|tail|...)` in the translated copy, which `re` does as a single-byte scan.
-# Translation only merges bytes, so a line holding a marker always yields a candidate; the caller
-# checks candidates with the exact pattern, so the batches are the same as with the plain scan.
-
-
-class Scanner:
-    """Finds the lines that may hold a marker in one fast pass, however many markers there are."""
-
-    def __init__(self, markers: tuple[str, ...], sample: bytes) -> None:
-        encoded = sorted({m.encode("ascii") for m in markers})
-        if any(b"\n" in marker for marker in encoded):
-            raise ValueError("a marker cannot span lines")
-        freq = {byte: sample.count(byte) for byte in set(b"".join(encoded))}
-        anchors: dict[bytes, int] = {}
-        for marker in encoded:
-            ranks = [(freq[byte], i) for i, byte in enumerate(marker)]
-            anchors[marker] = min(ranks)[1]
-        table = bytearray(range(256))
-        for marker, at in anchors.items():
-            table[marker[at]] = 0
-        self.table = bytes(table)
-        tails = sorted({re.escape(m[at + 1 :].translate(self.table)) for m, at in anchors.items()})
-        self.pattern = re.compile(b"\\x00(?:" + b"|".join(tails) + b")")
-        self.exact = re.compile(b"|".join(re.escape(marker) for marker in encoded))
-        # The detour pays only when markers are rare and candidates mostly real; otherwise (every
-        # line a candidate, or anchors that are common bytes in this data) scan the plain pattern.
-        found = sum(1 for _ in self.exact.finditer(sample))
-        maybe = sum(1 for _ in self.pattern.finditer(sample.translate(self.table)))
-        self.verify = found * 512 < len(sample) and maybe <= 2 * found + 16
-
-    def candidates(self, data: bytes) -> Iterator[int]:
-        """Ascending offsets of a marker (or, when `verify`, maybe one) in `data`, never a `\\n`."""
-        if not self.verify:
-            for match in self.exact.finditer(data):
-                yield match.start()
-            return
-        for match in self.pattern.finditer(data.translate(self.table)):
-            yield match.start()
 
 
 def _decode(raw: bytes) -> str:
@@ -145,36 +109,71 @@ class Framer:
 
     def chunk(self, data: bytes) -> Iterator[Batch]:
         """A block of whole lines, each ending in `\\n`."""
-        if self._pattern is None or not self._fast(data):
+        fast = None
+        if self._pattern is not None:
+            if self._scanner is None:
+                self._scanner = Scanner(self._markers, data[: 256 << 10])
+            fast = self._json_chunk(data) if self.framing == "docker-json" else self._text_chunk(data)
+        if fast is None:
             for raw in data.split(b"\n")[:-1]:
                 yield from self.feed(raw)
             return
-        if self._scanner is None:
-            self._scanner = Scanner(self._markers, data[: 256 << 10])
-        exact, verify = self._pattern, self._scanner.verify
-        pos = seen = 0
-        for at in self._scanner.candidates(data):
-            if at < seen:
-                continue  # a second candidate on a line already taken or rejected
-            start = data.rfind(b"\n", 0, at) + 1
-            end = seen = data.index(b"\n", at)
-            if verify and exact.search(data, start, end) is None:
-                continue  # no marker after all: the line stays among the skipped ones
+        yield from fast
+
+    def _text_chunk(self, data: bytes) -> Iterator[Batch]:
+        # Plain and `docker logs -t` lines: the scanner found the marker, feed() need not look again.
+        assert self._scanner is not None
+        pos = 0
+        for start, end, _, _ in self._scanner.lines(data):
             skipped = data.count(b"\n", pos, start)
             if skipped:
                 yield skipped
-            yield from self.feed(data[start:end])
+            raw = data[start:end]
+            if self.framing == "docker-t":
+                body, stamp = split_logs_t(raw)
+                yield LogLine(self.source, _decode(body), stamp)
+            else:
+                yield LogLine(self.source, _decode(raw), None)
             pos = end + 1
         rest = data.count(b"\n", pos)
         if rest:
             yield rest
 
-    def _fast(self, data: bytes) -> bool:
-        if self.framing != "docker-json":
-            return True
+    def _json_chunk(self, data: bytes) -> list[Batch] | None:
+        # Lines without a marker are skipped undecoded only when every line of the chunk is a
+        # complete entry (no cut line to join). Counting that takes a pass over the chunk; the
+        # newline count comes from the gaps between candidates instead, so the items are collected
+        # first and the chunk goes the exact way (None) when the counts disagree.
         if self._joiner.busy or _FAKE_COMPLETE in data:
-            return False
-        return data.count(_COMPLETE) == data.count(b"\n")
+            return None
+        assert self._scanner is not None
+        complete = data.count(_COMPLETE)
+        items: list[Batch] = []
+        pos = lines = 0
+        checked = False
+        for start, end, mark, mark_end in self._scanner.lines(data):
+            skipped = data.count(b"\n", pos, start)
+            if skipped:
+                items.append(skipped)
+            lines += skipped + 1
+            pos = end + 1
+            simple = simple_entry(data, start, end)
+            # The common entry (no escape but its final `\\n`) decodes by slicing; its text holds
+            # the marker when the marker lies inside the log value.
+            if simple is not None and start + 8 <= mark and mark_end <= simple[2]:
+                items.append(LogLine(self.source, simple[0], simple[1]))
+                continue
+            if not checked:  # the exact path may join entries: only once the chunk is known whole
+                if data.count(b"\n") != complete:
+                    return None
+                checked = True
+            items.extend(self._feed_json(data[start:end]))
+        rest = data.count(b"\n", pos)
+        if lines + rest != complete:
+            return None
+        if rest:
+            items.append(rest)
+        return items
 
     def finish(self) -> Iterator[Batch]:
         """End of input: a line cut mid-way by the end of the file is still a line."""

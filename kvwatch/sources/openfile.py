@@ -130,13 +130,22 @@ class OpenFile:
 
     def _split(self, data: bytes) -> list[bytes]:
         """Split on `\\n` only, joining the held partial line; hold the new unterminated tail."""
+        pieces = data.split(b"\n")
+        tail = pieces.pop()
         lines = []
-        start = 0
-        while (nl := data.find(b"\n", start)) != -1:
-            self._hold(data[start:nl])
+        if pieces and (self._buf or self._dropped):
+            self._hold(pieces[0])  # the first piece completes the held partial line
             lines.append(self._finish())
-            start = nl + 1
-        self._hold(data[start:])
+            del pieces[0]
+        # One split in C instead of a slice, a cap check and a copy per line: the pieces are the
+        # lines unless one is over the cap or has a `\r` to strip (then each takes the exact path).
+        if b"\r" not in data and (not pieces or max(map(len, pieces)) <= self.line_cap):
+            lines += pieces
+        else:
+            for piece in pieces:
+                self._hold(piece)
+                lines.append(self._finish())
+        self._hold(tail)
         return lines
 
     def _hold(self, piece: bytes) -> None:
