@@ -4,10 +4,11 @@ It takes queue items in order: `Lines` are parsed and applied, a `Mark` records 
 now fully processed (saved to disk at the next sync), `Closed` saves at once (and at end of input
 flushes the parser), a `Call` runs a function on this thread (reloads), `WAKE` only wakes it.
 
-Detector time. Events tick the detectors on replay's grid: every TICK seconds of event time, so a
-backlog read after a restart reaches the verdicts replay would. The scheduler's wall-clock tick only
-advances time while no event arrived since the previous one: then the detectors run at
-max(newest event time, wall clock), so silence is seen (no_signal) even when every source is quiet.
+Detector time. Events tick the detectors on replay's grid (`Pipeline.advance`: every 10 s of event
+time, idle gaps capped), so a backlog read after a restart reaches the verdicts replay would. The
+scheduler's wall-clock tick only advances time while no event arrived since the previous one: then
+the detectors run at max(newest event time, wall clock), so silence is seen (no_signal) even when every
+source is quiet.
 """
 
 from __future__ import annotations
@@ -23,14 +24,12 @@ from typing import Any
 from kvwatch.alerting import LiveAlerts
 from kvwatch.daemon_feed import Closed, Feeder, Lines, Mark
 from kvwatch.daemon_sources import AutoParser, live_parser, parser_settings
-from kvwatch.model import Event
+from kvwatch.model import Alert, Event
 from kvwatch.pipeline import Pipeline, SourceRun
 from kvwatch.sources.positions import PositionStore
 
 log = logging.getLogger("kvwatch.pipeline")
 
-#: Seconds of event time between detector runs (replay's TICK).
-TICK = 10.0
 WAKE = object()
 STOP = object()
 
@@ -64,7 +63,6 @@ class PipelineLoop:
         self.marks: dict[str, tuple[Feeder, Any]] = {}
         self.tick_due = threading.Event()
         self.sync_due = threading.Event()
-        self.next_tick: float | None = None
         self.applied = 0  # events since the last wall-clock tick
         self.firing = 0
         self.thread = threading.Thread(target=self._run, name="kvwatch-pipeline", daemon=True)
@@ -129,18 +127,18 @@ class PipelineLoop:
         return run
 
     def _apply(self, event: Event) -> None:
-        """Tick on the event-time grid (as replay does), then apply the event."""
-        if self.next_tick is None or event.time - self.next_tick > 360 * TICK:
-            self.next_tick = event.time + TICK  # first event, or a jump of hours: start a new grid
-        while event.time >= self.next_tick:
-            self._tick(self.next_tick)
-            self.next_tick += TICK
+        """Tick on the event-time grid (the same as replay's), then apply the event."""
+        self._notify(self.pipeline.advance(event.time))
         self.pipeline.apply(event)
         self.applied += 1
 
     def _tick(self, now: float) -> None:
         """Run the detectors at `now`; notify what the transitions call for."""
-        self.alerts.handle(self.pipeline.tick(now))
+        self._notify(self.pipeline.tick(now))
+
+    def _notify(self, transitions: list[Alert]) -> None:
+        """Hand alert transitions to the live alert side."""
+        self.alerts.handle(transitions)
         self.firing = len(self.pipeline.book.firing())
 
     def _closed(self, item: Closed) -> None:

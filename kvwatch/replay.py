@@ -18,14 +18,12 @@ from kvwatch.metrics import Metrics
 from kvwatch.model import Alert, Event
 from kvwatch.parsers import detect_engine, make_parser
 from kvwatch.parsers.base import ParserSettings
-from kvwatch.pipeline import Pipeline, SourceRun
+from kvwatch.pipeline import TICK, Pipeline, SourceRun
 from kvwatch.report.summary import Summary
 from kvwatch.sources.framing import Framer
 from kvwatch.sources.wholefile import batches, open_log, sniff_file, source_name
 
 MAX_LINE = 1 << 20
-#: Detectors run every TICK seconds of event time, as the daemon's scheduler does on the clock.
-TICK = 10.0
 
 
 @dataclass
@@ -77,7 +75,7 @@ def replay(
     registry = CollectorRegistry(auto_describe=True)
     metrics = Metrics(registry)
     summary = Summary()
-    pipeline = Pipeline(metrics, settings=detectors, observers=[summary.observe])
+    pipeline = Pipeline(metrics, settings=detectors, observers=[summary.observe], tick_every=tick_every)
     streams = []
     for item in inputs:
         framing, _ = sniff_file(item.path)
@@ -87,14 +85,9 @@ def replay(
         framer = Framer(item.source, framing, parser.markers, MAX_LINE)
         streams.append(_events(item, run, framer))
     alerts: list[Alert] = []
-    next_tick: float | None = None
     merged = streams[0] if len(streams) == 1 else heapq.merge(*streams, key=lambda ev: ev.time)
     for event in merged:
-        if next_tick is None:
-            next_tick = event.time + tick_every
-        while event.time >= next_tick:
-            alerts.extend(pipeline.tick(next_tick))
-            next_tick += tick_every
+        alerts.extend(pipeline.advance(event.time))
         pipeline.apply(event)
     if pipeline.last_time is not None:
         alerts.extend(pipeline.tick(pipeline.last_time))

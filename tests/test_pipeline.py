@@ -1,0 +1,42 @@
+"""The pipeline's event-time tick grid, shared by replay and the daemon."""
+
+from __future__ import annotations
+
+from itertools import pairwise
+
+from prometheus_client import CollectorRegistry
+
+from kvwatch.metrics import Metrics
+from kvwatch.model import Alert
+from kvwatch.pipeline import Pipeline
+
+
+def ticking_pipeline() -> tuple[Pipeline, list[float]]:
+    """A pipeline whose ticks are recorded."""
+    pipeline = Pipeline(Metrics(CollectorRegistry()))
+    seen: list[float] = []
+
+    def tick(now: float) -> list[Alert]:
+        seen.append(now)
+        return []
+
+    pipeline.tick = tick  # type: ignore[method-assign]
+    return pipeline, seen
+
+
+def test_grid_sits_on_whole_ten_seconds() -> None:
+    """Ticks fall on multiples of 10 s of event time, each grid point once."""
+    pipeline, seen = ticking_pipeline()
+    for when in (1003.5, 1009.0, 1031.2):
+        pipeline.advance(when)
+    assert [1010.0, 1020.0, 1030.0] == seen
+
+
+def test_a_long_gap_costs_a_bounded_number_of_ticks() -> None:
+    """Months without events tick through the time-dependent settings, then jump to the next event."""
+    pipeline, seen = ticking_pipeline()
+    pipeline.advance(0.0)
+    pipeline.advance(200 * 86400.0 + 5)
+    assert len(seen) < 100
+    assert (10.0, 200 * 86400.0) == (seen[0], seen[-1])
+    assert all(b - a == 10.0 for a, b in pairwise(seen[:-1]))  # no gap before the jump
