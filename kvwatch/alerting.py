@@ -12,17 +12,16 @@ notification and when it was sent (wall clock), so a restart neither re-sends no
 
 from __future__ import annotations
 
-import contextlib
 import json
 import logging
-import os
-import tempfile
 import time
 from collections.abc import Callable, Sequence
+from dataclasses import asdict
 from pathlib import Path
 from typing import Any
 
 from kvwatch.alerts import AlertBook, decide
+from kvwatch.atomic import write_atomic
 from kvwatch.config_types import Config, SilenceConfig
 from kvwatch.model import Alert
 from kvwatch.notify.delivery import Delivery, dispatch
@@ -112,45 +111,9 @@ class LiveAlerts:
         """Write the state atomically (temporary file, fsync, rename); log and go on if the disk refuses."""
         data: dict[str, Any] = {
             "book": self.book.dump(),
-            "sent": {k: {"alert": _dict(a), "at": at} for k, (a, at) in sorted(self.sent.items())},
+            "sent": {k: {"alert": asdict(a), "at": at} for k, (a, at) in sorted(self.sent.items())},
         }
         try:
             write_atomic(self.path, json.dumps(data, sort_keys=True, default=str))
         except OSError as exc:
             log.error("cannot save alert state %s: %s", self.path, exc.strerror or exc)
-
-
-def _dict(alert: Alert) -> dict[str, Any]:
-    """An Alert as the JSON object `Alert(**obj)` restores."""
-    return {
-        "alert": alert.alert,
-        "labels": alert.labels,
-        "severity": alert.severity,
-        "state": alert.state,
-        "at": alert.at,
-        "summary": alert.summary,
-        "cause": alert.cause,
-        "fix": alert.fix,
-        "evidence": alert.evidence,
-    }
-
-
-def write_atomic(path: Path, text: str) -> None:
-    """Replace `path` with `text`: write a temporary in the same directory, fsync, rename, fsync the dir."""
-    path.parent.mkdir(parents=True, exist_ok=True)
-    fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=f".{path.name}.", suffix=".tmp")
-    try:
-        with os.fdopen(fd, "w", encoding="utf-8") as out:
-            out.write(text)
-            out.flush()
-            os.fsync(out.fileno())
-        os.replace(tmp, path)
-    except BaseException:
-        with contextlib.suppress(OSError):
-            os.unlink(tmp)
-        raise
-    dir_fd = os.open(path.parent, os.O_RDONLY)
-    try:
-        os.fsync(dir_fd)
-    finally:
-        os.close(dir_fd)

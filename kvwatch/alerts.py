@@ -8,7 +8,7 @@ Alertmanager-style dedup: a pure function of the last notification, the alert an
 
 from __future__ import annotations
 
-from dataclasses import dataclass, replace
+from dataclasses import asdict, dataclass, replace
 from typing import Any, Literal
 
 from kvwatch.model import Alert, Finding
@@ -76,7 +76,7 @@ class AlertBook:
     def dump(self) -> dict[str, Any]:
         """A JSON-able snapshot (for the state directory)."""
         return {
-            key: {"alert": _alert_dict(t.alert), "last_seen": t.last_seen}
+            key: {"alert": asdict(t.alert), "last_seen": t.last_seen}
             for key, t in sorted(self.tracked.items())
         }
 
@@ -85,20 +85,6 @@ class AlertBook:
         self.tracked = {
             key: Tracked(Alert(**item["alert"]), float(item["last_seen"])) for key, item in data.items()
         }
-
-
-def _alert_dict(alert: Alert) -> dict[str, Any]:
-    return {
-        "alert": alert.alert,
-        "labels": alert.labels,
-        "severity": alert.severity,
-        "state": alert.state,
-        "at": alert.at,
-        "summary": alert.summary,
-        "cause": alert.cause,
-        "fix": alert.fix,
-        "evidence": alert.evidence,
-    }
 
 
 def decide(last: Alert | None, last_sent: float | None, current: Alert, now: float, repeat: float) -> Reason:

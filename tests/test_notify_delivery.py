@@ -244,7 +244,7 @@ def test_an_unwritable_spool_keeps_alerts_in_memory_and_logs_once(
     """When the spool cannot be written, enqueue still queues the alert and the error is logged once."""
     notifier = WebhookNotifier("hook", Secret("http://127.0.0.1:9/x"))
     delivery = Delivery(notifier, tmp_path, notifications_counter(registry))
-    (tmp_path / "notify-hook.json.tmp").mkdir()  # the temporary file cannot be created
+    (tmp_path / "notify-hook.json").mkdir()  # the written file cannot be renamed over it
     for i in range(2):
         delivery.enqueue(make_alert(summary=f"alert {i}"))
     assert ["alert 0", "alert 1"] == [a.summary for a in delivery.pending()]

@@ -14,6 +14,7 @@ import re
 from collections.abc import Sequence
 from pathlib import Path
 
+from kvwatch.atomic import write_atomic
 from kvwatch.model import Alert
 from kvwatch.notify.payload import alert_from_record, alert_to_record
 
@@ -54,25 +55,5 @@ class Spool:
         self.path.parent.mkdir(parents=True, exist_ok=True)
         records = [alert_to_record(alert) for alert in pending]
         body = {"version": VERSION, "notifier": self.name, "pending": records}
-        data = json.dumps(body, ensure_ascii=False, indent=1).encode("utf-8")
-        tmp = self.path.with_name(self.path.name + ".tmp")
-        with open(tmp, "wb") as handle:
-            handle.write(data)
-            handle.flush()
-            os.fsync(handle.fileno())
-        os.replace(tmp, self.path)
-        _fsync_dir(self.path.parent)
-
-
-def _fsync_dir(directory: Path) -> None:
-    """Make a rename in `directory` durable (POSIX); a no-op where directories cannot be opened."""
-    try:
-        fd = os.open(directory, os.O_RDONLY)
-    except OSError:
-        return
-    try:
-        os.fsync(fd)
-    except OSError:
-        pass
-    finally:
-        os.close(fd)
+        data = json.dumps(body, ensure_ascii=False, indent=1)
+        write_atomic(self.path, data)

@@ -15,10 +15,11 @@ import json
 import logging
 import os
 import re
-import tempfile
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
+
+from kvwatch.atomic import write_atomic
 
 log = logging.getLogger(__name__)
 
@@ -111,19 +112,4 @@ class PositionStore:
         for stale in self.directory.glob(f".{source}.json.*.tmp"):
             with contextlib.suppress(OSError):
                 stale.unlink()
-        fd, tmp = tempfile.mkstemp(dir=self.directory, prefix=f".{source}.json.", suffix=".tmp")
-        try:
-            with os.fdopen(fd, "w", encoding="utf-8") as out:
-                json.dump(data, out, sort_keys=True)
-                out.flush()
-                os.fsync(out.fileno())
-            os.replace(tmp, path)
-        except BaseException:
-            with contextlib.suppress(OSError):
-                os.unlink(tmp)
-            raise
-        dir_fd = os.open(self.directory, os.O_RDONLY)
-        try:
-            os.fsync(dir_fd)
-        finally:
-            os.close(dir_fd)
+        write_atomic(path, json.dumps(data, sort_keys=True))
