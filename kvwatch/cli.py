@@ -217,8 +217,9 @@ def _unreadable(paths: Sequence[str]) -> str | None:
 
 def cmd_replay(args: argparse.Namespace) -> int:
     """Replay files and print the chosen format on stdout; humans' notes go to stderr."""
+    from kvwatch.notify.payload import alert_to_json
     from kvwatch.replay import plan, replay
-    from kvwatch.report.exposition import alert_json, golden_lines, prom_text, samples
+    from kvwatch.report.exposition import golden_lines, prom_text, samples
     from kvwatch.report.text import render
 
     problem = _unreadable(args.files)
@@ -239,7 +240,7 @@ def cmd_replay(args: argparse.Namespace) -> int:
     elif args.format == "json":
         body = {
             "metrics": samples(result.registry),
-            "alerts": [alert_json(a) for a in result.alerts],
+            "alerts": [alert_to_json(a) for a in result.alerts],
         }
         sys.stdout.write(json.dumps(body, indent=1, sort_keys=True) + "\n")
     elif args.format == "golden":

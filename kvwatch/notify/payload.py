@@ -7,17 +7,15 @@
 from __future__ import annotations
 
 import json
-from datetime import datetime, timezone
 from typing import Any
 
 from kvwatch.model import Alert
+from kvwatch.parsers.clock import iso
 
 
 def iso_utc(at: float) -> str:
-    """Epoch seconds as UTC ISO 8601 with `Z`; milliseconds only when not a whole second."""
-    moment = datetime.fromtimestamp(at, tz=timezone.utc)
-    spec = "seconds" if at == int(at) else "milliseconds"
-    return moment.isoformat(timespec=spec).replace("+00:00", "Z")
+    """Epoch seconds as UTC ISO 8601 with `Z` (the one format of every time kvwatch prints)."""
+    return iso(at)
 
 
 def jsonable(value: Any) -> Any:

@@ -32,21 +32,6 @@ def samples(registry: CollectorRegistry) -> dict[str, list[dict[str, Any]]]:
     return out
 
 
-def alert_json(alert: Alert) -> dict[str, Any]:
-    """An alert transition in the replay JSON shape."""
-    return {
-        "alert": alert.alert,
-        "labels": dict(alert.labels),
-        "severity": alert.severity,
-        "state": alert.state,
-        "at": iso(alert.at),
-        "summary": alert.summary,
-        "cause": alert.cause,
-        "fix": alert.fix,
-        "evidence": alert.evidence,
-    }
-
-
 def _labels(labels: dict[str, str]) -> str:
     inner = ",".join(f'{k}="{v}"' for k, v in sorted(labels.items()))
     return "{" + inner + "}" if inner else ""
