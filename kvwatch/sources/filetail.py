@@ -154,6 +154,7 @@ class FileTail:
         for _, sibling in sorted(found):
             fd = open_fd(sibling)
             if fd is not None:
+                self.counters.rotations += 1  # each file rotated in between was one rotation we missed
                 self._retire(self._adopt(fd, self._claims.offset_for(fd)), self._clock())
         return bool(found)
 
