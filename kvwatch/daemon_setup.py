@@ -52,7 +52,14 @@ def prepare(config: Config) -> Prepared:
     notifiers = []
     for i, spec in enumerate(config.notifiers):
         try:
-            notifiers.append((spec, _CLASSES[spec.type](spec.name, spec.resolve_url())))
+            url = spec.resolve_url()
+            if spec.type == "alertmanager":
+                # A firing alert carries endsAt beyond the next repeat, so Alertmanager does not resolve
+                # it on its own (resolve_timeout, 5 min by default) between kvwatch's repeats.
+                ttl = 1.5 * config.alerting.repeat_interval
+                notifiers.append((spec, AlertmanagerNotifier(spec.name, url, firing_ttl=ttl)))
+                continue
+            notifiers.append((spec, _CLASSES[spec.type](spec.name, url)))
         except SecretError as exc:
             problems.append(f"notifier[{i}].url: {exc}")
     if problems:

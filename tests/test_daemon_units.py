@@ -145,3 +145,17 @@ def test_test_alert_prints_each_result_and_fails_if_one_fails(
         assert ["ok: ok", "bad: retryable error (connection)"] == [
             line.split(":", 2)[0] + ":" + line.split(":", 2)[1] for line in out
         ]
+
+
+def test_alertmanager_alerts_outlive_the_repeat_interval(tmp_path: Path) -> None:
+    """Firing alerts sent to Alertmanager carry endsAt 1.5 repeat intervals ahead, so they do not expire."""
+    from kvwatch.config import load_config
+    from kvwatch.daemon_setup import prepare
+
+    path = tmp_path / "k.toml"
+    path.write_text(
+        '[alerting]\nrepeat_interval = 3600\n[[notifier]]\nname = "am"\ntype = "alertmanager"\n'
+        'url = "http://127.0.0.1:9093"\n'
+    )
+    ((_, notifier),) = prepare(load_config(path)).notifiers
+    assert 5400.0 == notifier.firing_ttl  # type: ignore[attr-defined]
