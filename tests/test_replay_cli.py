@@ -171,3 +171,14 @@ def test_alerts_in_json_follow_the_contract(capsys: pytest.CaptureFixture[str]) 
     firing = body["metrics"]["kvwatch_alert_firing"]
     labels = {"alert": "write_only_offload", "source": "vllm-write-only-offload", "engine": "0"}
     assert [{"labels": labels, "value": 1.0}] == firing
+
+
+def test_text_report_shows_token_hit_rate_by_entry(capsys: pytest.CaptureFixture[str]) -> None:
+    """For a gateway usage log the text report gives requests, tokens and hit rate per entry and model."""
+    sample = Path(__file__).resolve().parents[1] / "samples" / "usage-newapi.log"
+    status, out, _ = run(capsys, "replay", str(sample))
+    rows = [line.split() for line in out.splitlines() if line.strip().startswith("/v1/")]
+    assert (0, [["/v1/chat/completions", "93.5%"], ["/v1/messages", "15.8%"]]) == (
+        status,
+        [[row[0], row[-1]] for row in rows],
+    )

@@ -10,6 +10,7 @@ from kvwatch.model import (
     EngineFact,
     Event,
     LlamaRequest,
+    UsageRecord,
     VllmKvTransfer,
     VllmPrefixV0,
     VllmStats,
@@ -45,6 +46,9 @@ class SourceView:
     facts: dict[str, str] = field(default_factory=dict)
     requests: deque[LlamaRequest] = field(default_factory=lambda: deque(maxlen=MAX_ROWS))
     request_count: int = 0
+    usage: dict[tuple[str, str], list[int]] = field(
+        default_factory=dict
+    )  # (entry, model) -> [n, prompt, cached]
 
 
 class Summary:
@@ -89,3 +93,8 @@ class Summary:
         elif isinstance(event, LlamaRequest):
             view.requests.append(event)
             view.request_count += 1
+        elif isinstance(event, UsageRecord):
+            totals = view.usage.setdefault((event.entry, event.model), [0, 0, 0])
+            totals[0] += 1
+            totals[1] += event.prompt_tokens
+            totals[2] += event.cached_tokens

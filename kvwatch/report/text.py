@@ -38,6 +38,16 @@ def _vllm(view: SourceView) -> list[str]:
     return lines
 
 
+def _usage(view: SourceView) -> list[str]:
+    lines = [
+        "  entry                     model                     requests  prompt tokens  cached     hit rate"
+    ]
+    for (entry, model), (count, prompt, cached) in sorted(view.usage.items()):
+        rate = _pct(cached / prompt) if prompt else "-"
+        lines.append(f"  {entry:<24}  {model[:24]:<24}  {count:>8}  {prompt:>13}  {cached:>9}  {rate:>8}")
+    return lines
+
+
 def _source(name: str, view: SourceView) -> list[str]:
     counts = view.counts
     span = (
@@ -53,6 +63,8 @@ def _source(name: str, view: SourceView) -> list[str]:
     ]
     if view.engine == "vllm":
         lines.extend(_vllm(view))
+    elif view.usage:
+        lines.extend(_usage(view))
     elif view.request_count:
         shown = len(view.requests)
         note = "" if shown == view.request_count else f" (last {shown} shown)"
