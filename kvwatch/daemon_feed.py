@@ -28,6 +28,7 @@ log = logging.getLogger("kvwatch.source")
 
 #: Lines per queue item.
 BATCH = 512
+_OWN_RESTARTS = "source restarts"  # key in the retired counters of closed sources
 #: Seconds between polls when nothing wakes the reader (the fallback when inotify misses a change).
 POLL_INTERVAL = 1.0
 BACKOFF_MAX = 30.0
@@ -197,6 +198,15 @@ class Feeder:
         current = getattr(getattr(self.source, "counters", None), name, 0)
         return self._retired.get(name, 0) + (current if isinstance(current, int) else 0)
 
+    def restarts_total(self) -> int:
+        """Reopenings after a failure, plus the source's own restarts (container recreated, journalctl)."""
+        return self.restarts + self._own_restarts()
+
+    def _own_restarts(self) -> int:
+        """The source's own restart count, over every reopening of the source."""
+        current = getattr(self.source, "restarts", 0)
+        return self._retired.get(_OWN_RESTARTS, 0) + (current if isinstance(current, int) else 0)
+
     def _report(self, error: str | None) -> None:
         """Keep the error; log only when up/down or the error text changes."""
         if error != self.error:
@@ -215,6 +225,7 @@ class Feeder:
         for field in dataclasses.fields(counters) if dataclasses.is_dataclass(counters) else ():
             value = getattr(counters, field.name)
             self._retired[field.name] = self._retired.get(field.name, 0) + value
+        self._retired[_OWN_RESTARTS] = self._own_restarts()
         close = getattr(self.source, "close", None)
         if callable(close):
             close()

@@ -25,6 +25,11 @@ _COUNTERS = (
     ),
     ("kvwatch_source_truncations", "Truncations (copytruncate) a source noticed.", "truncations"),
     (
+        "kvwatch_source_malformed_lines",
+        "Docker or journald entries a source could not decode (torn, not its JSON): skipped.",
+        "malformed",
+    ),
+    (
         "kvwatch_source_partial_lines_dropped",
         "Unfinished lines dropped because their file was truncated.",
         "partial_lines_dropped",
@@ -49,7 +54,9 @@ class SourceStateCollector(Collector):
                 family.add_metric([feeder.name], feeder.count(field))
             yield family
         restarts = CounterMetricFamily(
-            "kvwatch_source_restarts", "Times a source was reopened after failing.", labels=["source"]
+            "kvwatch_source_restarts",
+            "Times a source was reopened after failing, or its container or journalctl restarted.",
+            labels=["source"],
         )
         up = GaugeMetricFamily(
             "kvwatch_source_up", "1 while a source is open and reading.", labels=["source"]
@@ -63,7 +70,7 @@ class SourceStateCollector(Collector):
             labels=["source"],
         )
         for feeder in feeders:
-            restarts.add_metric([feeder.name], feeder.restarts)
+            restarts.add_metric([feeder.name], feeder.restarts_total())
             up.add_metric([feeder.name], float(feeder.up))
             behind.add_metric([feeder.name], float(getattr(feeder.source, "bytes_behind", 0) or 0))
             if feeder.last_line_time is not None:

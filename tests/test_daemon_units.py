@@ -159,3 +159,42 @@ def test_alertmanager_alerts_outlive_the_repeat_interval(tmp_path: Path) -> None
     )
     ((_, notifier),) = prepare(load_config(path)).notifiers
     assert 5400.0 == notifier.firing_ttl  # type: ignore[attr-defined]
+
+
+def test_source_state_counts_malformed_entries_and_the_sources_own_restarts() -> None:
+    """Malformed docker entries and container recreations reach /metrics, across a reopen."""
+    from dataclasses import dataclass
+
+    from prometheus_client import CollectorRegistry
+
+    from kvwatch.config_types import DockerSettings, SourceConfig
+    from kvwatch.daemon_feed import Feeder
+    from kvwatch.daemon_metrics import SourceStateCollector
+
+    @dataclass
+    class Counters:
+        """The counters a docker source keeps."""
+
+        lines: int = 0
+        malformed: int = 0
+
+    class Stub:
+        """A source that has seen 2 malformed entries and 1 recreation."""
+
+        counters = Counters(lines=5, malformed=2)
+        restarts = 1
+        bytes_behind = 0
+        error = None
+
+    config = SourceConfig("vllm", "vllm", "docker", DockerSettings("vllm"))
+    feeder = Feeder(config, lambda: None, lambda item: None)
+    feeder.source = Stub()  # type: ignore[assignment]
+    feeder._close()  # a reopen: the closed source's counts are kept
+    feeder.source = Stub()  # type: ignore[assignment]
+    registry = CollectorRegistry()
+    registry.register(SourceStateCollector(lambda: [feeder], lambda: 0))
+    labels = {"source": "vllm"}
+    assert (4.0, 2.0) == (
+        registry.get_sample_value("kvwatch_source_malformed_lines_total", labels),
+        registry.get_sample_value("kvwatch_source_restarts_total", labels),
+    )

@@ -57,7 +57,6 @@ class VllmParser:
         self.source = source
         self._clock = YearlessClock(settings.year or settings.now_year, settings.tz)
         self._tz = settings.tz
-        self._year_given = settings.year is not None
         self._engine = "0"
         self._last_time: float | None = None
 
