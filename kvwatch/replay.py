@@ -8,8 +8,9 @@ every `tick_every` seconds of log time and once at the end, as the daemon's sche
 from __future__ import annotations
 
 import heapq
-from collections.abc import Iterator, Sequence
+from collections.abc import Iterable, Iterator, Sequence
 from dataclasses import dataclass, field
+from itertools import chain
 
 from prometheus_client import CollectorRegistry
 
@@ -58,11 +59,12 @@ def plan(paths: Sequence[str], engine: str, source: str | None) -> list[ReplayIn
     return inputs
 
 
-def _events(item: ReplayInput, run: SourceRun, framer: Framer) -> Iterator[Event]:
+def _events(item: ReplayInput, run: SourceRun, framer: Framer) -> Iterator[list[Event]]:
     with open_log(item.path) as stream:
-        yield from run.take_all(batches(stream, framer, MAX_LINE))
+        for group in batches(stream, framer, MAX_LINE):
+            yield run.take_many(group)
     run.counts.truncated += framer.truncated
-    yield from run.parser.flush()
+    yield run.parser.flush()
 
 
 def replay(
@@ -85,10 +87,15 @@ def replay(
         framer = Framer(item.source, framing, parser.markers, MAX_LINE)
         streams.append(_events(item, run, framer))
     alerts: list[Alert] = []
-    merged = streams[0] if len(streams) == 1 else heapq.merge(*streams, key=lambda ev: ev.time)
-    for event in merged:
-        alerts.extend(pipeline.advance(event.time))
-        pipeline.apply(event)
+    groups: Iterable[list[Event]] = streams[0]
+    if len(streams) > 1:
+        merged = heapq.merge(*(chain.from_iterable(s) for s in streams), key=lambda ev: ev.time)
+        groups = ([event] for event in merged)
+    advance, apply = pipeline.advance, pipeline.apply
+    for events in groups:
+        for event in events:
+            alerts.extend(advance(event.time))
+            apply(event)
     if pipeline.last_time is not None:
         alerts.extend(pipeline.tick(pipeline.last_time))
     unrecognised = [item.path for item in inputs if summary.counts[item.source].recognized == 0]

@@ -4,12 +4,17 @@ from __future__ import annotations
 
 import gzip
 import json
-from collections.abc import Iterable
+import random
+from collections.abc import Iterable, Iterator
+from itertools import chain
 from pathlib import Path
 
+import pytest
+
 from kvwatch.model import LogLine
-from kvwatch.sources.docker_json import DOCKER_SPLIT, split_logs_t
-from kvwatch.sources.framing import Batch, Framer, Malformed, sniff
+from kvwatch.sources import wholefile
+from kvwatch.sources.docker_json import DOCKER_SPLIT, decode_entry, simple_entry, split_logs_t
+from kvwatch.sources.framing import Batch, Block, Framer, Malformed, sniff
 from kvwatch.sources.wholefile import batches, open_log, source_name
 
 MARKERS = ("throughput:", "KV Transfer")
@@ -23,10 +28,20 @@ def moby(log: str, time: str = "2026-08-18T01:22:08.5Z", stream: str = "stdout")
     return ('{"log":' + body + ',"stream":"' + stream + '","time":"' + time + '"}').encode()
 
 
+def expand(items: Iterable[Batch]) -> Iterator[Batch]:
+    """A Block as the lines it stands for: a LogLine where a marker is, else one skipped line."""
+    for item in items:
+        if isinstance(item, Block):
+            for text in item.texts:
+                yield LogLine("s", text) if any(m in text for m in MARKERS) else 1
+        else:
+            yield item
+
+
 def normal(items: Iterable[Batch]) -> list[object]:
     """Merge adjacent skip counts so two framings of the same data compare equal."""
     out: list[object] = []
-    for item in items:
+    for item in expand(items):
         if isinstance(item, int) and out and isinstance(out[-1], int):
             out[-1] += item
         else:
@@ -110,7 +125,7 @@ def test_gzip_is_detected_by_content(tmp_path: Path) -> None:
     path = tmp_path / "vllm.log.1"
     path.write_bytes(gzip.compress((STATS + "\nother\n").encode(), mtime=0))
     with open_log(str(path)) as stream:
-        out = normal(batches(stream, Framer("s", "plain", MARKERS, 1 << 20), 1 << 20))
+        out = normal(chain.from_iterable(batches(stream, Framer("s", "plain", MARKERS, 1 << 20), 1 << 20)))
     assert [LogLine("s", STATS), 1] == out
 
 
@@ -120,7 +135,7 @@ def test_overlong_line_is_cut_and_counted(tmp_path: Path) -> None:
     path.write_bytes(b"throughput: " + b"z" * (10 << 20) + b"\n" + STATS.encode() + b"\n")
     framer = Framer("s", "plain", MARKERS, 1 << 16)
     with open_log(str(path)) as stream:
-        out = list(batches(stream, framer, 1 << 16))
+        out = list(expand(chain.from_iterable(batches(stream, framer, 1 << 16))))
     lines = [item for item in out if isinstance(item, LogLine)]
     assert (2, 1 << 16, 1) == (len(lines), len(lines[0].text), framer.truncated)
 
@@ -138,7 +153,7 @@ def test_file_ending_mid_entry_still_counts(tmp_path: Path) -> None:
     path.write_bytes(moby(STATS + "\n") + b'\n{"log":"INFO throughput: 1')
     framer = Framer("s", "docker-json", MARKERS, 1 << 20)
     with open_log(str(path)) as stream:
-        out = list(batches(stream, framer, 1 << 20))
+        out = list(chain.from_iterable(batches(stream, framer, 1 << 20)))
     assert [LogLine, Malformed] == [type(item) for item in out]
 
 
@@ -147,3 +162,71 @@ def test_source_names() -> None:
     assert ["vllm", "vllm", "abc", "llama-server"] == [
         source_name(p) for p in ("vllm.log.1.gz", "/x/vllm.log", "abc-json.log.3", "llama-server.log")
     ]
+
+
+def test_simple_entry_reads_what_json_loads_reads() -> None:
+    """The sliced fast decode equals json.loads on every entry it accepts, over awkward characters."""
+    rng = random.Random(7)
+    alphabet = ["a", " ", '"', "\\", "\x7f", "\x85", "\u2028", "é", "\t", "\r", "<", "&", "€", "\x00", "/"]
+    accepted = 0
+    for _ in range(3000):
+        text = "".join(rng.choice(alphabet) for _ in range(rng.randrange(0, 8))) + rng.choice(["\n", ""])
+        raw = moby(text, rng.choice(["2026-08-18T01:22:08.5Z", "2026-08-18T01:22:08Z", "x\x7f"]))
+        if rng.random() < 0.3:  # invalid UTF-8 inside the value
+            raw = raw.replace(b"a", b"\xff", 1)
+        simple = simple_entry(raw, 0, len(raw))
+        exact = decode_entry(raw)
+        if simple is None:
+            continue
+        accepted += 1
+        assert exact is not None and exact.log.endswith("\n")
+        assert (simple[0], simple[1]) == (exact.log[:-1], exact.time)
+        assert raw[simple[2] : simple[2] + 2] == b"\\n"
+    assert accepted > 200
+
+
+def _mixed_corpus(framing: str) -> bytes:
+    """Lines of every awkward kind: markers, CRLF, long and overlong lines, a docker entry cut in three."""
+    rng = random.Random(11)
+    texts = []
+    for i in range(300):
+        kind = rng.randrange(6)
+        if i in (53, 203):  # past the 2 KiB cap and longer than any read
+            texts.append("throughput: " + "z" * (1200 << 10))
+        elif kind == 0:
+            texts.append(STATS + f" {i}")
+        elif kind == 1:
+            texts.append(f"access {i}\r")
+        elif kind == 2:
+            texts.append("y" * rng.randrange(50, 400) + (" throughput:" if i % 2 else ""))
+        else:
+            texts.append(f"other é {i}")
+    if framing == "plain":
+        return "".join(text + "\n" for text in texts).encode()
+    out = []
+    for i, text in enumerate(texts):
+        if i % 97 == 5:  # one line cut by the log copier into three entries
+            raw = text + " throughput: cut" + "\n"
+            out += [moby(raw[:10]), moby(raw[10:20]), moby(raw[20:])]
+        else:
+            out.append(moby(text + "\n"))
+    return b"\n".join(out) + b"\n"
+
+
+@pytest.mark.parametrize("framing", ["plain", "docker-json"])
+@pytest.mark.parametrize("chunk", [7, 100, 4096, 1 << 20])
+def test_reads_of_any_size_frame_like_single_lines(
+    framing: str, chunk: int, monkeypatch: pytest.MonkeyPatch, tmp_path: Path
+) -> None:
+    """Lines spanning reads, overlong lines and cut entries come out the same whatever the read size."""
+    data = _mixed_corpus(framing)
+    path = tmp_path / "mixed.log"
+    path.write_bytes(data)
+    by_line = Framer("s", framing, MARKERS, 2048)  # type: ignore[arg-type]
+    expected = [b for raw in data.split(b"\n")[:-1] for b in by_line.feed(raw[:2048])]
+    monkeypatch.setattr(wholefile, "CHUNK", chunk)
+    framer = Framer("s", framing, MARKERS, 2048)  # type: ignore[arg-type]
+    with open_log(str(path)) as stream:
+        out = list(chain.from_iterable(batches(stream, framer, 2048)))
+    assert normal(expected) == normal(out)
+    assert 2 == framer.truncated

@@ -18,9 +18,6 @@ from kvwatch.parsers.clock import parse_rfc3339
 DOCKER_SPLIT = 16 * 1024
 _TS_PREFIX = re.compile(rb"^(\d{4}-\d\d-\d\dT\d\d:\d\d:\d\d(?:\.\d{1,9})?(?:Z|[+-]\d\d:\d\d)) ")
 _TS_GLUED = re.compile(rb"\d{4}-\d\d-\d\dT\d\d:\d\d:\d\d\.\d{9}Z ")
-_HEAD = b'{"log":"'
-_TAIL = b'\\n","stream":"'
-_STREAMS = (b'stdout","time":"', b'stderr","time":"')
 
 
 @dataclass(frozen=True, slots=True)
@@ -46,32 +43,29 @@ def decode_entry(raw: bytes | str) -> Entry | None:
     return Entry(log=log, stream=stream, time=parse_rfc3339(stamp))
 
 
+# The common entry: a log value and stamp with no escape (JSON strings hold no raw `"`, `\\` or control
+# character), ending in an escaped newline, from either stream.
+_SIMPLE = re.compile(
+    rb'\{"log":"([^"\\\x00-\x1f]*)\\n","stream":"std(?:out|err)","time":"([^"\\\x00-\x1f]*)"\}'
+)
+
+
 def simple_entry(data: bytes, start: int, end: int) -> tuple[str, float | None, int] | None:
     """A complete entry of the common shape in data[start:end], decoded without json.loads.
 
     The shape moby writes for nearly every line: `{"log":"<text>\\n","stream":"stdout|stderr",
-    "time":"<stamp>"}` with no escape in text or stamp. A JSON string holds no raw `"`, `\\` or
-    control character, so sliced out and checked for those they are what json.loads would read.
-    Returns (the line without its `\\n`, time, end offset of the log text in `data`), or None for any
-    other shape (decode_entry then reads it).
+    "time":"<stamp>"}` with no escape in text or stamp. Such a value is its own JSON decoding, so
+    sliced out it is what json.loads would read. Returns (the line without its `\\n`, time, end offset
+    of the log text in `data`), or None for any other shape (decode_entry then reads it).
     """
-    value = start + 8
-    if not data.startswith(_HEAD, start, value):
+    match = _SIMPLE.fullmatch(data, start, end)
+    if match is None:
         return None
-    cut = data.find(_TAIL, value, end)
-    if cut < 0 or data.find(b"\\", value, cut) >= 0 or data.find(b'"', value, cut) >= 0:
-        return None
-    stream = cut + len(_TAIL)
-    if not data.startswith(_STREAMS, stream, end) or data[end - 2 : end] != b'"}':
-        return None
-    stamp = data[stream + len(_STREAMS[0]) : end - 2]
     try:
-        text, when = data[value:cut].decode("utf-8"), stamp.decode("ascii")
+        text, when = match.group(1).decode("utf-8"), match.group(2).decode("ascii")
     except UnicodeDecodeError:
         return None
-    if not (text.isprintable() and when.isprintable()) or b"\\" in stamp or b'"' in stamp:
-        return None  # (isprintable also turns away DEL and the like, which then take the exact path)
-    return text.removesuffix("\r"), parse_rfc3339(when), cut
+    return text, parse_rfc3339(when), match.end(1)
 
 
 class EntryJoiner:

@@ -8,6 +8,7 @@ items: an int (that many lines that cannot match), a LogLine (one line to parse)
 
 from __future__ import annotations
 
+import json
 import re
 from collections.abc import Iterator
 from dataclasses import dataclass
@@ -33,7 +34,14 @@ class Malformed:
     reason: str
 
 
-Batch = int | LogLine | Malformed
+@dataclass(frozen=True, slots=True)
+class Block:
+    """The decoded lines of a plain-text read, every one to be parsed (when nearly all hold a marker)."""
+
+    texts: list[str]
+
+
+Batch = int | LogLine | Malformed | Block
 
 # json-file: a complete entry's log value ends in an escaped newline right before the stream key. An
 # escaped backslash before `n` would fake it, so such chunks take the exact, per-line path.
@@ -48,6 +56,16 @@ def marker_pattern(markers: tuple[str, ...]) -> re.Pattern[bytes] | None:
     return re.compile(b"|".join(re.escape(m.encode("ascii")) for m in sorted(set(markers))))
 
 
+def escaped_markers(markers: tuple[str, ...]) -> tuple[str, ...]:
+    """The markers and their forms inside a json-file line's raw bytes (`"` and `\\` escaped, and
+    `<>&` as moby writes them), so a raw search misses no line whose decoded text holds one."""
+    out = set(markers)
+    for marker in markers:
+        escaped = json.dumps(marker)[1:-1]
+        out.add(escaped.replace("<", "\\u003c").replace(">", "\\u003e").replace("&", "\\u0026"))
+    return tuple(sorted(out))
+
+
 def _decode(raw: bytes) -> str:
     return raw.decode("utf-8", "replace").removesuffix("\r")
 
@@ -59,10 +77,17 @@ class Framer:
         self.source = source
         self.framing = framing
         self._pattern = marker_pattern(markers)
+        raw = escaped_markers(markers) if framing == "docker-json" else markers
+        self._raw_pattern = marker_pattern(raw)
         self._joiner = EntryJoiner(max_line)
         self._cut = 0
-        self._markers = markers
         self._scanner: Scanner | None = None
+        # json-file chunks look for the escaped-backslash sentinel in the same pass, unless a marker
+        # holds a backslash (its match could then overlap the sentinel's and hide it).
+        self._sentinel = framing == "docker-json" and not any("\\" in m for m in raw)
+        if markers:
+            self._scanner = Scanner(raw, (_FAKE_COMPLETE,) if self._sentinel else ())
+        self._dense: bool | None = None  # decided on the first chunk
 
     @property
     def truncated(self) -> int:
@@ -73,18 +98,17 @@ class Framer:
         """Count a line the reader cut at the size cap."""
         self._cut += 1
 
-    def _wanted(self, raw: bytes | str) -> bool:
-        if self._pattern is None:
-            return True
-        if isinstance(raw, str):
-            raw = raw.encode("utf-8", "replace")
-        return self._pattern.search(raw) is not None
+    def _wanted(self, text: str) -> bool:
+        return self._pattern is None or self._pattern.search(text.encode("utf-8", "replace")) is not None
+
+    def _wanted_raw(self, raw: bytes) -> bool:
+        return self._raw_pattern is None or self._raw_pattern.search(raw) is not None
 
     def feed(self, raw: bytes) -> Iterator[Batch]:
         """One physical line, without its `\\n`."""
         if self.framing == "docker-json":
             yield from self._feed_json(raw)
-        elif not self._wanted(raw):
+        elif not self._wanted_raw(raw):
             yield 1
         elif self.framing == "docker-t":
             body, stamp = split_logs_t(raw)
@@ -94,7 +118,7 @@ class Framer:
 
     def _feed_json(self, raw: bytes) -> Iterator[Batch]:
         certain = _COMPLETE in raw and _FAKE_COMPLETE not in raw and not self._joiner.busy
-        if certain and not self._wanted(raw):
+        if certain and not self._wanted_raw(raw):
             yield 1
             return
         entry = decode_entry(raw)
@@ -107,78 +131,97 @@ class Framer:
         text, stamp = whole
         yield LogLine(self.source, text, stamp) if self._wanted(text) else 1
 
-    def chunk(self, data: bytes) -> Iterator[Batch]:
-        """A block of whole lines, each ending in `\\n`."""
-        fast = None
-        if self._pattern is not None:
-            if self._scanner is None:
-                self._scanner = Scanner(self._markers, data[: 256 << 10])
-            fast = self._json_chunk(data) if self.framing == "docker-json" else self._text_chunk(data)
+    def chunk(self, data: bytes, start: int = 0, stop: int | None = None) -> list[Batch]:
+        """The whole lines in data[start:stop], each ending in `\\n` (framed in place, not copied)."""
+        stop = len(data) if stop is None else stop
+        scanner = self._scanner
+        if scanner is not None and self._dense is None:
+            self._dense = scanner.dense(data[start : min(stop, start + (256 << 10))])
+        if self.framing == "plain" and (scanner is None or self._dense):
+            # Nearly every line matters: decode the read once; the parser turns away the rest.
+            # (`\\n` is never part of a UTF-8 sequence, so this decodes each line as feed() would.)
+            texts = str(memoryview(data)[start:stop], "utf-8", "replace").split("\n")
+            texts.pop()
+            carriage = data.find(b"\r", start, stop) >= 0
+            return [Block([text.removesuffix("\r") for text in texts] if carriage else texts)]
+        fast: list[Batch] | None = None
+        if scanner is not None:
+            whole_json = self.framing == "docker-json"
+            frame = self._json_chunk if whole_json else self._text_chunk
+            fast = frame(data, start, stop, scanner)
         if fast is None:
-            for raw in data.split(b"\n")[:-1]:
-                yield from self.feed(raw)
-            return
-        yield from fast
+            return [batch for raw in data[start:stop].split(b"\n")[:-1] for batch in self.feed(raw)]
+        return fast
 
-    def _text_chunk(self, data: bytes) -> Iterator[Batch]:
+    def _text_chunk(self, data: bytes, first: int, stop: int, scanner: Scanner) -> list[Batch]:
         # Plain and `docker logs -t` lines: the scanner found the marker, feed() need not look again.
-        assert self._scanner is not None
-        pos = 0
-        for start, end, _, _ in self._scanner.lines(data):
+        items: list[Batch] = []
+        pos = first
+        for start, end, _, _ in scanner.lines(data, first, stop):
             skipped = data.count(b"\n", pos, start)
             if skipped:
-                yield skipped
+                items.append(skipped)
             raw = data[start:end]
             if self.framing == "docker-t":
                 body, stamp = split_logs_t(raw)
-                yield LogLine(self.source, _decode(body), stamp)
+                items.append(LogLine(self.source, _decode(body), stamp))
             else:
-                yield LogLine(self.source, _decode(raw), None)
+                items.append(LogLine(self.source, _decode(raw), None))
             pos = end + 1
-        rest = data.count(b"\n", pos)
+        rest = data.count(b"\n", pos, stop)
         if rest:
-            yield rest
+            items.append(rest)
+        return items
 
-    def _json_chunk(self, data: bytes) -> list[Batch] | None:
+    def _json_chunk(self, data: bytes, first: int, stop: int, scanner: Scanner) -> list[Batch] | None:
         # Lines without a marker are skipped undecoded only when every line of the chunk is a
         # complete entry (no cut line to join). Counting that takes a pass over the chunk; the
         # newline count comes from the gaps between candidates instead, so the items are collected
         # first and the chunk goes the exact way (None) when the counts disagree.
-        if self._joiner.busy or _FAKE_COMPLETE in data:
+        if self._joiner.busy:
             return None
-        assert self._scanner is not None
-        complete = data.count(_COMPLETE)
+        hits = scanner.hits(data, first, stop)
+        if self._sentinel:
+            if any(which >= scanner.markers for which, _, _ in hits):
+                return None  # an escaped backslash before `n` (a _FAKE_COMPLETE)
+        elif data.find(_FAKE_COMPLETE, first, stop) >= 0:
+            return None
+        count = data.count
+        complete = count(_COMPLETE, first, stop)
         items: list[Batch] = []
-        pos = lines = 0
+        append, source = items.append, self.source
+        pos, lines = first, 0
         checked = False
-        for start, end, mark, mark_end in self._scanner.lines(data):
-            skipped = data.count(b"\n", pos, start)
+        for start, end, mark, mark_end in scanner.lines(data, first, stop, hits):
+            skipped = count(b"\n", pos, start)
             if skipped:
-                items.append(skipped)
+                append(skipped)
             lines += skipped + 1
             pos = end + 1
             simple = simple_entry(data, start, end)
             # The common entry (no escape but its final `\\n`) decodes by slicing; its text holds
             # the marker when the marker lies inside the log value.
             if simple is not None and start + 8 <= mark and mark_end <= simple[2]:
-                items.append(LogLine(self.source, simple[0], simple[1]))
+                append(LogLine(source, simple[0], simple[1]))
                 continue
             if not checked:  # the exact path may join entries: only once the chunk is known whole
-                if data.count(b"\n") != complete:
+                if count(b"\n", first, stop) != complete:
                     return None
                 checked = True
             items.extend(self._feed_json(data[start:end]))
-        rest = data.count(b"\n", pos)
+        rest = count(b"\n", pos, stop)
         if lines + rest != complete:
             return None
         if rest:
-            items.append(rest)
+            append(rest)
         return items
 
-    def finish(self) -> Iterator[Batch]:
+    def finish(self) -> list[Batch]:
         """End of input: a line cut mid-way by the end of the file is still a line."""
-        for text, stamp in self._joiner.pending():
-            yield LogLine(self.source, text, stamp) if self._wanted(text) else 1
+        return [
+            LogLine(self.source, text, stamp) if self._wanted(text) else 1
+            for text, stamp in self._joiner.pending()
+        ]
 
 
 def sniff(head: bytes) -> Framing:

@@ -59,36 +59,40 @@ def head_text(head: bytes, framing: Framing) -> str:
     return head.decode("utf-8", "replace")
 
 
-def batches(stream: BinaryIO, framer: Framer, max_line: int) -> Iterator[Batch]:
-    """Frame a whole stream, chunk by chunk; the last line may lack its newline."""
-    tail = b""
-    overlong: bytes | None = None  # the kept head of a line past the cap, until its newline
-    while True:
-        data = stream.read(CHUNK)
-        if not data:
-            break
-        if overlong is not None:
+def batches(stream: BinaryIO, framer: Framer, max_line: int) -> Iterator[list[Batch]]:
+    """Frame a whole stream, a read at a time; the last line may lack its newline.
+
+    The lines wholly inside a read are framed in place; only a line spanning two reads is copied.
+    """
+    tail = b""  # the start of a line that continues in the next read
+    skipping = False  # inside a line past the cap, whose head was framed: drop up to its newline
+    while data := stream.read(CHUNK):
+        start = 0
+        if skipping or tail:
             end = data.find(b"\n")
             if end < 0:
+                if not skipping:
+                    tail += data
+                    if len(tail) > max_line:
+                        yield [*framer.feed(tail[:max_line])]
+                        framer.note_truncated()
+                        tail, skipping = b"", True
                 continue
-            yield from framer.feed(overlong)
-            framer.note_truncated()
-            overlong, data = None, data[end + 1 :]
-        buf = tail + data
-        cut = buf.rfind(b"\n")
-        if cut < 0:
-            tail = buf
-        else:
-            yield from framer.chunk(buf[: cut + 1])
-            tail = buf[cut + 1 :]
+            if not skipping:
+                yield framer.chunk(tail + data[: end + 1])
+            tail, skipping, start = b"", False, end + 1
+        cut = data.rfind(b"\n", start)
+        if cut >= 0:
+            yield framer.chunk(data, start, cut + 1)
+            start = cut + 1
+        tail = data[start:]
         if len(tail) > max_line:
-            overlong, tail = tail[:max_line], b""
-    if overlong is not None:
-        yield from framer.feed(overlong)
-        framer.note_truncated()
+            yield [*framer.feed(tail[:max_line])]
+            framer.note_truncated()
+            tail, skipping = b"", True
     if tail:
-        yield from framer.feed(tail.removesuffix(b"\r"))
-    yield from framer.finish()
+        yield [*framer.feed(tail.removesuffix(b"\r"))]
+    yield framer.finish()
 
 
 def sniff_file(path: str) -> tuple[Framing, str]:
