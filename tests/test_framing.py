@@ -230,3 +230,18 @@ def test_reads_of_any_size_frame_like_single_lines(
         out = list(chain.from_iterable(batches(stream, framer, 2048)))
     assert normal(expected) == normal(out)
     assert 2 == framer.truncated
+
+
+def test_json_file_finds_markers_that_json_escapes() -> None:
+    """A marker holding a quote or `<>&` is found in the escaped form json-file stores it in."""
+    markers = ('{"type"', "a<b&c")
+    texts = ['{"type": "log", "msg": "x"}', "say a<b&c", "nothing here", '{"typ": 1}']
+    data = b"".join(moby(text + "\n") + b"\n" for text in texts)
+    for framer_input in ("line", "chunk"):
+        framer = Framer("s", "docker-json", markers, 1 << 20)
+        if framer_input == "line":
+            out = [b for raw in data.split(b"\n")[:-1] for b in framer.feed(raw)]
+        else:
+            out = framer.chunk(data)
+        found = [item.text for item in out if isinstance(item, LogLine)]
+        assert texts[:2] == found, framer_input
