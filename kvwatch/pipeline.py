@@ -14,7 +14,7 @@ from kvwatch.detectors import DetectorSettings, detect_all
 from kvwatch.metrics import Metrics, SourceCounts
 from kvwatch.metrics.derived import AlertCollector, PinnedCollector
 from kvwatch.model import Alert, Event, LogLine
-from kvwatch.parsers.base import ParseError, Parser
+from kvwatch.parsers.base import BlockResult, ParseError, Parser
 from kvwatch.sources.framing import Batch, Block, Malformed
 from kvwatch.sources.scanner import LineFilter
 from kvwatch.window import Windows
@@ -55,20 +55,24 @@ class SourceRun:
         return []
 
     def _take_block(self, texts: list[str]) -> list[Event]:
-        # The same counting as take(), in one loop: a block is thousands of lines.
-        parse, source = self.parser.parse, self.source
-        events: list[Event] = []
-        recognized = errors = 0
-        for text in texts:
-            result = parse(LogLine(source, text, None))
-            if result is None:
-                continue
-            if isinstance(result, list):
-                recognized += 1
-                if result:
-                    events += result
-            else:
-                errors += 1
+        # The same counting as take(), in one loop (or in the parser's own): a block is thousands of lines.
+        block: Callable[[list[str]], BlockResult] | None = getattr(self.parser, "parse_block", None)
+        if block is not None:
+            events, recognized, errors = block(texts)
+        else:
+            parse, source = self.parser.parse, self.source
+            events = []
+            recognized = errors = 0
+            for text in texts:
+                result = parse(LogLine(source, text, None))
+                if result is None:
+                    continue
+                if isinstance(result, list):
+                    recognized += 1
+                    if result:
+                        events += result
+                else:
+                    errors += 1
         counts = self.counts
         counts.lines += len(texts)
         counts.recognized += recognized

@@ -66,23 +66,40 @@ class LlamacppMetrics:
             "Time spent evaluating the uncached part of each prompt (prefill), seconds.",
             SECONDS_BUCKETS,
         )
+        self._series: dict[str, _Series] = {}
 
     def apply(self, event: LlamaRequest) -> None:
         """Count one finished request; every series of its source exists from the first one."""
-        source = event.source
-        self.requests.labels(source).inc()
-        self.prompt_tokens.labels(source).inc(event.prompt_tokens or 0)
-        self.reused_tokens.labels(source).inc(event.reused_tokens or 0)
-        self.full_reprocess.labels(source).inc(1 if event.full_reprocess else 0)
-        self.checkpoint_restores.labels(source).inc(event.checkpoint_restores)
-        self.lru_selections.labels(source).inc(1 if event.selection == "lru" else 0)
-        similarity, keep = self.similarity.labels(source), self.keep.labels(source)
-        reuse, eval_seconds = self.reuse.labels(source), self.eval_seconds.labels(source)
+        series = self._series.get(event.source)
+        if series is None:
+            series = self._series[event.source] = _Series(self, event.source)
+        series.requests.inc()
+        series.prompt_tokens.inc(event.prompt_tokens or 0)
+        series.reused_tokens.inc(event.reused_tokens or 0)
+        series.full_reprocess.inc(1 if event.full_reprocess else 0)
+        series.checkpoint_restores.inc(event.checkpoint_restores)
+        series.lru_selections.inc(1 if event.selection == "lru" else 0)
         if event.sim_best is not None:
-            similarity.observe(event.sim_best)
+            series.similarity.observe(event.sim_best)
         if event.f_keep is not None:
-            keep.observe(event.f_keep)
+            series.keep.observe(event.f_keep)
         if event.prompt_tokens and event.reused_tokens is not None:
-            reuse.observe(min(1.0, event.reused_tokens / event.prompt_tokens))
+            series.reuse.observe(min(1.0, event.reused_tokens / event.prompt_tokens))
         if event.prompt_eval_seconds is not None:
-            eval_seconds.observe(event.prompt_eval_seconds)
+            series.eval_seconds.observe(event.prompt_eval_seconds)
+
+
+class _Series:
+    """One source's children of every metric: `labels()` takes a lock and a dict walk per call."""
+
+    def __init__(self, metrics: LlamacppMetrics, source: str) -> None:
+        self.requests = metrics.requests.labels(source)
+        self.prompt_tokens = metrics.prompt_tokens.labels(source)
+        self.reused_tokens = metrics.reused_tokens.labels(source)
+        self.full_reprocess = metrics.full_reprocess.labels(source)
+        self.checkpoint_restores = metrics.checkpoint_restores.labels(source)
+        self.lru_selections = metrics.lru_selections.labels(source)
+        self.similarity = metrics.similarity.labels(source)
+        self.keep = metrics.keep.labels(source)
+        self.reuse = metrics.reuse.labels(source)
+        self.eval_seconds = metrics.eval_seconds.labels(source)

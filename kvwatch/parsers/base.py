@@ -8,7 +8,7 @@ the clock: times come from the lines, from the transport, or from the settings.
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import Protocol
+from typing import NamedTuple, Protocol
 
 from kvwatch.model import Event, LogLine
 
@@ -25,6 +25,14 @@ class ParseError:
 
 #: `parse` returns the events of a recognised line (possibly none), a ParseError, or None (not ours).
 ParseResult = list[Event] | ParseError | None
+
+
+class BlockResult(NamedTuple):
+    """What `parse` made of each line of a block, added up (a parser's optional `parse_block`)."""
+
+    events: list[Event]
+    recognized: int
+    errors: int
 
 
 @dataclass(frozen=True, slots=True)
@@ -51,3 +59,6 @@ class Parser(Protocol):
     def flush(self) -> list[Event]:
         """At end of input: the events still held back (requests cut mid-way are dropped, not guessed)."""
         ...
+
+    # A parser may also offer `parse_block(texts: list[str]) -> BlockResult`: exactly `parse` over
+    # LogLine(source, text, None) for each text in order, counted up, for a dense plain file in one call.

@@ -32,6 +32,14 @@ RESTART = re.compile(
     r"(?:srv +)?\S+: +(?:initializing slots|initializing, n_slots =|(?:server is )?listening on )"
     r"|(?:srv +)?llama_server: +initializing"
 )
+# The bulk of a `-lv 4` log in one match: a plain line `M.SS.mmm.uuu L ` (as _REL and _LEVEL read
+# it) with a slot message (SLOT's groups) or a srv one (SRV's head; the groups are None).
+PLAIN = re.compile(
+    r"(\d+\.\d\d\.)(\d{3})\.(\d{3}) [IWED] (?:slot +\S*: id +(\S+) \| task (\S+) \|(.*)|srv +\S*: +)"
+)
+# `mmm` -> mmm / 1e3 and `uuu` -> uuu / 1e6: the very floats `_relative` computes (ASCII digits).
+MILLIS = {f"{n:03d}": n / 1e3 for n in range(1000)}
+MICROS = {f"{n:03d}": n / 1e6 for n in range(1000)}
 CONTINUATION = re.compile(r" *(?:prompt eval|eval|total) time = ")
 
 SELECT_LCP = re.compile(r"selected slot by LCP similarity, (?:f_)?sim_best = (\S+) \(.*f_keep = (\S+)")
@@ -56,6 +64,8 @@ class GarbledError(ValueError):
 
 def to_int(text: str) -> int:
     """A decimal integer as printf's %d writes it, else GarbledError."""
+    if text.isdecimal():  # exactly `\d+`: the common case without the regex
+        return int(text)
     if not _INT.fullmatch(text):
         raise GarbledError(f"not an integer: {text[:40]!r}")
     return int(text)

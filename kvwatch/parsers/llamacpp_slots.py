@@ -12,6 +12,9 @@ from kvwatch.parsers.base import ParseError, ParseResult
 
 Selection = Literal["lcp", "lru", "id", "unknown"]
 
+#: How every message `_update` reads begins, but memory_seq_rm's (its own word is mid-line).
+_READ = frozenset(("new ", "kv c", "rest", "forc", "prom", "eval", "stop", "tota"))
+
 
 @dataclass(slots=True)
 class Pick:
@@ -77,6 +80,9 @@ class Stream:
     finished: dict[int, int] = field(default_factory=dict)  # slot -> its last finished task
     last_pick: Pick | None = None
     timing: tuple[int, int] | None = None  # (slot, task) of a bare legacy timing header
+    # to_int() of slot and task ids already read: int() is a tenth of a slot line's cost, and a task's
+    # id comes back on each of its dozen lines (a cache: it is emptied now and then).
+    ids: dict[str, int] = field(default_factory=dict)
 
     def reset(self) -> None:
         """A new process: nothing of the old one applies."""
@@ -95,7 +101,7 @@ class Stream:
         timing, self.timing = self.timing, None
         match = ln.SLOT.match(body)
         if match:
-            return self._slot(match[1], match[2], match[3].strip(), now, source)
+            return self.slot(match[1], match[2], match[3].strip(), now, source)
         if ln.SLOT_START.match(body):
             self._poison(None)
             return ParseError("llamacpp: torn slot line")
@@ -107,25 +113,35 @@ class Stream:
             return []
         return None
 
-    def _slot(self, slot_text: str, task_text: str, msg: str, now: float, source: str) -> ParseResult:
-        """A tagged slot line."""
-        try:
-            slot, task = ln.to_int(slot_text), ln.to_int(task_text)
-        except ln.GarbledError as exc:
-            self._poison(task_text)
-            return ParseError(f"llamacpp: {exc}")
+    def slot(self, slot_text: str, task_text: str, msg: str, now: float, source: str) -> ParseResult:
+        """A tagged slot line (its id, task and message)."""
+        ids = self.ids
+        slot, task = ids.get(slot_text), ids.get(task_text)
+        if slot is None or task is None:
+            try:
+                slot, task = ln.to_int(slot_text), ln.to_int(task_text)
+            except ln.GarbledError as exc:
+                self._poison(task_text)
+                return ParseError(f"llamacpp: {exc}")
+            if len(ids) > 4096:
+                ids.clear()
+            ids[slot_text], ids[task_text] = slot, task
         if msg.startswith("selected slot by "):
             self.active = True
             return self._select(slot, msg)
         if task < 0:
             return []  # startup `new slot` lines, idle-slot saves, sampler dumps: not requests
         self.active = True
-        request = self._request(slot, task)
-        if request is None:
-            return []
+        request = self.requests.get(slot)
+        if request is None or request.task != task:  # (most lines belong to the slot's request)
+            request = self._request(slot, task)
+            if request is None:
+                return []
         if not msg:
             self.timing = (slot, task)
             return []
+        if msg[:4] not in _READ and "memory_seq_rm" not in msg:
+            return []  # sampler, progress and graph lines, most of a -lv 4 log: no _update branch reads them
         return self._apply(slot, request, msg, now, source)
 
     def _apply(self, slot: int, request: Request, msg: str, now: float, source: str) -> ParseResult:
