@@ -89,11 +89,29 @@ class Windows:
 
     def observe(self, event: Event) -> None:
         """Take one event in."""
-        window = self.source(event.source)
+        window = self.sources.get(event.source)
+        if window is None:
+            window = self.source(event.source)
         window.last_event = event.time
-        if isinstance(event, (VllmStats, VllmKvTransfer, VllmPrefixV0)):
+        # The commonest events first, each with one isinstance.
+        if isinstance(event, VllmStats):
             window.kind = "vllm"
-            self._vllm(window, event)
+            stats = self._engine(window, event.engine).stats
+            stats.append(event)
+            window.last_stats = event
+            if stats[0].time < event.time - self.horizon:
+                _trim(stats, event.time - self.horizon)
+        elif isinstance(event, VllmKvTransfer):
+            window.kind = "vllm"
+            engine = self._engine(window, event.engine)
+            engine.kv.append(event)
+            engine.store_total += event.store_bytes or 0
+            engine.load_total += event.load_bytes or 0
+            if engine.kv[0].time < event.time - self.horizon:
+                _trim(engine.kv, event.time - self.horizon)
+        elif isinstance(event, VllmPrefixV0):
+            window.kind = "vllm"
+            self._engine(window, event.engine)
         elif isinstance(event, EngineFact):
             window.kind = window.kind or "vllm"
             window.facts[event.key] = event.value
@@ -109,20 +127,12 @@ class Windows:
         elif isinstance(event, ServerRestart):
             self._restart(window, event)
 
-    def _vllm(self, window: SourceWindow, event: VllmStats | VllmKvTransfer | VllmPrefixV0) -> None:
-        engine = window.engines.get(event.engine)
+    @staticmethod
+    def _engine(window: SourceWindow, name: str) -> EngineWindow:
+        engine = window.engines.get(name)
         if engine is None:
-            engine = window.engines[event.engine] = EngineWindow()
-        oldest = event.time - self.horizon
-        if isinstance(event, VllmStats):
-            engine.stats.append(event)
-            window.last_stats = event
-            _trim(engine.stats, oldest)
-        elif isinstance(event, VllmKvTransfer):
-            engine.kv.append(event)
-            engine.store_total += event.store_bytes or 0
-            engine.load_total += event.load_bytes or 0
-            _trim(engine.kv, oldest)
+            engine = window.engines[name] = EngineWindow()
+        return engine
 
     def _llama(self, window: SourceWindow, event: LlamaRequest) -> None:
         window.derived_requests += event.derived

@@ -32,12 +32,18 @@ class DetectorSettings:
 
 def detect_all(windows: Windows, now: float, settings: DetectorSettings) -> list[Finding]:
     """Run every detector at event time `now`."""
-    return [
-        *write_only_offload.detect(windows, now, settings.write_only_offload),
-        *pinned_cache.detect(windows, now, settings.pinned_cache_length),
-        *prefix_reuse.detect(windows, now, settings.prefix_reuse_broken),
-        *no_signal.detect(windows, now, settings.no_signal),
-        *hit_rate_low.detect(windows, now, settings.prefix_hit_rate_low),
-        *hit_rate_gap.detect(windows, now, settings.hit_rate_gap),
-        *double_counting.detect(windows, now, settings.usage_double_counting),
-    ]
+    # A detector finds nothing in windows it does not read; skipping those calls halves a tick's cost
+    # for a vLLM-only replay (detectors run every 10 s of event time). The order of findings is kept.
+    findings: list[Finding] = []
+    if windows.sources:
+        findings += write_only_offload.detect(windows, now, settings.write_only_offload)
+    if windows.requests:
+        findings += pinned_cache.detect(windows, now, settings.pinned_cache_length)
+        findings += prefix_reuse.detect(windows, now, settings.prefix_reuse_broken)
+    if windows.sources:
+        findings += no_signal.detect(windows, now, settings.no_signal)
+        findings += hit_rate_low.detect(windows, now, settings.prefix_hit_rate_low)
+    if windows.usage:
+        findings += hit_rate_gap.detect(windows, now, settings.hit_rate_gap)
+        findings += double_counting.detect(windows, now, settings.usage_double_counting)
+    return findings

@@ -63,10 +63,11 @@ def _cleared(eng: EngineWindow, cfg: Settings) -> bool:
     if cfg.min_intervals < 1:
         return False
     count, oldest = 0, None
+    threshold, wanted = cfg.min_prompt_throughput, cfg.min_intervals  # locals: read once, not per line
     for line in reversed(eng.stats):
-        if line.prompt_throughput >= cfg.min_prompt_throughput:
+        if line.prompt_throughput >= threshold:
             count += 1
-            if count == cfg.min_intervals:
+            if count == wanted:
                 oldest = line.time
                 break
     if oldest is None:

@@ -6,6 +6,9 @@ wall-clock `_created` series are switched off: replays must be deterministic.
 
 from __future__ import annotations
 
+from collections.abc import Callable
+from typing import Any
+
 from prometheus_client import CollectorRegistry, disable_created_metrics
 
 from kvwatch.metrics.llamacpp import LlamacppMetrics
@@ -39,22 +42,25 @@ class Metrics:
         self.usage = UsageMetrics(registry)
         self.sources = SourceCountsCollector()
         registry.register(self.sources)
+        # apply() runs per event: one dict lookup on the exact type instead of a chain of isinstance.
+        self._by_type: dict[type, Callable[[Any], None]] = {
+            VllmStats: self.vllm.stats,
+            VllmKvTransfer: self.vllm.kv_transfer,
+            VllmPrefixV0: self.vllm.prefix_v0,
+            VllmSpecDecoding: self.vllm.spec_decoding,
+            EngineFact: self.vllm.fact,
+            LlamaRequest: self.llamacpp.apply,
+            UsageRecord: self.usage.apply,
+            UsageSkipped: self.usage.skipped_row,
+        }
 
     def apply(self, event: Event) -> None:
         """Update the metrics an event touches."""
-        if isinstance(event, VllmStats):
-            self.vllm.stats(event)
-        elif isinstance(event, VllmKvTransfer):
-            self.vllm.kv_transfer(event)
-        elif isinstance(event, VllmPrefixV0):
-            self.vllm.prefix_v0(event)
-        elif isinstance(event, VllmSpecDecoding):
-            self.vllm.spec_decoding(event)
-        elif isinstance(event, EngineFact):
-            self.vllm.fact(event)
-        elif isinstance(event, LlamaRequest):
-            self.llamacpp.apply(event)
-        elif isinstance(event, UsageRecord):
-            self.usage.apply(event)
-        elif isinstance(event, UsageSkipped):
-            self.usage.skipped_row(event)
+        handler = self._by_type.get(type(event))
+        if handler is not None:
+            handler(event)
+            return
+        for kind, handle in self._by_type.items():  # a subclass of an event type
+            if isinstance(event, kind):
+                handle(event)
+                return

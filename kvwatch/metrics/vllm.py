@@ -6,38 +6,23 @@ lines have been seen: no KV line for an engine means no offload counters (unknow
 
 from __future__ import annotations
 
-from dataclasses import dataclass
-from typing import Any
+from prometheus_client import CollectorRegistry
 
-from prometheus_client import CollectorRegistry, Counter, Gauge
-
+from kvwatch.metrics.families import Family
 from kvwatch.model import EngineFact, VllmKvTransfer, VllmPrefixV0, VllmSpecDecoding, VllmStats
 
 _SE = ("source", "engine")
-
-
-@dataclass(frozen=True, slots=True)
-class _EngineSeries:
-    """The always-present children of one (source, engine)."""
-
-    lines: Counter
-    prompt_tps: Gauge
-    gen_tps: Gauge
-    running: Gauge
-    waiting: Gauge
-    preemptions: Counter
-    last_stats: Gauge
 
 
 class VllmMetrics:
     """Owns every kvwatch_vllm_* metric."""
 
     def __init__(self, registry: CollectorRegistry) -> None:
-        def gauge(name: str, doc: str, labels: tuple[str, ...] = _SE) -> Gauge:
-            return Gauge(name, doc, labels, registry=registry)
+        def gauge(name: str, doc: str, labels: tuple[str, ...] = _SE) -> Family:
+            return Family(name, doc, "gauge", labels, registry)
 
-        def counter(name: str, doc: str) -> Counter:
-            return Counter(name, doc, _SE, registry=registry)
+        def counter(name: str, doc: str) -> Family:
+            return Family(name, doc, "counter", _SE, registry)
 
         self.prefix = gauge(
             "kvwatch_vllm_prefix_cache_hit_ratio",
@@ -93,73 +78,63 @@ class VllmMetrics:
             "kvwatch_vllm_last_stats_timestamp_seconds", "Event time of the last stats line (Unix)."
         )
         self._info: dict[str, tuple[str, str]] = {}
-        self._series: dict[tuple[str, str], _EngineSeries] = {}
-        self._children: dict[tuple[int, tuple[str, str]], Gauge | Counter] = {}
-
-    def _engine(self, labels: tuple[str, str]) -> _EngineSeries:
-        # labels() takes a lock and hashes every call; an engine's children are looked up once.
-        series = self._series.get(labels)
-        if series is None:
-            series = self._series[labels] = _EngineSeries(
-                self.stats_lines.labels(*labels),
-                self.prompt_tps.labels(*labels),
-                self.gen_tps.labels(*labels),
-                self.running.labels(*labels),
-                self.waiting.labels(*labels),
-                self.preemptions.labels(*labels),
-                self.last_stats.labels(*labels),
-            )
-        return series
-
-    def _child(self, metric: Any, labels: tuple[str, str]) -> Any:
-        # A series appears only once set, as with labels() on the spot; looked up once after that.
-        key = (id(metric), labels)
-        child = self._children.get(key)
-        if child is None:
-            child = self._children[key] = metric.labels(*labels)
-        return child
+        # The series every stats line sets: they appear together with an engine's first stats line.
+        self._per_engine = (
+            self.stats_lines,
+            self.prompt_tps,
+            self.gen_tps,
+            self.running,
+            self.waiting,
+            self.preemptions,
+            self.last_stats,
+        )
 
     def stats(self, ev: VllmStats) -> None:
         """Apply one stats line."""
         labels = (ev.source, ev.engine)
-        series = self._engine(labels)
-        series.lines.inc()
+        lines = self.stats_lines.series
+        if labels not in lines:
+            for family in self._per_engine:
+                family.set(labels, 0.0)
+        # Family.set and .inc written out (they run ten times a line): the same float stores.
+        lines[labels] += 1
         if ev.prefix_hit is not None:
-            self._child(self.prefix, labels).set(ev.prefix_hit)
+            self.prefix.series[labels] = float(ev.prefix_hit)
         if ev.external_hit is not None:
-            self._child(self.external, labels).set(ev.external_hit)
+            self.external.series[labels] = float(ev.external_hit)
         if ev.kv_cache_usage is not None:
-            self._child(self.kv_usage, labels).set(ev.kv_cache_usage)
-        series.prompt_tps.set(ev.prompt_throughput)
-        series.gen_tps.set(ev.generation_throughput)
-        series.running.set(ev.running)
-        series.waiting.set(ev.waiting)
+            self.kv_usage.series[labels] = float(ev.kv_cache_usage)
+        self.prompt_tps.series[labels] = float(ev.prompt_throughput)
+        self.gen_tps.series[labels] = float(ev.generation_throughput)
+        self.running.series[labels] = float(ev.running)
+        self.waiting.series[labels] = float(ev.waiting)
         if ev.preemptions:
-            series.preemptions.inc(ev.preemptions)
-        series.last_stats.set(ev.time)
+            self.preemptions.inc(labels, ev.preemptions)
+        self.last_stats.series[labels] = float(ev.time)
 
     def prefix_v0(self, ev: VllmPrefixV0) -> None:
         """Apply V0's separate prefix line (its CPU figure is swap space and is not exported)."""
-        self.prefix.labels(ev.source, ev.engine).set(ev.gpu_hit)
+        self.prefix.set((ev.source, ev.engine), ev.gpu_hit)
 
     def kv_transfer(self, ev: VllmKvTransfer) -> None:
         """Apply one KV Transfer line's per-interval deltas."""
         labels = (ev.source, ev.engine)
         if ev.store_bytes is not None and ev.load_bytes is not None:
-            self._child(self.store, labels).inc(ev.store_bytes)
-            self._child(self.load, labels).inc(ev.load_bytes)
+            self.store.inc(labels, ev.store_bytes)
+            self.load.inc(labels, ev.load_bytes)
         if ev.lookups is not None:
-            self._child(self.lookups, labels).inc(ev.lookups)
+            self.lookups.inc(labels, ev.lookups)
 
     def spec_decoding(self, ev: VllmSpecDecoding) -> None:
         """Apply one SpecDecoding line."""
-        self.accepted.labels(ev.source, ev.engine).inc(ev.accepted_tokens)
-        self.drafted.labels(ev.source, ev.engine).inc(ev.drafted_tokens)
+        labels = (ev.source, ev.engine)
+        self.accepted.inc(labels, ev.accepted_tokens)
+        self.drafted.inc(labels, ev.drafted_tokens)
 
     def fact(self, ev: EngineFact) -> None:
         """Apply a startup fact: capacity per engine, version and connector per source."""
         if ev.key == "kv_capacity_tokens":
-            self.capacity.labels(ev.source, ev.engine).set(float(ev.value))
+            self.capacity.set((ev.source, ev.engine), float(ev.value))
         elif ev.key in ("version", "connector"):
             version, connector = self._info.get(ev.source, ("unknown", "none"))
             if ev.key == "version":
@@ -168,6 +143,6 @@ class VllmMetrics:
                 connector = ev.value
             old = self._info.get(ev.source)
             if old is not None and old != (version, connector):
-                self.info.remove(ev.source, *old)
+                self.info.remove((ev.source, *old))
             self._info[ev.source] = (version, connector)
-            self.info.labels(ev.source, version, connector).set(1)
+            self.info.set((ev.source, version, connector), 1)

@@ -13,6 +13,11 @@ from datetime import datetime, timezone, tzinfo
 from zoneinfo import ZoneInfo
 
 _UTC = timezone.utc
+_HALF_YEAR = 182 * 86400
+
+
+def _hms(stamp: str) -> tuple[int, int, int]:
+    return int(stamp[6:8]), int(stamp[9:11]), int(stamp[12:14])
 
 
 def zone(name: str) -> tzinfo:
@@ -32,7 +37,7 @@ def iso(ts: float) -> str:
 class YearlessClock:
     """Turns month, day and time of day into epoch seconds, keeping the year across lines."""
 
-    __slots__ = ("_days", "_last_month", "_span", "_tz", "_year")
+    __slots__ = ("_days", "_last_month", "_span", "_stamp", "_tz", "_year")
 
     def __init__(self, year: int, tz: str) -> None:
         self._year = year
@@ -42,6 +47,9 @@ class YearlessClock:
         # the year the last transport time fell in, so that a line costs no datetime objects.
         self._days: dict[tuple[int, int, int], float | None] = {}
         self._span = (0.0, 0.0, 0)
+        # resolve_stamp's last (stamp, year, month, epoch of the stamp in that year, UTC): the lines
+        # of one stats interval share their second.
+        self._stamp: tuple[str, int, int, float | None] = ("", 0, 0, None)
 
     def resolve(
         self, month: int, day: int, hms: tuple[int, int, int], transport: float | None
@@ -54,13 +62,28 @@ class YearlessClock:
         self._last_month = month
         return self._epoch(self._year, month, day, hms)
 
+    def resolve_stamp(self, stamp: str, transport: float | None) -> float | None:
+        """resolve() of an `MM-DD HH:MM:SS` text (two digits each, as vLLM's header prints it)."""
+        if transport is not None and self._tz is _UTC:
+            # _near's first step, with the stamp's epoch remembered: same result, same state.
+            year = self._year_of(transport)
+            last, last_year, month, ts = self._stamp
+            if stamp != last or year != last_year:
+                month = int(stamp[:2])
+                ts = self._utc_epoch(year, month, int(stamp[3:5]), _hms(stamp))
+                self._stamp = (stamp, year, month, ts)
+            if ts is not None and abs(ts - transport) < _HALF_YEAR:
+                self._year, self._last_month = year, month
+                return ts
+        return self.resolve(int(stamp[:2]), int(stamp[3:5]), _hms(stamp), transport)
+
     def _near(self, month: int, day: int, hms: tuple[int, int, int], transport: float) -> float | None:
         local_year = self._year_of(transport)
         if self._tz is _UTC:
             # Within half a year of the transport time, the same date a year earlier or later is
             # farther away (dates of adjacent years are >= 365 days apart): the loop would pick it.
             ts = self._utc_epoch(local_year, month, day, hms)
-            if ts is not None and abs(ts - transport) < 182 * 86400:
+            if ts is not None and abs(ts - transport) < _HALF_YEAR:
                 self._year, self._last_month = local_year, month
                 return ts
         best: float | None = None

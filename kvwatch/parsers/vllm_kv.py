@@ -14,6 +14,7 @@ import ast
 import math
 import re
 from dataclasses import dataclass
+from itertools import repeat
 
 _STORE_KEYS = ("vllm:kv_offload_store_bytes", "GPU_to_CPU_total_bytes")
 _LOAD_KEYS = ("vllm:kv_offload_load_bytes", "CPU_to_GPU_total_bytes")
@@ -21,6 +22,7 @@ _LOOKUP_KEYS = (
     "vllm:kv_offload_lookup_sync_delay_seconds_count",
     "vllm:kv_offload_lookup_async_delay_seconds_count",
 )
+_OFFLOAD = "vllm:kv_offload_"
 _OPEN, _CLOSE = "([{", ")]}"
 # numpy 2 reprs its scalars as `np.float64(18.639)`; Nixl's stats dicts are full of them.
 _NUMPY_SCALAR = re.compile(r"\b(?:np|numpy)\.(?:float|int|uint)\d*\(([^()]*)\)")
@@ -69,7 +71,10 @@ def split_top(text: str) -> list[str]:
 def _number(value: object, key: str) -> float | None:
     if isinstance(value, bool) or not isinstance(value, (int, float)):
         return None
-    number = float(value)
+    try:
+        number = float(value)
+    except OverflowError:  # an int beyond float's range
+        raise KvPayloadError(f"{key}: too large a number") from None
     if not math.isfinite(number) or number < 0:
         raise KvPayloadError(f"{key}: {value!r} is not a finite non-negative number")
     return number
@@ -129,10 +134,12 @@ def _flat(text: str) -> dict[str, float] | None:
     items = text.split(", ")
     # One `=` per item, no empty key, no negative value (float("-0") is -0.0 where _plain_number
     # gives int 0); an empty item or a second `=` makes float() fail below.
-    if text.count("=") != len(items) or text.startswith("=") or ", =" in text or _NEGATIVE.search(text):
+    if text.count("=") != len(items) or text.startswith("=") or ", =" in text:
+        return None
+    if "-" in text and _NEGATIVE.search(text):
         return None
     try:
-        values = {key: float(raw) for key, _, raw in (item.partition("=") for item in items)}
+        values = {key: float(raw) for key, _, raw in map(str.partition, items, repeat("="))}
     except ValueError:
         return None
     # float() reads every int or float text as _plain_number then _number do; nan, inf (and an
@@ -147,26 +154,35 @@ def _pick(values: dict[str, float], names: tuple[str, ...], tails: list[str]) ->
 
 def _lookup(values: dict[str, float], names: tuple[str, str]) -> float | None:
     # _pick for distinct keys without `/`: the same sum (two floats add the same in either order).
-    found = [values[name] for name in names if name in values]
-    return sum(found) if found else None
+    first, second = values.get(names[0]), values.get(names[1])
+    if first is None:
+        return second
+    return first if second is None else first + second
 
 
-def parse_kv_payload(text: str) -> KvPayload:
-    """Parse the text after `KV Transfer metrics: `."""
+def read_kv_payload(text: str) -> tuple[dict[str, float], int | None, int | None, int | None]:
+    """parse_kv_payload() as a plain tuple (values, store_bytes, load_bytes, lookups): one object
+    fewer per line on the hot path."""
     values = _flat(text)
     if values is None:
         values = _flatten(text)
         tails = [k.rpartition("/")[2] for k in values]
         store, load = _pick(values, _STORE_KEYS, tails), _pick(values, _LOAD_KEYS, tails)
         lookups = _pick(values, _LOOKUP_KEYS, tails)
+        offload = any(tail.startswith(_OFFLOAD) or "_to_" in tail for tail in tails)
     else:  # a flat key has no `/` and appears once: look the (two) names up
-        tails = list(values)
         store, load = _lookup(values, _STORE_KEYS), _lookup(values, _LOAD_KEYS)
         lookups = _lookup(values, _LOOKUP_KEYS)
-    offload = any(tail.startswith("vllm:kv_offload_") or "_to_" in tail for tail in tails)
-    return KvPayload(
-        values=values,
-        store_bytes=int(store or 0) if offload else None,
-        load_bytes=int(load or 0) if offload else None,
-        lookups=None if lookups is None else int(lookups),
+        # The same test on the text: keys follow its start or `, `; no float() text holds `_to_`.
+        offload = "_to_" in text or text.startswith(_OFFLOAD) or ", " + _OFFLOAD in text
+    return (
+        values,
+        int(store or 0) if offload else None,
+        int(load or 0) if offload else None,
+        None if lookups is None else int(lookups),
     )
+
+
+def parse_kv_payload(text: str) -> KvPayload:
+    """Parse the text after `KV Transfer metrics: `."""
+    return KvPayload(*read_kv_payload(text))

@@ -59,6 +59,64 @@ def _fields(body: str) -> dict[str, str]:
     return {label: value.strip() for label, value in _FIELD.findall(body)}
 
 
+# The same line with an `Engine NNN: ` label and plain numbers, every value read by the regex: what
+# parse_stats makes of it is then known without its general steps (see parse_common).
+_NUM = r"([0-9]{1,20}(?:\.[0-9]{1,20})?)"
+_COMMON = re.compile(
+    rf"Engine ([0-9]{{1,9}}): Avg prompt throughput: {_NUM} tokens/s, Avg generation throughput: {_NUM} "
+    r"tokens/s, Running: ([0-9]{1,12}) reqs, Waiting: ([0-9]{1,12}) reqs(?:, Preemptions: ([0-9]{1,12}))?, "
+    rf"GPU KV cache usage: {_NUM}%, Prefix cache hit rate: {_NUM}%"
+    rf"(?:, External prefix cache hit rate: {_NUM}%)?"
+)
+
+
+def parse_common(source: str, time: float, message: str) -> VllmStats | None:
+    """parse_stats() of the V1 line of 0.10-0.33's default shape with plain numbers, at a fraction of the
+    cost; None for anything else, including percentages parse_stats would refuse."""
+    match = _COMMON.fullmatch(message)
+    if match is None:
+        return None
+    engine, prompt, generation, running, waiting, preemptions, usage, prefix, external = match.groups()
+    kv_usage, prefix_hit = _ratio(usage), _ratio(prefix)
+    external_hit = None if external is None else _ratio(external)
+    if kv_usage is None or prefix_hit is None or (external is not None and external_hit is None):
+        return None
+    # At most 20 digits before the point: finite and non-negative, as _rate and count require.
+    return VllmStats(
+        source,
+        time,
+        str(int(engine)),
+        float(prompt),
+        float(generation),
+        int(running),
+        int(waiting),
+        kv_usage,
+        prefix_hit,
+        external_hit,
+        int(preemptions) if preemptions else 0,
+        "GPU",
+        False,
+    )
+
+
+# percent() of the texts parse_common has seen: a log prints few distinct percentages (one decimal),
+# and round() costs more than the rest of a field.
+_RATIOS: dict[str, float] = {}
+
+
+def _ratio(text: str) -> float | None:
+    """percent() of a plain number text (no sign, no exponent); None above 100."""
+    ratio = _RATIOS.get(text)
+    if ratio is None:
+        ratio = percent(text)
+        if ratio is None:
+            return None
+        if len(_RATIOS) >= 4096:
+            _RATIOS.clear()
+        _RATIOS[text] = ratio
+    return ratio
+
+
 def _rate(value: str | None, unit: str) -> float | None:
     if value is None or not value.endswith(unit):
         return None

@@ -73,21 +73,27 @@ class Summary:
     def observe(self, event: Event) -> None:
         """Take one event into account."""
         view = self.sources[event.source]
-        view.first = event.time if view.first is None else min(view.first, event.time)
-        view.last = event.time if view.last is None else max(view.last, event.time)
+        time = event.time
+        if view.first is None or time < view.first:  # min() and max(), without the calls
+            view.first = time
+        if view.last is None or time > view.last:
+            view.last = time
         if isinstance(event, VllmStats):
-            eng = view.engines.setdefault(event.engine, EngineView())
+            eng = self._engine(view, event.engine)
             eng.stats_lines += 1
-            eng.prefix = event.prefix_hit if event.prefix_hit is not None else eng.prefix
-            eng.external = event.external_hit if event.external_hit is not None else eng.external
-            eng.kv_usage = event.kv_cache_usage if event.kv_cache_usage is not None else eng.kv_usage
-        elif isinstance(event, VllmPrefixV0):
-            view.engines.setdefault(event.engine, EngineView()).prefix = event.gpu_hit
+            if event.prefix_hit is not None:
+                eng.prefix = event.prefix_hit
+            if event.external_hit is not None:
+                eng.external = event.external_hit
+            if event.kv_cache_usage is not None:
+                eng.kv_usage = event.kv_cache_usage
         elif isinstance(event, VllmKvTransfer):
-            eng = view.engines.setdefault(event.engine, EngineView())
+            eng = self._engine(view, event.engine)
             eng.kv_lines += 1
             eng.store_bytes += event.store_bytes or 0
             eng.load_bytes += event.load_bytes or 0
+        elif isinstance(event, VllmPrefixV0):
+            self._engine(view, event.engine).prefix = event.gpu_hit
         elif isinstance(event, EngineFact):
             view.facts[event.key] = event.value
         elif isinstance(event, LlamaRequest):
@@ -98,3 +104,10 @@ class Summary:
             totals[0] += 1
             totals[1] += event.prompt_tokens
             totals[2] += event.cached_tokens
+
+    @staticmethod
+    def _engine(view: SourceView, name: str) -> EngineView:
+        eng = view.engines.get(name)
+        if eng is None:
+            eng = view.engines[name] = EngineView()
+        return eng
