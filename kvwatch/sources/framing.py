@@ -22,7 +22,7 @@ from kvwatch.sources.docker_json import (
     simple_entry,
     split_logs_t,
 )
-from kvwatch.sources.scanner import Hits, Scanner
+from kvwatch.sources.scanner import Scanner
 
 Framing = Literal["plain", "docker-json", "docker-t"]
 
@@ -131,18 +131,8 @@ class Framer:
         text, stamp = whole
         yield LogLine(self.source, text, stamp) if self._wanted(text) else 1
 
-    def search(self, data: bytes, start: int, stop: int) -> Hits | None:
-        """The marker search `chunk` would make over data[start:stop], to make ahead (on another
-        thread: it only reads the framer); None when it would make none."""
-        if self._scanner is None or (self._dense and self.framing == "plain"):
-            return None
-        return self._scanner.hits(data, start, stop)
-
-    def chunk(
-        self, data: bytes, start: int = 0, stop: int | None = None, hits: Hits | None = None
-    ) -> list[Batch]:
-        """The whole lines in data[start:stop], each ending in `\\n` (framed in place, not copied);
-        `hits`: `search()` over the same span, if made ahead."""
+    def chunk(self, data: bytes, start: int = 0, stop: int | None = None) -> list[Batch]:
+        """The whole lines in data[start:stop], each ending in `\\n` (framed in place, not copied)."""
         stop = len(data) if stop is None else stop
         scanner = self._scanner
         if scanner is not None and self._dense is None:
@@ -158,18 +148,16 @@ class Framer:
         if scanner is not None:
             whole_json = self.framing == "docker-json"
             frame = self._json_chunk if whole_json else self._text_chunk
-            fast = frame(data, start, stop, scanner, hits)
+            fast = frame(data, start, stop, scanner)
         if fast is None:
             return [batch for raw in data[start:stop].split(b"\n")[:-1] for batch in self.feed(raw)]
         return fast
 
-    def _text_chunk(
-        self, data: bytes, first: int, stop: int, scanner: Scanner, hits: Hits | None
-    ) -> list[Batch]:
+    def _text_chunk(self, data: bytes, first: int, stop: int, scanner: Scanner) -> list[Batch]:
         # Plain and `docker logs -t` lines: the scanner found the marker, feed() need not look again.
         items: list[Batch] = []
         pos = first
-        for start, end, _, _ in scanner.lines(data, first, stop, hits):
+        for start, end, _, _ in scanner.lines(data, first, stop):
             skipped = data.count(b"\n", pos, start)
             if skipped:
                 items.append(skipped)
@@ -185,17 +173,14 @@ class Framer:
             items.append(rest)
         return items
 
-    def _json_chunk(
-        self, data: bytes, first: int, stop: int, scanner: Scanner, hits: Hits | None
-    ) -> list[Batch] | None:
+    def _json_chunk(self, data: bytes, first: int, stop: int, scanner: Scanner) -> list[Batch] | None:
         # Lines without a marker are skipped undecoded only when every line of the chunk is a
         # complete entry (no cut line to join). Counting that takes a pass over the chunk; the
         # newline count comes from the gaps between candidates instead, so the items are collected
         # first and the chunk goes the exact way (None) when the counts disagree.
         if self._joiner.busy:
             return None
-        if hits is None:
-            hits = scanner.hits(data, first, stop)
+        hits = scanner.hits(data, first, stop)
         if self._sentinel:
             if any(which >= scanner.markers for which, _, _ in hits):
                 return None  # an escaped backslash before `n` (a _FAKE_COMPLETE)

@@ -17,9 +17,6 @@ from ahocorasick_rs import BytesAhoCorasick, MatchKind
 #: llama.cpp -lv 4 log): searching first would cost more than handing every line to the parser.
 DENSE_SHARE = 0.25
 
-#: (pattern index, start, end) of each match, offsets relative to the start of the searched range.
-Hits = list[tuple[int, int, int]]
-
 
 class Scanner:
     """Finds the lines that hold a marker in one fast pass, however many markers there are."""
@@ -33,7 +30,7 @@ class Scanner:
         # at or past `self.markers` is one of them.
         self._ac = BytesAhoCorasick([*encoded, *extra], matchkind=MatchKind.LeftmostFirst)
 
-    def hits(self, data: bytes, start: int = 0, stop: int | None = None) -> Hits:
+    def hits(self, data: bytes, start: int = 0, stop: int | None = None) -> list[tuple[int, int, int]]:
         """Every non-overlapping (pattern index, start, end) in data[start:stop], leftmost first; the
         offsets are relative to `start` (the range is searched in place, not copied)."""
         view = memoryview(data)[start:stop] if start or stop is not None else data
@@ -44,7 +41,7 @@ class Scanner:
         data: bytes,
         start: int = 0,
         stop: int | None = None,
-        hits: Hits | None = None,
+        hits: list[tuple[int, int, int]] | None = None,
     ) -> Iterator[tuple[int, int, int, int]]:
         """(start, end) of each line of data[start:stop] (whole lines, each ending in `\\n`) holding a
         marker, and (start, end) of the first marker on it; `hits` from `hits()`, if already found."""

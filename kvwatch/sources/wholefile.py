@@ -11,15 +11,13 @@ import io
 import queue
 import re
 import threading
-from collections.abc import Callable, Generator, Iterator
+from collections.abc import Generator, Iterator
 from pathlib import Path
-from typing import BinaryIO, TypeVar
+from typing import BinaryIO
 
 from kvwatch.sources.docker_json import decode_entry, split_logs_t
 from kvwatch.sources.framing import Batch, Framer, Framing, sniff
-from kvwatch.sources.scanner import Hits
 
-T = TypeVar("T")
 CHUNK = 1 << 20
 HEAD = 64 << 10
 _SUFFIX = re.compile(r"(?:\.gz|\.\d+|\.log|\.jsonl|\.json|\.txt|-json)$")
@@ -63,22 +61,19 @@ def head_text(head: bytes, framing: Framing) -> str:
     return head.decode("utf-8", "replace")
 
 
-def read_ahead(
-    stream: BinaryIO, size: int, prepare: Callable[[bytes], T], depth: int = 4
-) -> Generator[tuple[bytes, T], None, None]:
-    """The stream's reads of `size` bytes and what `prepare` made of each, made on a thread up to
-    `depth` reads ahead of the caller.
+def read_ahead(stream: BinaryIO, size: int, depth: int = 4) -> Generator[bytes, None, None]:
+    """The stream's reads of `size` bytes, made on a thread up to `depth` reads ahead of the caller.
 
-    `read()`, zlib's inflate and the marker search release the GIL, so on a second core the reading,
-    gunzipping and searching overlap the framing and parsing instead of adding to them.
+    `read()` and zlib's inflate release the GIL, so on a second core the reading and gunzipping of a
+    rotated `.gz` overlap the framing and parsing instead of adding to them.
     """
-    reads: queue.Queue[tuple[bytes, T] | Exception | None] = queue.Queue(depth)
+    reads: queue.Queue[bytes | Exception | None] = queue.Queue(depth)
     stop = threading.Event()
 
     def reader() -> None:
         try:
             while not stop.is_set() and (data := stream.read(size)):
-                reads.put((data, prepare(data)))
+                reads.put(data)
         except Exception as err:  # raised again in the caller's thread
             reads.put(err)
         finally:
@@ -105,20 +100,9 @@ def batches(stream: BinaryIO, framer: Framer, max_line: int) -> Iterator[list[Ba
 
     The lines wholly inside a read are framed in place; only a line spanning two reads is copied.
     """
-    continued = False  # (reader thread) whether the last read ended mid-line
-
-    def whole_lines(data: bytes) -> tuple[int, int, Hits | None] | None:
-        # On the reader thread: the span of the lines wholly inside this read, and the marker search
-        # over it. The framing below checks that it frames exactly this span before using the hits.
-        nonlocal continued
-        start = data.find(b"\n") + 1 if continued else 0
-        continued = not data.endswith(b"\n")
-        cut = data.rfind(b"\n")
-        return None if cut < start else (start, cut + 1, framer.search(data, start, cut + 1))
-
     tail = b""  # the start of a line that continues in the next read
     skipping = False  # inside a line past the cap, whose head was framed: drop up to its newline
-    for data, span in read_ahead(stream, CHUNK, whole_lines):
+    for data in read_ahead(stream, CHUNK):
         start = 0
         if skipping or tail:
             end = data.find(b"\n")
@@ -135,8 +119,7 @@ def batches(stream: BinaryIO, framer: Framer, max_line: int) -> Iterator[list[Ba
             tail, skipping, start = b"", False, end + 1
         cut = data.rfind(b"\n", start)
         if cut >= 0:
-            hits = span[2] if span is not None and span[:2] == (start, cut + 1) else None
-            yield framer.chunk(data, start, cut + 1, hits)
+            yield framer.chunk(data, start, cut + 1)
             start = cut + 1
         tail = data[start:]
         if len(tail) > max_line:
