@@ -8,10 +8,8 @@ from __future__ import annotations
 
 import gzip
 import io
-import queue
 import re
-import threading
-from collections.abc import Generator, Iterator
+from collections.abc import Iterator
 from pathlib import Path
 from typing import BinaryIO
 
@@ -61,40 +59,6 @@ def head_text(head: bytes, framing: Framing) -> str:
     return head.decode("utf-8", "replace")
 
 
-def read_ahead(stream: BinaryIO, size: int, depth: int = 4) -> Generator[bytes, None, None]:
-    """The stream's reads of `size` bytes, made on a thread up to `depth` reads ahead of the caller.
-
-    `read()` and zlib's inflate release the GIL, so on a second core the reading and gunzipping of a
-    rotated `.gz` overlap the framing and parsing instead of adding to them.
-    """
-    reads: queue.Queue[bytes | Exception | None] = queue.Queue(depth)
-    stop = threading.Event()
-
-    def reader() -> None:
-        try:
-            while not stop.is_set() and (data := stream.read(size)):
-                reads.put(data)
-        except Exception as err:  # raised again in the caller's thread
-            reads.put(err)
-        finally:
-            reads.put(None)  # always last: the caller waits for it before the stream is closed
-
-    thread = threading.Thread(target=reader, name="kvwatch-read-ahead", daemon=True)
-    thread.start()
-    ended = False
-    try:
-        while (item := reads.get()) is not None:
-            if isinstance(item, Exception):
-                raise item
-            yield item
-        ended = True
-    finally:
-        stop.set()
-        while not ended:  # the caller stopped early: unblock the reader and wait for its end
-            ended = reads.get() is None
-        thread.join()
-
-
 def batches(stream: BinaryIO, framer: Framer, max_line: int) -> Iterator[list[Batch]]:
     """Frame a whole stream, a read at a time; the last line may lack its newline.
 
@@ -102,7 +66,7 @@ def batches(stream: BinaryIO, framer: Framer, max_line: int) -> Iterator[list[Ba
     """
     tail = b""  # the start of a line that continues in the next read
     skipping = False  # inside a line past the cap, whose head was framed: drop up to its newline
-    for data in read_ahead(stream, CHUNK):
+    while data := stream.read(CHUNK):
         start = 0
         if skipping or tail:
             end = data.find(b"\n")
