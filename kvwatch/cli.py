@@ -235,6 +235,8 @@ def cmd_replay(args: argparse.Namespace) -> int:
         return 2
     for path in result.unrecognised:
         print(f"kvwatch: nothing in {path} was recognised as a {args.engine} log", file=sys.stderr)
+    for note in result.damaged:
+        print(f"kvwatch: {note}", file=sys.stderr)
     if args.format == "prom":
         sys.stdout.write(prom_text(result.registry))
     elif args.format == "json":

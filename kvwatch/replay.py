@@ -21,8 +21,9 @@ from kvwatch.parsers import detect_engine, make_parser
 from kvwatch.parsers.base import ParserSettings
 from kvwatch.pipeline import TICK, Pipeline, SourceRun
 from kvwatch.report.summary import Summary
+from kvwatch.sources.forked import FramedFile
 from kvwatch.sources.framing import Framer
-from kvwatch.sources.wholefile import batches, open_log, sniff_file, source_name
+from kvwatch.sources.wholefile import sniff_file, source_name
 
 MAX_LINE = 1 << 20
 
@@ -45,6 +46,7 @@ class ReplayResult:
     summary: Summary
     alerts: list[Alert] = field(default_factory=list)
     unrecognised: list[str] = field(default_factory=list)
+    damaged: list[str] = field(default_factory=list)  # "path: what was wrong" for damaged gzip files
 
 
 def plan(paths: Sequence[str], engine: str, source: str | None) -> list[ReplayInput]:
@@ -59,11 +61,13 @@ def plan(paths: Sequence[str], engine: str, source: str | None) -> list[ReplayIn
     return inputs
 
 
-def _events(item: ReplayInput, run: SourceRun, framer: Framer) -> Iterator[list[Event]]:
-    with open_log(item.path) as stream:
-        for group in batches(stream, framer, MAX_LINE):
-            yield run.take_many(group)
-    run.counts.truncated += framer.truncated
+def _events(item: ReplayInput, run: SourceRun, framer: Framer, damaged: list[str]) -> Iterator[list[Event]]:
+    framed = FramedFile(item.path, framer, MAX_LINE)
+    for group in framed.batches():
+        yield run.take_many(group)
+    run.counts.truncated += framed.truncated
+    if framed.damage is not None:
+        damaged.append(f"{item.path}: {framed.damage}")
     yield run.parser.flush()
 
 
@@ -79,13 +83,14 @@ def replay(
     summary = Summary()
     pipeline = Pipeline(metrics, settings=detectors, observers=[summary.observe], tick_every=tick_every)
     streams = []
+    damaged: list[str] = []
     for item in inputs:
         framing, _ = sniff_file(item.path)
         parser = make_parser(item.engine, item.source, settings)
         run = SourceRun(item.source, parser, metrics.sources.of(item.source))
         summary.declare(item.source, item.engine, framing, run.counts)
         framer = Framer(item.source, framing, parser.markers, MAX_LINE)
-        streams.append(_events(item, run, framer))
+        streams.append(_events(item, run, framer, damaged))
     alerts: list[Alert] = []
     groups: Iterable[list[Event]] = streams[0]
     if len(streams) > 1:
@@ -99,4 +104,4 @@ def replay(
     if pipeline.last_time is not None:
         alerts.extend(pipeline.tick(pipeline.last_time))
     unrecognised = [item.path for item in inputs if summary.counts[item.source].recognized == 0]
-    return ReplayResult(registry, metrics, summary, alerts, unrecognised)
+    return ReplayResult(registry, metrics, summary, alerts, unrecognised, damaged)

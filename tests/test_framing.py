@@ -245,3 +245,13 @@ def test_json_file_finds_markers_that_json_escapes() -> None:
             out = framer.chunk(data)
         found = [item.text for item in out if isinstance(item, LogLine)]
         assert texts[:2] == found, framer_input
+
+
+def test_read_head_sees_the_whole_head_of_plain_and_gzip_files(tmp_path: Path) -> None:
+    """Engine detection reads 64 KiB, not the first read buffer's worth (peek stops at one buffer)."""
+    data = b"".join(f"line {i} ".encode() + b"x" * 50 + b"\n" for i in range(3000))
+    for path, raw in ((tmp_path / "a.log", data), (tmp_path / "a.log.gz", gzip.compress(data, mtime=0))):
+        path.write_bytes(raw)
+        with open_log(str(path)) as stream:
+            assert data[: wholefile.HEAD] == wholefile.read_head(stream)
+            assert data[:10] == stream.read(10)  # the head is not consumed

@@ -131,13 +131,18 @@ class Framer:
         text, stamp = whole
         yield LogLine(self.source, text, stamp) if self._wanted(text) else 1
 
+    def every_line(self, sample: bytes) -> bool:
+        """Whether every line goes to the parser (plain text where most lines hold a marker), decided
+        once, on the first sample seen."""
+        if self._scanner is not None and self._dense is None:
+            self._dense = self._scanner.dense(sample[: 256 << 10])
+        return self.framing == "plain" and (self._scanner is None or bool(self._dense))
+
     def chunk(self, data: bytes, start: int = 0, stop: int | None = None) -> list[Batch]:
         """The whole lines in data[start:stop], each ending in `\\n` (framed in place, not copied)."""
         stop = len(data) if stop is None else stop
         scanner = self._scanner
-        if scanner is not None and self._dense is None:
-            self._dense = scanner.dense(data[start : min(stop, start + (256 << 10))])
-        if self.framing == "plain" and (scanner is None or self._dense):
+        if self.every_line(data[start : min(stop, start + (256 << 10))]):
             # Nearly every line matters: decode the read once; the parser turns away the rest.
             # (`\\n` is never part of a UTF-8 sequence, so this decodes each line as feed() would.)
             texts = str(memoryview(data)[start:stop], "utf-8", "replace").split("\n")

@@ -9,6 +9,7 @@ from __future__ import annotations
 import gzip
 import io
 import re
+import zlib
 from collections.abc import Iterator
 from pathlib import Path
 from typing import BinaryIO
@@ -33,17 +34,27 @@ def source_name(path: str) -> str:
 
 def open_log(path: str) -> BinaryIO:
     """Open a file for reading, decompressing gzip (told by its magic bytes, not its name)."""
-    raw = open(path, "rb")  # noqa: SIM115 - handed to the caller, who closes it
+    # (buffered by HEAD bytes: peek() returns no more than one buffer, and read_head wants HEAD)
+    raw = io.BufferedReader(io.FileIO(path), buffer_size=HEAD)  # (the caller closes it)
     if raw.peek(2)[:2] == b"\x1f\x8b":
         return gzip.GzipFile(fileobj=raw, mode="rb")  # type: ignore[return-value]
     return raw
 
 
+#: What reading a damaged compressed file raises (cut short while being written or copied, or corrupt):
+#: the lines before the damage are replayed, then the damage is reported.
+DAMAGED = (EOFError, zlib.error, gzip.BadGzipFile)
+
+
 def read_head(stream: BinaryIO) -> bytes:
-    """The first bytes of the stream without consuming them from the caller's view."""
+    """The first bytes of the stream without consuming them from the caller's view (b"" when the
+    compressed data is damaged that early)."""
     if isinstance(stream, io.BufferedReader):
         return stream.peek(HEAD)[:HEAD]
-    head = stream.read(HEAD)
+    try:
+        head = stream.read(HEAD)
+    except DAMAGED:
+        head = b""
     stream.seek(0)
     return head
 

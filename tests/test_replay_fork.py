@@ -1,0 +1,109 @@
+"""Big files are framed in a forked child: results as inline; errors and damaged gzip reported."""
+
+from __future__ import annotations
+
+import gzip
+import multiprocessing
+from pathlib import Path
+
+import pytest
+
+from kvwatch.detectors import DetectorSettings
+from kvwatch.parsers.base import ParserSettings
+from kvwatch.replay import ReplayInput, plan, replay
+from kvwatch.report.exposition import golden_lines
+from kvwatch.sources import forked, wholefile
+from kvwatch.sources.framing import Framer
+
+SAMPLES = Path(__file__).resolve().parents[1] / "samples"
+SETTINGS = ParserSettings(now_year=2026)
+
+
+def outcome(inputs: list[ReplayInput]) -> tuple[list[str], dict[str, tuple[int, int, int, int]], list[str]]:
+    """Everything a replay reports: metrics and alerts, per-source counts, damage notes."""
+    result = replay(inputs, SETTINGS, DetectorSettings())
+    counts = {
+        name: (c.lines, c.recognized, c.errors, c.truncated) for name, c in result.summary.counts.items()
+    }
+    return golden_lines(result.registry, result.alerts), counts, result.damaged
+
+
+@pytest.fixture
+def children(monkeypatch: pytest.MonkeyPatch) -> list[str]:
+    """Every file framed in a child (threshold 0, small reads so there are many), recording which."""
+    used: list[str] = []
+    real = forked.FramedFile._from_child
+
+    def spy(self: forked.FramedFile) -> object:
+        used.append(Path(self.path).name)
+        return real(self)
+
+    monkeypatch.setattr(forked, "FORK_MIN_BYTES", 0)
+    monkeypatch.setattr(forked.FramedFile, "_from_child", spy)
+    monkeypatch.setattr(wholefile, "CHUNK", 4096)
+    return used
+
+
+def _inline(paths: list[str]) -> tuple[list[str], dict[str, tuple[int, int, int, int]], list[str]]:
+    with pytest.MonkeyPatch.context() as patch:
+        patch.setattr(forked, "FORK_MIN_BYTES", 1 << 62)
+        patch.setattr(wholefile, "CHUNK", 4096)
+        return outcome(plan(paths, "auto", None))
+
+
+def test_forked_framing_gives_the_inline_result(children: list[str], tmp_path: Path) -> None:
+    """Docker json-file, plain and gzip'd vLLM logs replayed together: identical either way."""
+    packed = tmp_path / "vllm-docker.log.1.gz"
+    packed.write_bytes(gzip.compress((SAMPLES / "vllm-docker.log").read_bytes(), mtime=0))
+    plain = tmp_path / "vllm-served.log"  # `vllm serve >> file`: stats lines among many access lines
+    access = '(APIServer pid=1) INFO:     10.0.0.7:4242 - "GET /health HTTP/1.1" 200 OK\n' * 6
+    lines = (SAMPLES / "vllm-write-only-offload.log").read_text().splitlines(keepends=True)
+    plain.write_text("".join(line + access for line in lines))
+    paths = [str(packed), str(plain)]
+    expected = _inline(paths)
+    assert expected == outcome(plan(paths, "auto", None))
+    assert ["vllm-docker.log.1.gz", "vllm-served.log"] == children
+    assert any("kvwatch_alert_firing" in line for line in expected[0])  # the comparison covers alerts
+
+
+def test_a_dense_plain_log_is_framed_inline(children: list[str]) -> None:
+    """Nearly every line of a llama.cpp -lv 4 log is parsed: pickling them all would cost more."""
+    path = str(SAMPLES / "llamacpp-healthy-two-slots.log")
+    assert _inline([path]) == outcome(plan([path], "auto", None))
+    assert [] == children
+
+
+def test_damaged_gzip_replays_what_came_before_and_says_so(children: list[str], tmp_path: Path) -> None:
+    """A .gz cut short (rotated while copied) keeps the lines before the cut, in both paths."""
+    whole = gzip.compress((SAMPLES / "vllm-docker.log").read_bytes() * 20, mtime=0)
+    cut = tmp_path / "vllm.log.2.gz"
+    cut.write_bytes(whole[: len(whole) // 2])
+    expected = _inline([str(cut)])
+    got = outcome(plan([str(cut)], "auto", None))
+    assert expected == got and ["vllm.log.2.gz"] == children
+    _, counts, damaged = got
+    assert counts["vllm"][0] > 1000
+    assert 1 == len(damaged) and "ends early or is corrupt" in damaged[0] and str(cut) in damaged[0]
+
+
+def test_an_error_in_the_child_is_raised_in_the_parent(
+    children: list[str], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The child's failure is the replay's failure, not a silent short result."""
+
+    def broken(*_: object) -> object:
+        raise PermissionError(13, "Permission denied", "vllm.log")
+
+    monkeypatch.setattr(forked, "batches", broken)  # the forked child inherits this
+    with pytest.raises(PermissionError):
+        outcome(plan([str(SAMPLES / "vllm-docker.log")], "vllm", None))
+
+
+def test_stopping_early_ends_the_child(children: list[str]) -> None:
+    """A parent that stops reading (an error downstream) leaves no framing process behind."""
+    path = str(SAMPLES / "vllm-docker.log")
+    framed = forked.FramedFile(path, Framer("vllm", "docker-json", ("throughput:",), 1 << 20), 1 << 20)
+    reads = framed.batches()
+    next(reads)
+    reads.close()
+    assert [] == [p for p in multiprocessing.active_children() if p.name == "kvwatch-framer"]
