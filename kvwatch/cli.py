@@ -257,7 +257,11 @@ def main(argv: Sequence[str] | None = None) -> int:
     args = build_parser().parse_args(argv)
     try:
         if args.command == "replay":
-            return cmd_replay(args)
+            try:
+                return cmd_replay(args)
+            except KeyboardInterrupt:  # Ctrl-C on a long replay: no traceback, the shell's status
+                print("kvwatch: interrupted", file=sys.stderr)
+                return 130
         commands = {
             "run": cmd_run,
             "demo": cmd_demo,

@@ -4,6 +4,11 @@ from __future__ import annotations
 
 import gzip
 import multiprocessing
+import os
+import signal
+import subprocess
+import sys
+import time
 from pathlib import Path
 
 import pytest
@@ -107,3 +112,40 @@ def test_stopping_early_ends_the_child(children: list[str]) -> None:
     next(reads)
     reads.close()
     assert [] == [p for p in multiprocessing.active_children() if p.name == "kvwatch-framer"]
+
+
+def _children_of(pid: int) -> list[int]:
+    """Live child processes of pid (from /proc)."""
+    found = []
+    for entry in Path("/proc").iterdir():
+        if entry.name.isdigit():
+            try:
+                fields = (entry / "stat").read_text().rsplit(")", 1)[1].split()
+            except OSError:
+                continue
+            if int(fields[1]) == pid and fields[0] != "Z":
+                found.append(int(entry.name))
+    return found
+
+
+def test_ctrl_c_ends_replay_and_its_child_quietly(tmp_path: Path) -> None:
+    """Ctrl-C (SIGINT to the process group) on a big replay: exit 130, one line, no process left."""
+    big = tmp_path / "vllm-big.log"
+    block = (SAMPLES / "vllm-docker.log").read_bytes()
+    with big.open("wb") as out:
+        for _ in range(forked.FORK_MIN_BYTES // len(block) * 3):
+            out.write(block)
+    proc = subprocess.Popen(
+        [sys.executable, "-m", "kvwatch", "replay", "--format", "prom", str(big)],
+        stdout=subprocess.DEVNULL,
+        stderr=subprocess.PIPE,
+        start_new_session=True,
+    )
+    deadline = time.monotonic() + 30
+    while not _children_of(proc.pid):  # the framing child is up: the replay is under way
+        assert proc.poll() is None and time.monotonic() < deadline, "no framing child seen"
+    child = _children_of(proc.pid)[0]
+    os.killpg(proc.pid, signal.SIGINT)
+    _, err = proc.communicate(timeout=30)
+    assert (130, b"kvwatch: interrupted\n") == (proc.returncode, err)
+    assert not Path(f"/proc/{child}").exists() or "Z" in Path(f"/proc/{child}/stat").read_text()

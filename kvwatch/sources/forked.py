@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import multiprocessing
 import os
+import signal
 import sys
 from collections.abc import Iterator
 from multiprocessing.connection import Connection
@@ -38,6 +39,9 @@ def _damage(err: Exception) -> str:
 def _child(path: str, framer: Framer, max_line: int, out: Connection) -> None:
     """Frame the whole file into the pipe: ("batches", items)*, then ("end", (truncated, damage)) or
     ("error", exc)."""
+    # Ctrl-C reaches the whole process group: the parent stops and kills this child, which need not
+    # print a traceback of its own.
+    signal.signal(signal.SIGINT, signal.SIG_IGN)
     try:
         damage = None
         try:
