@@ -14,7 +14,7 @@ from kvwatch.detectors import DetectorSettings, detect_all
 from kvwatch.metrics import Metrics, SourceCounts
 from kvwatch.metrics.derived import AlertCollector, PinnedCollector
 from kvwatch.model import Alert, Event, LogLine
-from kvwatch.parsers.base import BlockResult, ParseError, Parser
+from kvwatch.parsers.base import BlockResult, ParseError, Parser, tally
 from kvwatch.sources.framing import Batch, Block, Malformed
 from kvwatch.sources.scanner import LineFilter
 from kvwatch.window import Windows
@@ -60,19 +60,10 @@ class SourceRun:
         if block is not None:
             events, recognized, errors = block(texts)
         else:
-            parse, source = self.parser.parse, self.source
-            events = []
-            recognized = errors = 0
-            for text in texts:
-                result = parse(LogLine(source, text, None))
-                if result is None:
-                    continue
-                if isinstance(result, list):
-                    recognized += 1
-                    if result:
-                        events += result
-                else:
-                    errors += 1
+            source = self.source
+            events, recognized, errors = tally(
+                map(self.parser.parse, [LogLine(source, t, None) for t in texts])
+            )
         counts = self.counts
         counts.lines += len(texts)
         counts.recognized += recognized

@@ -7,6 +7,7 @@ the clock: times come from the lines, from the transport, or from the settings.
 
 from __future__ import annotations
 
+from collections.abc import Iterable
 from dataclasses import dataclass
 from typing import NamedTuple, Protocol
 
@@ -33,6 +34,22 @@ class BlockResult(NamedTuple):
     events: list[Event]
     recognized: int
     errors: int
+
+
+def tally(results: Iterable[ParseResult]) -> BlockResult:
+    """Parse results of many lines added up: their events in order, lines recognised, lines in error."""
+    events: list[Event] = []
+    recognized = errors = 0
+    for result in results:
+        if result is None:
+            continue
+        if isinstance(result, list):
+            recognized += 1
+            if result:
+                events += result
+        else:
+            errors += 1
+    return BlockResult(events, recognized, errors)
 
 
 @dataclass(frozen=True, slots=True)

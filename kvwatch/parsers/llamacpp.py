@@ -27,10 +27,11 @@ mode (`[port] ` prefix): each child process is a stream of its own, with its own
 from __future__ import annotations
 
 import re
+from itertools import repeat
 
 from kvwatch.model import Event, LogLine, ServerRestart
 from kvwatch.parsers import llamacpp_lines as ln
-from kvwatch.parsers.base import BlockResult, ParseError, ParseResult, ParserSettings
+from kvwatch.parsers.base import BlockResult, ParseError, ParseResult, ParserSettings, tally
 from kvwatch.parsers.clock import YearlessClock
 from kvwatch.parsers.llamacpp_slots import Stream
 
@@ -73,36 +74,21 @@ class LlamacppParser:
 
     def parse(self, line: LogLine) -> ParseResult:
         """The events of one line; [] for a recognised line with none; None for a foreign line."""
-        text = line.text
+        return self._read(line.text, line)
+
+    def parse_block(self, texts: list[str]) -> BlockResult:
+        """`parse` over many lines of a plain file (no transport time), without a LogLine per line."""
+        # A -lv 4 log is nearly all plain slot/srv lines: this is the replay's inner loop.
+        return tally(map(self._read, texts, repeat(None)))
+
+    def _read(self, text: str, line: LogLine | None) -> ParseResult:
+        """parse() of a line's text; `line` (made here when None) only for the general path."""
         match = ln.PLAIN.match(text)
         if match is not None and "\x1b" not in text and text[-1] != "\r":
             result = self._plain(text, match)
             if result is not _SLOW:
                 return result
-        return self._parse_lines(line)
-
-    def parse_block(self, texts: list[str]) -> BlockResult:
-        """`parse` over many lines of a plain file (no transport time), with the loop's lookups hoisted."""
-        # A -lv 4 log is nearly all plain slot/srv lines: this loop is the replay's inner loop.
-        events: list[Event] = []
-        recognized = errors = 0
-        match_plain, plain, general, source = ln.PLAIN.match, self._plain, self._parse_lines, self.source
-        for text in texts:
-            match = match_plain(text)
-            result: ParseResult = _SLOW
-            if match is not None and "\x1b" not in text and text[-1] != "\r":
-                result = plain(text, match)
-            if result is _SLOW:
-                result = general(LogLine(source, text, None))
-            if result is None:
-                continue
-            if isinstance(result, list):
-                recognized += 1
-                if result:
-                    events += result
-            else:
-                errors += 1
-        return BlockResult(events, recognized, errors)
+        return self._parse_lines(line or LogLine(self.source, text, None))
 
     def _plain(self, text: str, match: re.Match[str]) -> ParseResult:
         """What `_parse_one` does with a plain slot or srv line (the bulk of a `-lv 4` log), else _SLOW."""
