@@ -43,6 +43,9 @@ class Block:
 
 Batch = int | LogLine | Malformed | Block
 
+#: How much of the first read decides whether a plain file is dense (see Framer.every_line).
+SAMPLE = 256 << 10
+
 # json-file: a complete entry's log value ends in an escaped newline right before the stream key. An
 # escaped backslash before `n` would fake it, so such chunks take the exact, per-line path.
 _COMPLETE = b'\\n","stream":"'
@@ -131,18 +134,19 @@ class Framer:
         text, stamp = whole
         yield LogLine(self.source, text, stamp) if self._wanted(text) else 1
 
-    def every_line(self, sample: bytes) -> bool:
+    def every_line(self, data: bytes, start: int = 0, stop: int | None = None) -> bool:
         """Whether every line goes to the parser (plain text where most lines hold a marker), decided
-        once, on the first sample seen."""
+        once, on the first SAMPLE bytes of data[start:stop] seen."""
         if self._scanner is not None and self._dense is None:
-            self._dense = self._scanner.dense(sample[: 256 << 10])
+            end = start + SAMPLE if stop is None else min(stop, start + SAMPLE)
+            self._dense = self._scanner.dense(data[start:end])
         return self.framing == "plain" and (self._scanner is None or bool(self._dense))
 
     def chunk(self, data: bytes, start: int = 0, stop: int | None = None) -> list[Batch]:
         """The whole lines in data[start:stop], each ending in `\\n` (framed in place, not copied)."""
         stop = len(data) if stop is None else stop
         scanner = self._scanner
-        if self.every_line(data[start : min(stop, start + (256 << 10))]):
+        if self.every_line(data, start, stop):
             # Nearly every line matters: decode the read once; the parser turns away the rest.
             # (`\\n` is never part of a UTF-8 sequence, so this decodes each line as feed() would.)
             texts = str(memoryview(data)[start:stop], "utf-8", "replace").split("\n")
