@@ -8,7 +8,7 @@ every `tick_every` seconds of log time and once at the end, as the daemon's sche
 from __future__ import annotations
 
 import heapq
-from collections.abc import Iterable, Iterator, Sequence
+from collections.abc import Generator, Iterable, Iterator, Sequence
 from dataclasses import dataclass, field
 from itertools import chain
 
@@ -21,11 +21,14 @@ from kvwatch.parsers import detect_engine, make_parser
 from kvwatch.parsers.base import ParserSettings
 from kvwatch.pipeline import TICK, Pipeline, SourceRun
 from kvwatch.report.summary import Summary
-from kvwatch.sources.forked import FramedFile
+from kvwatch.sources.forked import FramedFile, in_child
 from kvwatch.sources.framing import Framer
 from kvwatch.sources.wholefile import sniff_file, source_name
 
 MAX_LINE = 1 << 20
+
+#: What parsing a file came to: (lines, recognized, errors), lines truncated, damage (see FramedFile).
+_Outcome = tuple[tuple[int, int, int], int, str | None]
 
 
 @dataclass
@@ -63,12 +66,23 @@ def plan(paths: Sequence[str], engine: str, source: str | None) -> list[ReplayIn
 
 def _events(item: ReplayInput, run: SourceRun, framer: Framer, damaged: list[str]) -> Iterator[list[Event]]:
     framed = FramedFile(item.path, framer, MAX_LINE)
+    work = _parsed(framed, run)
+    if framed.parse_ahead:  # the child frames and parses; here only its events and counts arrive
+        work = in_child(lambda: _parsed(framed, run), "kvwatch-parser")
+    counts, truncated, damage = yield from work
+    run.counts.lines, run.counts.recognized, run.counts.errors = counts
+    run.counts.truncated += truncated
+    if damage is not None:
+        damaged.append(f"{item.path}: {damage}")
+
+
+def _parsed(framed: FramedFile, run: SourceRun) -> Generator[list[Event], None, _Outcome]:
+    """One file's events per read, then the parser's flush; returns the line counts."""
     for group in framed.batches():
         yield run.take_many(group)
-    run.counts.truncated += framed.truncated
-    if framed.damage is not None:
-        damaged.append(f"{item.path}: {framed.damage}")
     yield run.parser.flush()
+    counts = run.counts
+    return (counts.lines, counts.recognized, counts.errors), framed.truncated, framed.damage
 
 
 def replay(

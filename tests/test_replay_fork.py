@@ -1,4 +1,5 @@
-"""Big files are framed in a forked child: results as inline; errors and damaged gzip reported."""
+"""Big files are framed (dense ones also parsed) in a forked child: results as inline; errors and
+damaged gzip reported."""
 
 from __future__ import annotations
 
@@ -9,10 +10,12 @@ import signal
 import subprocess
 import sys
 import time
+from collections.abc import Callable, Generator
 from pathlib import Path
 
 import pytest
 
+from kvwatch import replay as replay_module
 from kvwatch.detectors import DetectorSettings
 from kvwatch.parsers.base import ParserSettings
 from kvwatch.replay import ReplayInput, plan, replay
@@ -35,16 +38,21 @@ def outcome(inputs: list[ReplayInput]) -> tuple[list[str], dict[str, tuple[int, 
 
 @pytest.fixture
 def children(monkeypatch: pytest.MonkeyPatch) -> list[str]:
-    """Every file framed in a child (threshold 0, small reads so there are many), recording which."""
+    """Every file worked on in a child (threshold 0, small reads so there are many), recording which
+    and what for: `framer NAME` or `parser NAME`."""
     used: list[str] = []
-    real = forked.FramedFile._from_child
+    real = forked.in_child
 
-    def spy(self: forked.FramedFile) -> object:
-        used.append(Path(self.path).name)
-        return real(self)
+    def spy(work: Callable[[], Generator[object, None, object]], name: str) -> object:
+        framed = getattr(work, "__self__", None)  # FramedFile._framed, or replay's closure over one
+        if framed is None:
+            framed = next(c.cell_contents for c in work.__closure__ or () if hasattr(c.cell_contents, "path"))
+        used.append(f"{name.removeprefix('kvwatch-')} {Path(framed.path).name}")
+        return real(work, name)
 
     monkeypatch.setattr(forked, "FORK_MIN_BYTES", 0)
-    monkeypatch.setattr(forked.FramedFile, "_from_child", spy)
+    monkeypatch.setattr(forked, "in_child", spy)
+    monkeypatch.setattr(replay_module, "in_child", spy)
     monkeypatch.setattr(wholefile, "CHUNK", 4096)
     return used
 
@@ -67,15 +75,26 @@ def test_forked_framing_gives_the_inline_result(children: list[str], tmp_path: P
     paths = [str(packed), str(plain)]
     expected = _inline(paths)
     assert expected == outcome(plan(paths, "auto", None))
-    assert ["vllm-docker.log.1.gz", "vllm-served.log"] == children
+    assert ["framer vllm-docker.log.1.gz", "framer vllm-served.log"] == children
     assert any("kvwatch_alert_firing" in line for line in expected[0])  # the comparison covers alerts
 
 
-def test_a_dense_plain_log_is_framed_inline(children: list[str]) -> None:
-    """Nearly every line of a llama.cpp -lv 4 log is parsed: pickling them all would cost more."""
-    path = str(SAMPLES / "llamacpp-healthy-two-slots.log")
-    assert _inline([path]) == outcome(plan([path], "auto", None))
-    assert [] == children
+def test_a_dense_plain_log_is_framed_and_parsed_in_a_child(children: list[str], tmp_path: Path) -> None:
+    """Nearly every line of a llama.cpp -lv 4 log is parsed: the child parses too and sends events
+    (pickling every line would cost more than parsing it). Together with a sparse file, and with a
+    restart and a request cut off at the end of the file, the results are the inline ones."""
+    healthy = (SAMPLES / "llamacpp-healthy-two-slots.log").read_text()
+    restarted = tmp_path / "llamacpp-restarted.log"  # a second server run: its clock starts again
+    restarted.write_text(healthy + (SAMPLES / "llamacpp-swa-checkpoints.log").read_text())
+    cut = tmp_path / "llamacpp-cut.log"  # ends inside a request: flush() drops it, in the child too
+    lines = healthy.splitlines(keepends=True)
+    cut.write_text("".join(lines[: len(lines) * 2 // 3]))
+    paths = [str(SAMPLES / "llamacpp-jsonl.log"), str(restarted), str(cut), str(SAMPLES / "vllm-docker.log")]
+    expected = _inline(paths)
+    assert expected == outcome(plan(paths, "auto", None))
+    names = [Path(p).name for p in paths]
+    assert [f"parser {n}" for n in names[:3]] + [f"framer {names[3]}"] == children
+    assert all(counts[1] > 0 for counts in expected[1].values())
 
 
 def test_damaged_gzip_replays_what_came_before_and_says_so(children: list[str], tmp_path: Path) -> None:
@@ -85,10 +104,18 @@ def test_damaged_gzip_replays_what_came_before_and_says_so(children: list[str], 
     cut.write_bytes(whole[: len(whole) // 2])
     expected = _inline([str(cut)])
     got = outcome(plan([str(cut)], "auto", None))
-    assert expected == got and ["vllm.log.2.gz"] == children
+    assert expected == got and ["framer vllm.log.2.gz"] == children
     _, counts, damaged = got
     assert counts["vllm"][0] > 1000
     assert 1 == len(damaged) and "ends early or is corrupt" in damaged[0] and str(cut) in damaged[0]
+    # a dense log is parsed in the child: its counts and the damage note come back from there
+    whole = gzip.compress((SAMPLES / "llamacpp-healthy-two-slots.log").read_bytes() * 20, mtime=0)
+    llama = tmp_path / "llama.log.1.gz"
+    llama.write_bytes(whole[: len(whole) // 2])
+    expected = _inline([str(llama)])
+    assert expected == outcome(plan([str(llama)], "auto", None))
+    assert ["framer vllm.log.2.gz", "parser llama.log.1.gz"] == children
+    assert expected[1]["llama"][1] > 100 and str(llama) in expected[2][0]
 
 
 def test_an_error_in_the_child_is_raised_in_the_parent(

@@ -1,9 +1,13 @@
-"""The llama.cpp request metrics: counters and histograms fed by `LlamaRequest`, label `source`."""
+"""The llama.cpp request metrics: counters and histograms fed by `LlamaRequest`, label `source`.
+
+Plain-float families (metrics.families): a -lv 4 replay applies tens of thousands of requests.
+"""
 
 from __future__ import annotations
 
-from prometheus_client import CollectorRegistry, Counter, Histogram
+from prometheus_client import CollectorRegistry
 
+from kvwatch.metrics.families import Family, HistogramFamily
 from kvwatch.model import LlamaRequest
 
 # Ratios: fine steps at the bottom, where a broken prefix lives (the incident reused 21 of ~24k
@@ -18,11 +22,11 @@ class LlamacppMetrics:
     """Owns every kvwatch_llamacpp_* metric; `apply` folds one request record into them."""
 
     def __init__(self, registry: CollectorRegistry) -> None:
-        def counter(name: str, doc: str) -> Counter:
-            return Counter(name, doc, ["source"], registry=registry)
+        def counter(name: str, doc: str) -> Family:
+            return Family(name, doc, "counter", ("source",), registry)
 
-        def histogram(name: str, doc: str, buckets: tuple[float, ...]) -> Histogram:
-            return Histogram(name, doc, ["source"], buckets=buckets, registry=registry)
+        def histogram(name: str, doc: str, buckets: tuple[float, ...]) -> HistogramFamily:
+            return HistogramFamily(name, doc, ("source",), buckets, registry)
 
         self.requests = counter(
             "kvwatch_llamacpp_requests", "llama.cpp requests completed (one per stop processing)."
@@ -66,40 +70,38 @@ class LlamacppMetrics:
             "Time spent evaluating the uncached part of each prompt (prefill), seconds.",
             SECONDS_BUCKETS,
         )
-        self._series: dict[str, _Series] = {}
+        self._counters = (
+            self.requests,
+            self.prompt_tokens,
+            self.reused_tokens,
+            self.full_reprocess,
+            self.checkpoint_restores,
+            self.lru_selections,
+        )
+        self._histograms = (self.similarity, self.keep, self.reuse, self.eval_seconds)
 
     def apply(self, event: LlamaRequest) -> None:
         """Count one finished request; every series of its source exists from the first one."""
-        series = self._series.get(event.source)
-        if series is None:
-            series = self._series[event.source] = _Series(self, event.source)
-        series.requests.inc()
-        series.prompt_tokens.inc(event.prompt_tokens or 0)
-        series.reused_tokens.inc(event.reused_tokens or 0)
-        series.full_reprocess.inc(1 if event.full_reprocess else 0)
-        series.checkpoint_restores.inc(event.checkpoint_restores)
-        series.lru_selections.inc(1 if event.selection == "lru" else 0)
+        labels = (event.source,)
+        if labels not in self.requests.series:
+            for family in self._counters:
+                family.inc(labels, 0)
+            for histogram in self._histograms:
+                histogram.labels(labels)
+        self.requests.inc(labels, 1)
+        self.prompt_tokens.inc(labels, event.prompt_tokens or 0)
+        self.reused_tokens.inc(labels, event.reused_tokens or 0)
+        if event.full_reprocess:
+            self.full_reprocess.inc(labels, 1)
+        if event.checkpoint_restores:
+            self.checkpoint_restores.inc(labels, event.checkpoint_restores)
+        if event.selection == "lru":
+            self.lru_selections.inc(labels, 1)
         if event.sim_best is not None:
-            series.similarity.observe(event.sim_best)
+            self.similarity.observe(labels, event.sim_best)
         if event.f_keep is not None:
-            series.keep.observe(event.f_keep)
+            self.keep.observe(labels, event.f_keep)
         if event.prompt_tokens and event.reused_tokens is not None:
-            series.reuse.observe(min(1.0, event.reused_tokens / event.prompt_tokens))
+            self.reuse.observe(labels, min(1.0, event.reused_tokens / event.prompt_tokens))
         if event.prompt_eval_seconds is not None:
-            series.eval_seconds.observe(event.prompt_eval_seconds)
-
-
-class _Series:
-    """One source's children of every metric: `labels()` takes a lock and a dict walk per call."""
-
-    def __init__(self, metrics: LlamacppMetrics, source: str) -> None:
-        self.requests = metrics.requests.labels(source)
-        self.prompt_tokens = metrics.prompt_tokens.labels(source)
-        self.reused_tokens = metrics.reused_tokens.labels(source)
-        self.full_reprocess = metrics.full_reprocess.labels(source)
-        self.checkpoint_restores = metrics.checkpoint_restores.labels(source)
-        self.lru_selections = metrics.lru_selections.labels(source)
-        self.similarity = metrics.similarity.labels(source)
-        self.keep = metrics.keep.labels(source)
-        self.reuse = metrics.reuse.labels(source)
-        self.eval_seconds = metrics.eval_seconds.labels(source)
+            self.eval_seconds.observe(labels, event.prompt_eval_seconds)

@@ -1,11 +1,13 @@
-"""Framing a large file in a forked child, so reading, gunzipping, searching and decoding overlap parsing.
+"""Work on a large file in a forked child, so reading and framing (or parsing too) overlap the rest.
 
-Replay is two sequential stages: framing (read, find the marker lines, decode their entries, count the
-rest) and parsing plus metrics and detectors. Parsing is one timeline and stays in one process, but
-framing needs nothing from it, so for a big file a forked child frames while the parent parses, on a
-second core. The child sends each read's batches in order through a pipe (a LogLine as a plain
-(text, time) pair, the rest as they are); the parent sees exactly the batches `batches()` would give,
-so the results are the same, only sooner. Small files, and platforms without fork, frame inline.
+Replay is sequential stages: framing (read, find the marker lines, decode their entries, count the
+rest), parsing, then metrics and detectors. Parsing is one timeline per source and the rest one for
+all of them, but neither needs the stage before it to be in the same process: `in_child` runs a
+generator in a forked child and yields its items, in order, through a pipe. A big file is framed in a
+child while the parent parses (`FramedFile`); a big dense file (llama.cpp -lv 4, where every line is
+parsed and few make an event) is framed and parsed in a child while the parent runs metrics and
+detectors (`FramedFile.parse_ahead`, see replay). The parent sees exactly what the inline path gives,
+so the results are the same, only sooner. Small files, and platforms without fork, stay inline.
 """
 
 from __future__ import annotations
@@ -14,18 +16,22 @@ import multiprocessing
 import os
 import signal
 import sys
-from collections.abc import Iterator
+from collections.abc import Callable, Generator, Iterator
 from multiprocessing.connection import Connection
+from typing import Any, TypeVar
 
 from kvwatch.model import LogLine
 from kvwatch.sources.framing import Batch, Framer
 from kvwatch.sources.wholefile import DAMAGED, batches, open_log, read_head
 
-#: Files smaller than this frame inline: a fork and a pipe cost more than they save.
+#: Files smaller than this stay inline: a fork and a pipe cost more than they save.
 FORK_MIN_BYTES = 32 << 20
 
 #: What crosses the pipe for one Batch: a LogLine travels as (text, time).
 Wire = int | tuple[str, float | None] | Batch
+
+Item = TypeVar("Item")
+Result = TypeVar("Result")
 
 
 def _to_wire(group: list[Batch]) -> list[Wire]:
@@ -36,25 +42,54 @@ def _damage(err: Exception) -> str:
     return f"the compressed data ends early or is corrupt ({err}); replayed the lines before it"
 
 
-def _child(path: str, framer: Framer, max_line: int, out: Connection) -> None:
-    """Frame the whole file into the pipe: ("batches", items)*, then ("end", (truncated, damage)) or
-    ("error", exc)."""
+def _child(work: Callable[[], Generator[Any, None, Any]], out: Connection) -> None:
+    """Run `work` into the pipe: ("item", item)*, then ("end", its return value) or ("error", exc)."""
     # Ctrl-C reaches the whole process group: the parent stops and kills this child, which need not
     # print a traceback of its own.
     signal.signal(signal.SIGINT, signal.SIG_IGN)
     try:
-        damage = None
-        try:
-            with open_log(path) as stream:
-                for group in batches(stream, framer, max_line):
-                    out.send(("batches", _to_wire(group)))
-        except DAMAGED as err:
-            damage = _damage(err)
-        out.send(("end", (framer.truncated, damage)))
+        items = work()
+        while True:
+            try:
+                item = next(items)
+            except StopIteration as stop:
+                out.send(("end", stop.value))
+                return
+            out.send(("item", item))
     except Exception as err:  # the parent raises it as its own
         out.send(("error", err))
     finally:
         out.close()
+
+
+def in_child(work: Callable[[], Generator[Item, None, Result]], name: str) -> Generator[Item, None, Result]:
+    """The items of `work()` made in a forked child, in order; then its return value.
+
+    Items and the result are pickled; an exception in the child is raised here. A parent that stops
+    early (closes this generator) kills the child.
+    """
+    context = multiprocessing.get_context("fork")
+    receive, send = context.Pipe(duplex=False)
+    child = context.Process(target=_child, args=(work, send), name=name, daemon=True)
+    child.start()
+    send.close()  # the parent's copy: the child's end alone keeps the pipe open
+    try:
+        while True:
+            try:
+                kind, payload = receive.recv()
+            except EOFError:
+                raise RuntimeError(f"{name}: the child process ended without a result") from None
+            if kind == "item":
+                yield payload
+            elif kind == "end":
+                return payload  # type: ignore[no-any-return]
+            else:
+                raise payload
+    finally:
+        receive.close()
+        if child.is_alive():
+            child.kill()  # the parent stopped early (an error downstream): nothing more is wanted
+        child.join()
 
 
 class FramedFile:
@@ -65,6 +100,16 @@ class FramedFile:
         self.path, self.framer, self.max_line = path, framer, max_line
         self.truncated = 0
         self.damage: str | None = None
+        self._dense: bool | None = None
+
+    @property
+    def parse_ahead(self) -> bool:
+        """Whether the caller should frame and parse this file in a child (`in_child`): a big dense log.
+
+        Every line of it goes to the parser and few make an event, so the events cross the pipe
+        cheaply where lines would not; `batches()` then frames inline (in that child).
+        """
+        return _forkable(self.path) and self._every_line()
 
     def batches(self) -> Iterator[list[Batch]]:
         """The batches of each read, in order (read inline or from the child)."""
@@ -81,39 +126,33 @@ class FramedFile:
     def _every_line(self) -> bool:
         # A dense plain log (llama.cpp -lv 4) hands every line to the parser: framing is a decode and a
         # split, cheaper than pickling every line through the pipe.
-        with open_log(self.path) as stream:
-            return self.framer.every_line(read_head(stream))
+        if self._dense is None:
+            with open_log(self.path) as stream:
+                self._dense = self.framer.every_line(read_head(stream))
+        return self._dense
 
     def _from_child(self) -> Iterator[list[Batch]]:
-        context = multiprocessing.get_context("fork")
-        receive, send = context.Pipe(duplex=False)
-        child = context.Process(
-            target=_child,
-            args=(self.path, self.framer, self.max_line, send),
-            name="kvwatch-framer",
-            daemon=True,
-        )
-        child.start()
-        send.close()  # the parent's copy: the child's end alone keeps the pipe open
         source = self.framer.source
+        framed = in_child(self._framed, "kvwatch-framer")
         try:
             while True:
-                try:
-                    kind, payload = receive.recv()
-                except EOFError:
-                    raise RuntimeError(f"{self.path}: the framing process ended without a result") from None
-                if kind == "batches":
-                    yield [LogLine(source, *item) if type(item) is tuple else item for item in payload]
-                elif kind == "end":
-                    self.truncated, self.damage = payload
-                    return
-                else:
-                    raise payload
+                wire = next(framed)
+                yield [LogLine(source, *item) if isinstance(item, tuple) else item for item in wire]
+        except StopIteration as end:
+            self.truncated, self.damage = end.value
         finally:
-            receive.close()
-            if child.is_alive():
-                child.kill()  # the parent stopped early (an error downstream): nothing more is wanted
-            child.join()
+            framed.close()
+
+    def _framed(self) -> Generator[list[Wire], None, tuple[int, str | None]]:
+        """(In the child) each read's batches as they cross the pipe; then (truncated, damage)."""
+        damage = None
+        try:
+            with open_log(self.path) as stream:
+                for group in batches(stream, self.framer, self.max_line):
+                    yield _to_wire(group)
+        except DAMAGED as err:
+            damage = _damage(err)
+        return self.framer.truncated, damage
 
 
 def _forkable(path: str) -> bool:
