@@ -27,13 +27,12 @@ mode (`[port] ` prefix): each child process is a stream of its own, with its own
 from __future__ import annotations
 
 import re
-from itertools import repeat
 
 from kvwatch.model import Event, LogLine, ServerRestart
 from kvwatch.parsers import llamacpp_lines as ln
-from kvwatch.parsers.base import BlockResult, ParseError, ParseResult, ParserSettings, tally
+from kvwatch.parsers.base import BlockResult, ParseError, ParseResult, ParserSettings
 from kvwatch.parsers.clock import YearlessClock
-from kvwatch.parsers.llamacpp_slots import Stream
+from kvwatch.parsers.llamacpp_slots import READ, Request, Stream
 
 #: `LlamacppParser._plain`'s answer for a line that takes the general path (compared by identity).
 _SLOW = ParseError("llamacpp: not a plain slot or srv line")
@@ -78,8 +77,103 @@ class LlamacppParser:
 
     def parse_block(self, texts: list[str]) -> BlockResult:
         """`parse` over many lines of a plain file (no transport time), without a LogLine per line."""
-        # A -lv 4 log is nearly all plain slot/srv lines: this is the replay's inner loop.
-        return tally(map(self._read, texts, repeat(None)))
+        # A -lv 4 log is nearly all plain slot/srv lines, half of them quiet: their only effect is to
+        # move the clock (progress, sampler, graph and prompt-cache lines, each a line of its slot's
+        # request in progress or of no request). This is the replay's inner loop: `_plain` and
+        # `Stream.slot` written out, quiet lines applied in place; a line it cannot prove takes the
+        # general path as in parse().
+        #
+        # The clock of quiet lines is kept as text: `last` is the stamp of the last plain line applied,
+        # and a stamp of the same width sorts as its number does, so `stamp >= last` is `_plain`'s
+        # in-order check without the arithmetic. What quiet lines do to the stream and to `_last` is
+        # done once, before any other line is applied (`_catch_up`).
+        events: list[Event] = []
+        recognized = errors = 0
+        match = ln.PLAIN.match
+        source = self.source
+        stream = self._streams.get(None)
+        last = ""  # "": the stream's clock is not known as a stamp
+        pending = False  # quiet lines since the last _catch_up
+        for text in texts:
+            found = match(text)
+            result: ParseResult = _SLOW
+            if (
+                found is not None
+                and stream is not None
+                and stream.anchor is not None
+                and "\x1b" not in text
+                and text[-1] != "\r"
+            ):
+                stamp, head, millis, micros, slot_text, task_text, msg = found.groups()
+                rel = None
+                if not (len(stamp) == len(last) and stamp >= last):
+                    if pending:
+                        pending = self._catch_up(stream, last)
+                    rel = self._rel(head, millis, micros)
+                if rel is not None and rel < stream.last_rel:
+                    pass  # the clock went back (a restart): the general path
+                elif slot_text is None or task_text is None:  # srv
+                    if not ("initializing" in text or "listening on " in text or "- found" in text):
+                        last, pending = stamp, True
+                        recognized += 1
+                        continue
+                else:
+                    msg = msg.strip()
+                    quiet = _quiet(stream, slot_text, task_text, msg)
+                    if quiet is True:
+                        last, pending = stamp, True
+                        recognized += 1
+                        continue
+                    if quiet is False:
+                        # (`_stamped` need not catch up first: this line's time is past the quiet ones')
+                        if rel is None:
+                            rel = self._rel(head, millis, micros)
+                        now = self._stamped(stream, rel)
+                        stream.timing = None
+                        last, pending = stamp, False
+                        result = stream.slot(slot_text, task_text, msg, now, source)
+                    else:  # a message its request reads (Stream.slot's checks are passed)
+                        ended = stream.update(quiet, msg)
+                        last, pending = stamp, True  # its clock is a quiet line's, unless it ends
+                        if ended is True:  # ... the request: it is emitted at this line's time
+                            pending = self._catch_up(stream, last)
+                            assert self._last is not None
+                            result = stream.finish(quiet, self._last, source)
+                        else:
+                            result = [] if ended is False else ended
+            if result is _SLOW:
+                if pending:
+                    pending = self._catch_up(stream, last)
+                result = self._parse_lines(LogLine(source, text, None))
+                stream = self._streams.get(None)
+                last = ""
+            if result is not None:
+                if isinstance(result, list):
+                    recognized += 1
+                    if result:
+                        events += result
+                else:
+                    errors += 1
+        if pending:
+            self._catch_up(stream, last)
+        return BlockResult(events, recognized, errors)
+
+    def _catch_up(self, stream: Stream | None, stamp: str) -> bool:
+        """What `_stamped` and `_plain` did for each quiet line up to the one stamped `stamp`, at once.
+
+        Their times are round(anchor + rel) for non-decreasing rel, so `_last` after all of them is
+        its value after the last one: max(_last, round(anchor + rel)). Returns False (none pending).
+        """
+        assert stream is not None
+        self._stamped(stream, self._rel(stamp[:-7], stamp[-7:-4], stamp[-3:]))
+        stream.timing = None
+        return False
+
+    def _rel(self, head: str, millis: str, micros: str) -> float:
+        """Seconds since the process started, from a plain stamp's `M.SS.`, `mmm` and `uuu`."""
+        if head != self._head:  # `M.SS.` changes about once a second: int() only then
+            self._head, self._seconds = head, int(head[:-4]) * 60 + int(head[-3:-1])
+        return self._seconds + ln.MILLIS[millis] + ln.MICROS[micros]  # as _relative adds them up
 
     def _read(self, text: str, line: LogLine | None) -> ParseResult:
         """parse() of a line's text; `line` (made here when None) only for the general path."""
@@ -93,16 +187,13 @@ class LlamacppParser:
     def _plain(self, text: str, match: re.Match[str]) -> ParseResult:
         """What `_parse_one` does with a plain slot or srv line (the bulk of a `-lv 4` log), else _SLOW."""
         # Without an Envelope and with one regex. Any line it cannot prove takes that path unchanged
-        # (a first line, a restart, a start line, a rescued prompt, non-ASCII digits) goes the general
-        # way, and nothing is changed before that is decided.
-        head, millis_text, micros_text, slot, task, msg = match.groups()
-        if head != self._head:  # `M.SS.` changes about once a second: int() only then
-            self._head, self._seconds = head, int(head[:-4]) * 60 + int(head[-3:-1])
-        millis, micros = ln.MILLIS.get(millis_text), ln.MICROS.get(micros_text)
+        # (a first line, a restart, a start line, a rescued prompt) goes the general way, and nothing
+        # is changed before that is decided.
+        _, head, millis, micros, slot, task, msg = match.groups()
         stream = self._streams.get(None)
-        if millis is None or micros is None or stream is None or stream.anchor is None:
+        if stream is None or stream.anchor is None:
             return _SLOW
-        rel = self._seconds + millis + micros  # as _relative adds them up
+        rel = self._rel(head, millis, micros)
         if rel < stream.last_rel:
             return _SLOW
         if slot is not None:  # never a RESTART line: its first word has no colon
@@ -201,6 +292,26 @@ class LlamacppParser:
             now = last
         self._last = now
         return now
+
+
+def _quiet(stream: Stream, slot_text: str, task_text: str, msg: str) -> bool | tuple[int, Request]:
+    """What a stamped-in-order slot line (its stripped message) is to `Stream.slot`: True when it
+    changes nothing but the clock; (slot, request) when it is a message of the slot's request in
+    progress that the request reads; False for anything else (Stream.slot decides)."""
+    slot, task = stream.ids.get(slot_text), stream.ids.get(task_text)
+    if slot is None or task is None or not msg or msg.startswith("selected slot by "):
+        return False  # ids first seen (Stream.slot reads and caches them), a bare timing header, a pick
+    if task < 0:
+        return True  # startup, idle-slot and sampler lines of no request
+    request = stream.requests.get(slot)
+    if request is None or request.task != task:
+        return False  # it starts a request, or is a late line of one
+    if "memory_seq_rm" in msg:
+        return slot, request
+    prefix = msg[:4]
+    if prefix not in READ or (prefix == "tota" and not request.stopped):
+        return True  # (a request reads `total time` only when `stop processing` came first)
+    return slot, request
 
 
 def _round_us(seconds: float) -> float:

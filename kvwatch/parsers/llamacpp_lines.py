@@ -33,9 +33,11 @@ RESTART = re.compile(
     r"|(?:srv +)?llama_server: +initializing"
 )
 # The bulk of a `-lv 4` log in one match: a plain line `M.SS.mmm.uuu L ` (as _REL and _LEVEL read
-# it) with a slot message (SLOT's groups) or a srv one (SRV's head; the groups are None).
+# it, in ASCII digits) with a slot message (SLOT's groups) or a srv one (SRV's head; the groups are
+# None). Groups: the stamp, its `M.SS.`, mmm and uuu, then slot, task and message.
 PLAIN = re.compile(
-    r"(\d+\.\d\d\.)(\d{3})\.(\d{3}) [IWED] (?:slot +\S*: id +(\S+) \| task (\S+) \|(.*)|srv +\S*: +)"
+    r"(([0-9]+\.[0-9][0-9]\.)([0-9]{3})\.([0-9]{3})) [IWED] "
+    r"(?:slot +\S*: id +(\S+) \| task (\S+) \|(.*)|srv +\S*: +)"
 )
 # `mmm` -> mmm / 1e3 and `uuu` -> uuu / 1e6: the very floats `_relative` computes (ASCII digits).
 MILLIS = {f"{n:03d}": n / 1e3 for n in range(1000)}

@@ -6,14 +6,14 @@ import re
 from dataclasses import dataclass, field
 from typing import Literal
 
-from kvwatch.model import LlamaRequest
+from kvwatch.model import Event, LlamaRequest
 from kvwatch.parsers import llamacpp_lines as ln
 from kvwatch.parsers.base import ParseError, ParseResult
 
 Selection = Literal["lcp", "lru", "id", "unknown"]
 
 #: How every message `_update` reads begins, but memory_seq_rm's (its own word is mid-line).
-_READ = frozenset(("new ", "kv c", "rest", "forc", "prom", "eval", "stop", "tota"))
+READ = frozenset(("new ", "kv c", "rest", "forc", "prom", "eval", "stop", "tota"))
 
 
 @dataclass(slots=True)
@@ -140,18 +140,28 @@ class Stream:
         if not msg:
             self.timing = (slot, task)
             return []
-        if msg[:4] not in _READ and "memory_seq_rm" not in msg:
+        if msg[:4] not in READ and "memory_seq_rm" not in msg:
             return []  # sampler, progress and graph lines, most of a -lv 4 log: no _update branch reads them
-        return self._apply(slot, request, msg, now, source)
+        return self.apply((slot, request), msg, now, source)
 
-    def _apply(self, slot: int, request: Request, msg: str, now: float, source: str) -> ParseResult:
-        """Update a request from one of its messages; emit it when `stop processing` ends it."""
+    def apply(self, where: tuple[int, Request], msg: str, now: float, source: str) -> ParseResult:
+        """Update a slot's request in progress from one of its messages; emit it when it ends."""
+        ended = self.update(where, msg)
+        if ended is True:
+            return self.finish(where, now, source)
+        return [] if ended is False else ended
+
+    def update(self, where: tuple[int, Request], msg: str) -> bool | ParseError:
+        """Fold a message into the slot's request in progress: True when it ends the request."""
         try:
-            if not _update(request, msg):
-                return []
+            return _update(where[1], msg)
         except ln.GarbledError as exc:
-            request.broken = True
+            where[1].broken = True
             return ParseError(f"llamacpp: {exc}")
+
+    def finish(self, where: tuple[int, Request], now: float, source: str) -> list[Event]:
+        """The slot's request ended at `now`: its record, unless it is broken or never ran."""
+        slot, request = where
         del self.requests[slot]
         self.finished[slot] = request.task
         record = None if request.broken else request.record(source, now, slot)
@@ -164,7 +174,7 @@ class Stream:
             return ParseError("llamacpp: timing line without its header")
         if not msg.startswith("total time"):
             self.timing = timing
-        return self._apply(timing[0], request, msg, now, source)
+        return self.apply((timing[0], request), msg, now, source)
 
     def _request(self, slot: int, task: int) -> Request | None:
         """The slot's request for this task, starting one (with the waiting pick) on a new task."""
