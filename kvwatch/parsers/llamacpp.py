@@ -32,7 +32,7 @@ from kvwatch.model import Event, LogLine, ServerRestart
 from kvwatch.parsers import llamacpp_lines as ln
 from kvwatch.parsers.base import BlockResult, ParseError, ParseResult, ParserSettings
 from kvwatch.parsers.clock import YearlessClock
-from kvwatch.parsers.llamacpp_slots import READ, Request, Stream
+from kvwatch.parsers.llamacpp_slots import READ, Stream
 
 #: `LlamacppParser._plain`'s answer for a line that takes the general path (compared by identity).
 _SLOW = ParseError("llamacpp: not a plain slot or srv line")
@@ -118,13 +118,31 @@ class LlamacppParser:
                         recognized += 1
                         continue
                 else:
+                    # Stream.slot's checks written out: quiet, a message its request reads, or other
                     msg = msg.strip()
-                    quiet = _quiet(stream, slot_text, task_text, msg)
-                    if quiet is True:
-                        last, pending = stamp, True
-                        recognized += 1
-                        continue
-                    if quiet is False:
+                    slot, task = stream.ids.get(slot_text), stream.ids.get(task_text)
+                    where = None
+                    if (
+                        slot is not None
+                        and task is not None
+                        and msg
+                        and not msg.startswith("selected slot by ")
+                    ):
+                        if task < 0:  # startup, idle-slot and sampler lines of no request
+                            last, pending = stamp, True
+                            recognized += 1
+                            continue
+                        request = stream.requests.get(slot)
+                        if request is not None and request.task == task:  # its request in progress
+                            if "memory_seq_rm" not in msg:
+                                prefix = msg[:4]
+                                # (a request reads `total time` only when `stop processing` came first)
+                                if prefix not in READ or (prefix == "tota" and not request.stopped):
+                                    last, pending = stamp, True
+                                    recognized += 1
+                                    continue
+                            where = slot, request
+                    if where is None:  # ids first seen, a bare timing header, a pick, a new request...
                         # (`_stamped` need not catch up first: this line's time is past the quiet ones')
                         if rel is None:
                             rel = self._rel(head, millis, micros)
@@ -132,15 +150,18 @@ class LlamacppParser:
                         stream.timing = None
                         last, pending = stamp, False
                         result = stream.slot(slot_text, task_text, msg, now, source)
-                    else:  # a message its request reads (Stream.slot's checks are passed)
-                        ended = stream.update(quiet, msg)
+                    else:
+                        ended = stream.update(where, msg)
                         last, pending = stamp, True  # its clock is a quiet line's, unless it ends
+                        if ended is False:
+                            recognized += 1
+                            continue
                         if ended is True:  # ... the request: it is emitted at this line's time
                             pending = self._catch_up(stream, last)
                             assert self._last is not None
-                            result = stream.finish(quiet, self._last, source)
+                            result = stream.finish(where, self._last, source)
                         else:
-                            result = [] if ended is False else ended
+                            result = ended
             if result is _SLOW:
                 if pending:
                     pending = self._catch_up(stream, last)
@@ -292,26 +313,6 @@ class LlamacppParser:
             now = last
         self._last = now
         return now
-
-
-def _quiet(stream: Stream, slot_text: str, task_text: str, msg: str) -> bool | tuple[int, Request]:
-    """What a stamped-in-order slot line (its stripped message) is to `Stream.slot`: True when it
-    changes nothing but the clock; (slot, request) when it is a message of the slot's request in
-    progress that the request reads; False for anything else (Stream.slot decides)."""
-    slot, task = stream.ids.get(slot_text), stream.ids.get(task_text)
-    if slot is None or task is None or not msg or msg.startswith("selected slot by "):
-        return False  # ids first seen (Stream.slot reads and caches them), a bare timing header, a pick
-    if task < 0:
-        return True  # startup, idle-slot and sampler lines of no request
-    request = stream.requests.get(slot)
-    if request is None or request.task != task:
-        return False  # it starts a request, or is a late line of one
-    if "memory_seq_rm" in msg:
-        return slot, request
-    prefix = msg[:4]
-    if prefix not in READ or (prefix == "tota" and not request.stopped):
-        return True  # (a request reads `total time` only when `stop processing` came first)
-    return slot, request
 
 
 def _round_us(seconds: float) -> float:
