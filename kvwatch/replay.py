@@ -66,9 +66,10 @@ def plan(paths: Sequence[str], engine: str, source: str | None) -> list[ReplayIn
 
 def _events(item: ReplayInput, run: SourceRun, framer: Framer, damaged: list[str]) -> Iterator[list[Event]]:
     framed = FramedFile(item.path, framer, MAX_LINE)
-    work = _parsed(framed, run)
-    if framed.parse_ahead:  # the child frames and parses; here only its events and counts arrive
+    if framed.parse_ahead:  # a child frames and parses; only its events and counts come here
         work = in_child(lambda: _parsed(framed, run), "kvwatch-parser")
+    else:
+        work = _parsed(framed, run)
     counts, truncated, damage = yield from work
     run.counts.lines, run.counts.recognized, run.counts.errors = counts
     run.counts.truncated += truncated
