@@ -7,6 +7,7 @@ Times are float seconds since the Unix epoch, UTC, taken from the logs (event ti
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import Any, Literal
 
@@ -72,7 +73,8 @@ class VllmKvTransfer:
 
     `store_bytes` / `load_bytes` are 0 when their key is missing from a line that has byte keys, and None
     when the line carries no byte counts at all (a connector that reports none: unknown, not zero).
-    `values` keeps every numeric key as printed (nested MultiConnector dicts flattened with "/").
+    `values` keeps every numeric key as printed (nested MultiConnector dicts flattened with "/"); the
+    vLLM parser's are read from the line on first use.
     """
 
     source: str
@@ -81,7 +83,7 @@ class VllmKvTransfer:
     store_bytes: int | None
     load_bytes: int | None
     lookups: int | None
-    values: dict[str, float] = field(default_factory=dict)
+    values: Mapping[str, float] = field(default_factory=dict)
 
 
 @dataclass(slots=True)

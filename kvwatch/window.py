@@ -65,11 +65,6 @@ class SourceWindow:
     derived_requests: int = 0
 
 
-def _trim(items: deque[VllmStats] | deque[VllmKvTransfer], oldest: float) -> None:
-    while items and items[0].time < oldest:
-        items.popleft()
-
-
 class Windows:
     """All sources' windows, fed with events in event-time order."""
 
@@ -96,19 +91,24 @@ class Windows:
         # The commonest events first, each with one isinstance.
         if isinstance(event, VllmStats):
             window.kind = "vllm"
-            stats = self._engine(window, event.engine).stats
+            # (_engine's call only for a new engine: these two branches run for nearly every event)
+            engine = window.engines.get(event.engine) or self._engine(window, event.engine)
+            stats = engine.stats
             stats.append(event)
             window.last_stats = event
-            if stats[0].time < event.time - self.horizon:
-                _trim(stats, event.time - self.horizon)
+            oldest = event.time - self.horizon
+            while stats and stats[0].time < oldest:  # drop what left the horizon (nearly every line)
+                stats.popleft()
         elif isinstance(event, VllmKvTransfer):
             window.kind = "vllm"
-            engine = self._engine(window, event.engine)
-            engine.kv.append(event)
+            engine = window.engines.get(event.engine) or self._engine(window, event.engine)
+            kv = engine.kv
+            kv.append(event)
             engine.store_total += event.store_bytes or 0
             engine.load_total += event.load_bytes or 0
-            if engine.kv[0].time < event.time - self.horizon:
-                _trim(engine.kv, event.time - self.horizon)
+            oldest = event.time - self.horizon
+            while kv and kv[0].time < oldest:
+                kv.popleft()
         elif isinstance(event, VllmPrefixV0):
             window.kind = "vllm"
             self._engine(window, event.engine)

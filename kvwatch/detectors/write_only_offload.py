@@ -88,8 +88,6 @@ def _cleared(eng: EngineWindow, cfg: Settings) -> bool:
 def _judge(
     source: str, engine: str, eng: EngineWindow, win: SourceWindow, *, now: float, cfg: Settings
 ) -> Finding | None:
-    if _cleared(eng, cfg):
-        return None
     busy = _last_busy(eng, cfg)
     if len(busy) < cfg.min_intervals:
         return None
@@ -145,6 +143,8 @@ def detect(windows: Windows, now: float, cfg: Settings) -> list[Finding]:
     findings = []
     for source, win in sorted(windows.sources.items()):
         for engine, eng in sorted(win.engines.items()):
+            if _cleared(eng, cfg):  # the common verdict, without _judge's call
+                continue
             finding = _judge(source, engine, eng, win, now=now, cfg=cfg)
             if finding is not None:
                 findings.append(finding)

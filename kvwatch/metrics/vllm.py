@@ -119,11 +119,17 @@ class VllmMetrics:
     def kv_transfer(self, ev: VllmKvTransfer) -> None:
         """Apply one KV Transfer line's per-interval deltas."""
         labels = (ev.source, ev.engine)
-        if ev.store_bytes is not None and ev.load_bytes is not None:
-            self.store.inc(labels, ev.store_bytes)
-            self.load.inc(labels, ev.load_bytes)
-        if ev.lookups is not None:
-            self.lookups.inc(labels, ev.lookups)
+        store, load, lookups = ev.store_bytes, ev.load_bytes, ev.lookups
+        # Family.inc written out (this runs once a line), without its check for a negative amount: the
+        # parser's byte and lookup counts never are.
+        if store is not None and load is not None:
+            series = self.store.series
+            series[labels] = series.get(labels, 0.0) + store
+            series = self.load.series
+            series[labels] = series.get(labels, 0.0) + load
+        if lookups is not None:
+            series = self.lookups.series
+            series[labels] = series.get(labels, 0.0) + lookups
 
     def spec_decoding(self, ev: VllmSpecDecoding) -> None:
         """Apply one SpecDecoding line."""

@@ -66,7 +66,9 @@ class YearlessClock:
         """resolve() of an `MM-DD HH:MM:SS` text (two digits each, as vLLM's header prints it)."""
         if transport is not None and self._tz is _UTC:
             # _near's first step, with the stamp's epoch remembered: same result, same state.
-            year = self._year_of(transport)
+            low, high, year = self._span  # (_year_of's test, without its call)
+            if not low <= transport < high:
+                year = self._year_of(transport)
             last, last_year, month, ts = self._stamp
             if stamp != last or year != last_year:
                 month = int(stamp[:2])

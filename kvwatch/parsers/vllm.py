@@ -23,8 +23,8 @@ from kvwatch.parsers import vllm_facts
 from kvwatch.parsers.base import ParseError, ParseResult, ParserSettings
 from kvwatch.parsers.clock import YearlessClock, parse_rfc3339
 from kvwatch.parsers.text import segments, strip_ansi
-from kvwatch.parsers.vllm_kv import KvPayloadError, read_kv_payload
-from kvwatch.parsers.vllm_stats import parse_common, parse_stats, parse_v0_prefix
+from kvwatch.parsers.vllm_kv import KvPayloadError, KvValues, read_kv_payload
+from kvwatch.parsers.vllm_stats import COMMON, common_stats, parse_stats, parse_v0_prefix
 
 _HEADER = re.compile(
     r"(?:DEBUG|INFO|WARNING|ERROR|CRITICAL) (\d\d)-(\d\d) (\d\d):(\d\d):(\d\d) "
@@ -38,6 +38,10 @@ _PLAIN = re.compile(
     r"\[?[^\]\s]+:\d+\] "
 )
 _KV_TAG = "KV Transfer metrics: "
+# _PLAIN's header (which can only end at the first `]` after the stamp, whatever follows it), then a
+# stats message of COMMON's shape to the end or the KV Transfer tag: the two commonest records in one
+# match. Its groups: the stamp, then COMMON's nine (None for a KV line).
+_PLAIN_COMMON = re.compile(rf"{_PLAIN.pattern}(?:{COMMON}\Z|{re.escape(_KV_TAG)})")
 _PROCESS = re.compile(r"\((\w+) pid=\d+\)")
 _ENGINE_PROC = re.compile(r"EngineCore_(?:DP)?(\d+)")
 _SPEC = re.compile(r"Accepted: (\d+) tokens, Drafted: (\d+) tokens")
@@ -71,11 +75,12 @@ class VllmParser:
     def parse(self, line: LogLine) -> ParseResult:
         """Parse one physical line (possibly several `\\r`-separated records)."""
         text = line.text
-        plain = _PLAIN.match(text)
-        if plain is not None and "\r" not in text and "\x1b" not in text:
-            fast = self._plain(plain.group(1), text[plain.end() :], line.time)
-            if fast is not None:
-                return fast
+        if "\r" not in text and "\x1b" not in text:
+            common = _PLAIN_COMMON.match(text)
+            if common is not None:
+                fast = self._common(common, line.time)
+                if fast is not None:
+                    return fast
         events: list[Event] = []
         recognised, error = False, None
         for piece in segments(line.text):
@@ -89,22 +94,29 @@ class VllmParser:
             return events
         return error
 
-    def _plain(self, stamp: str, message: str, transport: float | None) -> list[Event] | None:
-        """What _record makes of the commonest records (a V1 stats line, a flat KV Transfer line) under
-        a plain header, in fewer steps; None for anything else, which then goes the general way (where
-        the time resolves again: the clock ends up as after once)."""
-        events: ParseResult = None
-        if message.startswith("Engine "):
+    def _common(self, match: re.Match[str], transport: float | None) -> list[Event] | None:
+        """What _record makes of a line _PLAIN_COMMON matched, if a list of events; else None."""
+        # In fewer steps (a one-record line, see _PLAIN). None sends the line the general way, which
+        # finds the same again (the time resolves again there: the clock ends up as after once).
+        groups = match.groups()
+        stamp = groups[0]
+        events: ParseResult
+        if groups[1] is not None:  # COMMON's first group, the engine
             when = self._clock.resolve_stamp(stamp, transport)
-            stats = None if when is None else parse_common(self.source, when, message)
-            if stats is not None:
-                self._engine = stats.engine
-                events = [stats]
-        elif message.startswith(_KV_TAG) and "Running:" not in message:  # else _message sees stats
+            stats = None if when is None else common_stats(self.source, when, groups[1:])
+            if stats is None:
+                return None
+            self._engine = stats.engine
+            events = [stats]
+        else:
+            payload = match.string[match.end() :]
+            # _message takes it for a stats line (no `R`, found at memchr's speed, is the common answer)
+            if "R" in payload and "Running:" in payload:
+                return None
             when = self._clock.resolve_stamp(stamp, transport)
-            events = None if when is None else self._kv(message[len(_KV_TAG) :], when)
-        if not isinstance(events, list):
-            return None
+            events = None if when is None else self._kv(payload, when)
+            if not isinstance(events, list):
+                return None
         self._last_time = when
         return events
 
@@ -174,10 +186,10 @@ class VllmParser:
 
     def _kv(self, payload: str, when: float) -> ParseResult:
         try:
-            values, store, load, lookups = read_kv_payload(payload)
+            _, store, load, lookups = read_kv_payload(payload)
         except KvPayloadError as err:
             return ParseError(f"vllm KV Transfer: {err}")
-        return [VllmKvTransfer(self.source, when, self._engine, store, load, lookups, values)]
+        return [VllmKvTransfer(self.source, when, self._engine, store, load, lookups, KvValues(payload))]
 
     def _spec(self, message: str, when: float) -> ParseResult:
         match = _SPEC.search(message) or _V0_SPEC.search(message)

@@ -13,6 +13,7 @@ from __future__ import annotations
 import ast
 import math
 import re
+from collections.abc import Iterator, Mapping
 from dataclasses import dataclass
 from itertools import repeat
 
@@ -23,6 +24,7 @@ _LOOKUP_KEYS = (
     "vllm:kv_offload_lookup_async_delay_seconds_count",
 )
 _OFFLOAD = "vllm:kv_offload_"
+_SEP_OFFLOAD = ", " + _OFFLOAD
 _OPEN, _CLOSE = "([{", ")]}"
 # numpy 2 reprs its scalars as `np.float64(18.639)`; Nixl's stats dicts are full of them.
 _NUMPY_SCALAR = re.compile(r"\b(?:np|numpy)\.(?:float|int|uint)\d*\(([^()]*)\)")
@@ -131,20 +133,17 @@ def _flat(text: str) -> dict[str, float] | None:
     float() per value; None for anything else, which _flatten then reads (or rejects)."""
     if "/" in text or "(" in text or "{" in text or "[" in text or "'" in text or '"' in text:
         return None
-    items = text.split(", ")
-    # One `=` per item, no empty key, no negative value (float("-0") is -0.0 where _plain_number
-    # gives int 0); an empty item or a second `=` makes float() fail below.
-    if text.count("=") != len(items) or text.startswith("=") or ", =" in text:
-        return None
+    # No negative value (float("-0") is -0.0 where _plain_number gives int 0).
     if "-" in text and _NEGATIVE.search(text):
         return None
+    # One `=` per item: an item without one, or with a second, leaves float() a text it refuses.
     try:
-        values = {key: float(raw) for key, _, raw in map(str.partition, items, repeat("="))}
+        values = {key: float(raw) for key, _, raw in map(str.partition, text.split(", "), repeat("="))}
     except ValueError:
         return None
     # float() reads every int or float text as _plain_number then _number do; nan, inf (and an
-    # overflowing sum) are left to _flatten, which reports them.
-    return values if math.isfinite(sum(values.values())) else None
+    # overflowing sum) are left to _flatten, which reports them, and so is an empty key.
+    return values if math.isfinite(sum(values.values())) and "" not in values else None
 
 
 def _pick(values: dict[str, float], names: tuple[str, ...], tails: list[str]) -> float | None:
@@ -174,13 +173,44 @@ def read_kv_payload(text: str) -> tuple[dict[str, float], int | None, int | None
         store, load = _lookup(values, _STORE_KEYS), _lookup(values, _LOAD_KEYS)
         lookups = _lookup(values, _LOOKUP_KEYS)
         # The same test on the text: keys follow its start or `, `; no float() text holds `_to_`.
-        offload = "_to_" in text or text.startswith(_OFFLOAD) or ", " + _OFFLOAD in text
+        # (`_to_` last: its `_` is everywhere, so it is the slowest to search for.)
+        offload = text.startswith(_OFFLOAD) or _SEP_OFFLOAD in text or "_to_" in text
     return (
         values,
         int(store or 0) if offload else None,
         int(load or 0) if offload else None,
         None if lookups is None else int(lookups),
     )
+
+
+# Nothing reads an event's values yet. The dict (a dozen floats) read_kv_payload builds for a line is
+# cheap to free at once and dear when the windows drop the line an hour of log later, out of the CPU's
+# caches by then (~5% of a replay's parent): the parser's events keep the payload and read it if asked.
+class KvValues(Mapping[str, float]):
+    """KvPayload.values of a payload read_kv_payload accepted, read (again) on first use."""
+
+    __slots__ = ("_payload", "_values")
+
+    def __init__(self, payload: str) -> None:
+        self._payload = payload
+        self._values: dict[str, float] | None = None
+
+    def _read(self) -> dict[str, float]:
+        if self._values is None:
+            self._values = read_kv_payload(self._payload)[0]  # (it cannot raise: it did not before)
+        return self._values
+
+    def __getitem__(self, key: str) -> float:
+        return self._read()[key]
+
+    def __iter__(self) -> Iterator[str]:
+        return iter(self._read())
+
+    def __len__(self) -> int:
+        return len(self._read())
+
+    def __repr__(self) -> str:
+        return repr(self._read())
 
 
 def parse_kv_payload(text: str) -> KvPayload:

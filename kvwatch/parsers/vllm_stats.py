@@ -10,6 +10,7 @@ V0: `... Running: N reqs, Swapped: N reqs, Pending: N reqs, GPU KV cache usage: 
 from __future__ import annotations
 
 import re
+from typing import Any
 
 from kvwatch.model import VllmPrefixV0, VllmStats
 from kvwatch.parsers.base import ParseError
@@ -60,9 +61,10 @@ def _fields(body: str) -> dict[str, str]:
 
 
 # The same line with an `Engine NNN: ` label and plain numbers, every value read by the regex: what
-# parse_stats makes of it is then known without its general steps (see parse_common).
+# parse_stats makes of it is then known without its general steps (see common_stats). The vLLM parser
+# matches it behind the header, in one regex with it (a pattern, not compiled here).
 _NUM = r"([0-9]{1,20}(?:\.[0-9]{1,20})?)"
-_COMMON = re.compile(
+COMMON = (
     rf"Engine ([0-9]{{1,9}}): Avg prompt throughput: {_NUM} tokens/s, Avg generation throughput: {_NUM} "
     r"tokens/s, Running: ([0-9]{1,12}) reqs, Waiting: ([0-9]{1,12}) reqs(?:, Preemptions: ([0-9]{1,12}))?, "
     rf"GPU KV cache usage: {_NUM}%, Prefix cache hit rate: {_NUM}%"
@@ -70,15 +72,12 @@ _COMMON = re.compile(
 )
 
 
-def parse_common(source: str, time: float, message: str) -> VllmStats | None:
-    """parse_stats() of the V1 line of 0.10-0.33's default shape with plain numbers, at a fraction of the
-    cost; None for anything else, including percentages parse_stats would refuse."""
-    match = _COMMON.fullmatch(message)
-    if match is None:
-        return None
-    engine, prompt, generation, running, waiting, preemptions, usage, prefix, external = match.groups()
-    kv_usage, prefix_hit = _ratio(usage), _ratio(prefix)
-    external_hit = None if external is None else _ratio(external)
+def common_stats(source: str, time: float, groups: tuple[str | Any, ...]) -> VllmStats | None:
+    """parse_stats() of a message COMMON matched, from the match's groups; None for a bad percentage."""
+    # (Match.groups() types them `str | Any`: Preemptions and External are None when absent.)
+    engine, prompt, generation, running, waiting, preemptions, usage, prefix, external = groups
+    kv_usage, prefix_hit = _RATIOS[usage], _RATIOS[prefix]
+    external_hit = None if external is None else _RATIOS[external]
     if kv_usage is None or prefix_hit is None or (external is not None and external_hit is None):
         return None
     # At most 20 digits before the point: finite and non-negative, as _rate and count require.
@@ -99,22 +98,19 @@ def parse_common(source: str, time: float, message: str) -> VllmStats | None:
     )
 
 
-# percent() of the texts parse_common has seen: a log prints few distinct percentages (one decimal),
-# and round() costs more than the rest of a field.
-_RATIOS: dict[str, float] = {}
+# A log prints few distinct percentages (one decimal), and percent()'s round() costs more than the rest
+# of a field: remembered, and looked up by a subscript that calls nothing once a text is known.
+class _Ratios(dict[str, float | None]):
+    """percent() of each text looked up, computed on first sight."""
+
+    def __missing__(self, text: str) -> float | None:
+        if len(self) >= 4096:
+            self.clear()
+        ratio = self[text] = percent(text)
+        return ratio
 
 
-def _ratio(text: str) -> float | None:
-    """percent() of a plain number text (no sign, no exponent); None above 100."""
-    ratio = _RATIOS.get(text)
-    if ratio is None:
-        ratio = percent(text)
-        if ratio is None:
-            return None
-        if len(_RATIOS) >= 4096:
-            _RATIOS.clear()
-        _RATIOS[text] = ratio
-    return ratio
+_RATIOS = _Ratios()
 
 
 def _rate(value: str | None, unit: str) -> float | None:

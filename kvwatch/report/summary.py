@@ -79,7 +79,7 @@ class Summary:
         if view.last is None or time > view.last:
             view.last = time
         if isinstance(event, VllmStats):
-            eng = self._engine(view, event.engine)
+            eng = view.engines.get(event.engine) or self._engine(view, event.engine)
             eng.stats_lines += 1
             if event.prefix_hit is not None:
                 eng.prefix = event.prefix_hit
@@ -88,7 +88,7 @@ class Summary:
             if event.kv_cache_usage is not None:
                 eng.kv_usage = event.kv_cache_usage
         elif isinstance(event, VllmKvTransfer):
-            eng = self._engine(view, event.engine)
+            eng = view.engines.get(event.engine) or self._engine(view, event.engine)
             eng.kv_lines += 1
             eng.store_bytes += event.store_bytes or 0
             eng.load_bytes += event.load_bytes or 0

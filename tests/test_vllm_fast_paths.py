@@ -1,0 +1,154 @@
+"""The vLLM parser's fast paths give exactly what its general way gives, on random lines."""
+
+from __future__ import annotations
+
+import pickle
+import random
+import re
+
+import pytest
+
+from kvwatch.model import LogLine
+from kvwatch.parsers import vllm, vllm_kv
+from kvwatch.parsers.base import ParseResult, ParserSettings
+from kvwatch.parsers.vllm import VllmParser
+
+KEYS = (
+    "vllm:kv_offload_store_bytes",
+    "vllm:kv_offload_load_bytes",
+    "vllm:kv_offload_lookup_sync_delay_seconds_count",
+    "vllm:kv_offload_lookup_async_delay_seconds_count",
+    "vllm:kv_offload_cpu_cache_usage_perc",
+    "GPU_to_CPU_total_bytes",
+    "CPU_to_GPU_total_bytes",
+    "Num successful transfers",
+    "x_to_y",
+    " vllm:kv_offload_store_bytes",
+    "",
+    "a/b",
+    "k:('fs', 'a')",
+    "Avg prompt throughput: x",  # (with the next: a stats line to _message)
+    "Running: y",
+)
+VALUES = (
+    *("0", "8", "140", "2256535552", "0.0", "0.0008086304692276825", "1e-05", "1.5e+16"),
+    *("1e400", "nan", "inf", "-1", "-0", "+3", "1_000", " 7", "", "1=2", "abc", "\u0663"),
+    *("9" * 23, "9" * 400, "0x10", "1.", ".5", "True", "{'a': 1}", "np.float64(2.5)"),
+)
+
+
+def payload(rng: random.Random) -> str:
+    """A KV Transfer payload, mostly well formed, with now and then a bad key, value or separator.
+
+    No key twice: then _flat keeps the last value where _flatten refuses a bad earlier one (vLLM
+    prints each key once; the replay's results are _flat's, as they were before it was made faster).
+    """
+    items = []
+    pool = KEYS[:7] if rng.random() < 0.7 else KEYS
+    for key in rng.sample(pool, rng.randint(1, 7)):
+        value = rng.choice(VALUES[:8]) if rng.random() < 0.85 else rng.choice(VALUES)
+        items.append(key + ("=" if rng.random() < 0.97 else rng.choice(("", "==", " = "))) + value)
+    separators = [", " if rng.random() < 0.95 else rng.choice((",", ",  ", ", , ")) for _ in items]
+    return "".join(sep + item for sep, item in zip(separators, items, strict=True))[2:]
+
+
+def outcome(text: str) -> object:
+    """read_kv_payload's result, or the error it raises."""
+    try:
+        return read(text)
+    except vllm_kv.KvPayloadError as err:
+        return ("error", str(err))
+
+
+read = vllm_kv.read_kv_payload
+
+
+def test_flat_payloads_read_as_the_general_way(monkeypatch: pytest.MonkeyPatch) -> None:
+    """_flat (the common payload's way) agrees with _flatten on what it accepts; it accepts most."""
+    rng = random.Random(7)
+    texts = [payload(rng) for _ in range(4000)]
+    fast = [outcome(text) for text in texts]
+    accepted = sum(vllm_kv._flat(text) is not None for text in texts)
+    monkeypatch.setattr(vllm_kv, "_flat", lambda text: None)
+    assert fast == [outcome(text) for text in texts]
+    assert accepted > 1000
+
+
+def stats_message(rng: random.Random) -> str:
+    """A V1 stats message, mostly of the common shape, now and then with an odd number in it."""
+
+    def number(typical: str) -> str:
+        return typical if rng.random() < 0.9 else rng.choice(("100.1", "9" * 21, "1e3", "-1", "nan", "007"))
+
+    engine = rng.choice(("Engine 000: ", "Engine 012: ", "2 Engines Aggregated: ", ""))
+    fields = [
+        f"Avg prompt throughput: {number(f'{rng.uniform(0, 5000):.1f}')} tokens/s",
+        f"Avg generation throughput: {number(f'{rng.uniform(0, 500):.1f}')} tokens/s",
+        f"Running: {number(str(rng.randint(0, 40)))} reqs",
+        f"Waiting: {number(str(rng.randint(0, 9)))} reqs",
+    ]
+    if rng.random() < 0.3:
+        fields.append(f"Preemptions: {number(str(rng.randint(0, 3)))}")
+    fields.append(f"GPU KV cache usage: {number(f'{rng.uniform(0, 100):.1f}')}%")
+    fields.append(f"Prefix cache hit rate: {number(f'{rng.uniform(0, 100):.1f}')}%")
+    if rng.random() < 0.7:
+        fields.append(f"External prefix cache hit rate: {number(f'{rng.uniform(0, 100):.1f}')}%")
+    return engine + ", ".join(fields) + rng.choice(("", "", ".", " "))
+
+
+def line(rng: random.Random) -> LogLine:
+    """A vLLM line: a header of one of several shapes (odd dates too), then stats, KV or other text."""
+    prefix = rng.choice(("(APIServer pid=1) ", "(EngineCore_DP1 pid=81) ", "", "[vllm] "))
+    level = rng.choice(("INFO", "INFO", "WARNING", "info"))
+    stamp = rng.choice(("08-18 01:12:10", "08-18 01:12:10", "08-18 01:12:20", "12-31 23:59:59"))
+    if rng.random() < 0.05:  # no such date or time
+        stamp = rng.choice(("02-30 01:00:00", "01-01 24:00:00", "13-01 00:00:00"))
+    where = rng.choice(("[loggers.py:310] ", "[metrics.py:103] ", "loggers.py:310] ", "[a b.py:1] "))
+    kind = rng.random()
+    if kind < 0.45:
+        message = stats_message(rng)
+    elif kind < 0.9:
+        message = "KV Transfer metrics: " + payload(rng)
+    else:
+        message = rng.choice(("Prefix cache hit rate: GPU: 1.0%, CPU: 2.0%", "vLLM server version 0.26.0"))
+    text = f"{prefix}{level} {stamp} {where}{message}"
+    if rng.random() < 0.03:
+        text = rng.choice(("\x1b[32m", "x\r")) + text
+    transport = rng.choice((None, 1787015530.5, 1787015530.5 + 200 * 86400, 1798761599.0))
+    return LogLine("v", text, transport)
+
+
+def test_common_lines_parse_as_the_general_way(monkeypatch: pytest.MonkeyPatch) -> None:
+    """parse() through _PLAIN_COMMON gives the results, and leaves the state, of the general way."""
+    rng = random.Random(11)
+    lines = [line(rng) for _ in range(6000)]
+
+    def results() -> list[ParseResult]:
+        parser = VllmParser("v", ParserSettings(now_year=2026))
+        return [parser.parse(item) for item in lines]
+
+    fast = results()
+    taken = sum(vllm._PLAIN_COMMON.match(item.text) is not None for item in lines)
+    monkeypatch.setattr(vllm, "_PLAIN_COMMON", re.compile(r"(?!)"))  # matches nothing: the general way
+    assert fast == results()
+    assert taken > 1000
+
+
+def test_event_values_are_the_payloads() -> None:
+    """A KV event's values, read on first use (also after a pickle), are parse_kv_payload's."""
+    rng = random.Random(3)
+    parser = VllmParser("v", ParserSettings(now_year=2026))
+    checked = 0
+    for _ in range(2000):
+        text = payload(rng)
+        header = "INFO 08-18 01:12:10 [metrics.py:103] KV Transfer metrics: "
+        events = parser.parse(LogLine("v", header + text))
+        if not isinstance(events, list):
+            continue
+        expected = vllm_kv.parse_kv_payload(text).values
+        (event,) = events
+        assert isinstance(event.values, vllm_kv.KvValues)
+        assert expected == dict(pickle.loads(pickle.dumps(event.values)))
+        assert expected == dict(event.values)
+        checked += 1
+    assert checked > 1000
