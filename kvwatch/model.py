@@ -8,7 +8,8 @@ Times are float seconds since the Unix epoch, UTC, taken from the logs (event ti
 from __future__ import annotations
 
 from collections.abc import Mapping
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, fields
+from operator import attrgetter
 from typing import Any, Literal
 
 Severity = Literal["critical", "warning", "info"]
@@ -135,6 +136,13 @@ class LlamaRequest:
     checkpoint_restores: int = 0
     prompt_eval_seconds: float | None = None
     derived: bool = False
+
+    def __reduce__(self) -> tuple[type[LlamaRequest], tuple[Any, ...]]:
+        """Pickled as its fields in order: replay's parsing child sends thousands (a third of the cost)."""
+        return LlamaRequest, _LLAMA_FIELDS(self)
+
+
+_LLAMA_FIELDS = attrgetter(*(f.name for f in fields(LlamaRequest)))
 
 
 @dataclass(slots=True)
