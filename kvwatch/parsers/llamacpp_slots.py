@@ -184,7 +184,7 @@ class Stream:
         if self.finished.get(slot) == task:
             return None  # a late line of a request already emitted
         # a new task on a busy slot: the old request was cut off; it is replaced, never emitted
-        request = Request(task, self.picks.pop(slot, Pick()))
+        request = Request(task, self.picks.pop(slot, None) or Pick())
         request.broken = request.pick.broken
         self.requests[slot] = request
         return request
@@ -242,20 +242,14 @@ class Stream:
 
 def _update(request: Request, msg: str) -> bool:
     """Fold one message into the request; True when it ends the request."""
+    # (The messages each request has come first; only memory_seq_rm's test must stay second: its
+    # word may follow any prefix.)
     if msg.startswith("new prompt"):
         request.prompt, request.armed = _int(ln.NEW_PROMPT.match(msg), msg), True
     elif "memory_seq_rm" in msg or msg.startswith("kv cache rm"):
         n_past = _int(ln.SEQ_RM.search(msg), msg)
         if request.armed:  # later ones are batch progress
             request.reused, request.armed = n_past, False
-    elif msg.startswith("restored context checkpoint"):
-        match = ln.RESTORED.match(msg)
-        request.restores += 1
-        request.armed = request.prompt is not None
-        if match and match[1] is not None:
-            request.restore_past = ln.to_int(match[1])
-    elif msg.startswith("forcing full prompt re-processing"):
-        request.full = True
     elif msg.startswith("prompt eval time"):
         match = ln.PROMPT_EVAL.match(msg)
         request.new = _int(match, msg, 2)
@@ -270,6 +264,14 @@ def _update(request: Request, msg: str) -> bool:
         return True
     elif msg.startswith("total time"):
         return request.stopped
+    elif msg.startswith("restored context checkpoint"):
+        match = ln.RESTORED.match(msg)
+        request.restores += 1
+        request.armed = request.prompt is not None
+        if match and match[1] is not None:
+            request.restore_past = ln.to_int(match[1])
+    elif msg.startswith("forcing full prompt re-processing"):
+        request.full = True
     return False
 
 
