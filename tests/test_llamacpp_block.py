@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import io
 import random
+import re
 import sys
 from dataclasses import fields
 from pathlib import Path
@@ -16,6 +17,7 @@ from pathlib import Path
 import pytest
 
 from kvwatch.model import Event, LogLine
+from kvwatch.parsers import llamacpp_lines as ln
 from kvwatch.parsers.base import BlockResult, ParseError, ParserSettings
 from kvwatch.parsers.llamacpp import LlamacppParser
 from kvwatch.parsers.llamacpp_slots import Stream
@@ -154,3 +156,21 @@ def test_damaged_logs(seed: int) -> None:
     for _ in range(25):
         texts = damaged(base, rng)
         assert by_line(texts) == by_block(texts, rng), texts
+
+
+def test_to_float_reads_what_printf_writes_and_nothing_else() -> None:
+    """to_float accepts exactly the texts `\\d+(?:\\.\\d+)?` matches whole (any Unicode digits)."""
+    number = re.compile(r"\d+(?:\.\d+)?")
+    rng = random.Random(5)
+    alphabet = "0123456789..-+e \u0663\u00b2x\n"
+    accepted = 0
+    for _ in range(50000):
+        text = "".join(rng.choice(alphabet) for _ in range(rng.randint(0, 6)))
+        try:
+            ln.to_float(text)
+            got = True
+        except ln.GarbledError:
+            got = False
+        assert (number.fullmatch(text) is not None) == got, repr(text)
+        accepted += got
+    assert accepted > 1000

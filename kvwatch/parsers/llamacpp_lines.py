@@ -57,7 +57,6 @@ STOP = re.compile(r"stop processing: (?:n_past|n_tokens) = ([^\s,]+)")
 FOUND = re.compile(r"- found better prompt with f_keep = ([^\s,]+), (?:f_)?sim = (\S+)")
 
 _INT = re.compile(r"-?\d+")
-_FLOAT = re.compile(r"\d+(?:\.\d+)?")
 
 
 class GarbledError(ValueError):
@@ -75,7 +74,8 @@ def to_int(text: str) -> int:
 
 def to_float(text: str) -> float:
     """A non-negative decimal as printf's %.Nf writes it, else GarbledError."""
-    if not _FLOAT.fullmatch(text):
+    whole, dot, fraction = text.partition(".")  # fullmatch of `\d+(?:\.\d+)?`, without the regex
+    if not whole.isdecimal() or (dot and not fraction.isdecimal()):
         raise GarbledError(f"not a number: {text[:40]!r}")
     return float(text)
 

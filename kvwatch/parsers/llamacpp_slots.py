@@ -184,7 +184,7 @@ class Stream:
         if self.finished.get(slot) == task:
             return None  # a late line of a request already emitted
         # a new task on a busy slot: the old request was cut off; it is replaced, never emitted
-        request = Request(task, self.picks.pop(slot, None) or Pick())
+        request = Request(task, self.picks.pop(slot) if slot in self.picks else Pick())
         request.broken = request.pick.broken
         self.requests[slot] = request
         return request
