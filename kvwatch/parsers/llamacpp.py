@@ -30,7 +30,7 @@ import re
 
 from kvwatch.model import Event, LogLine, ServerRestart
 from kvwatch.parsers import llamacpp_lines as ln
-from kvwatch.parsers.base import BlockResult, ParseError, ParseResult, ParserSettings
+from kvwatch.parsers.base import BlockResult, ParseError, ParseResult, ParserSettings, tally
 from kvwatch.parsers.clock import YearlessClock
 from kvwatch.parsers.llamacpp_slots import READ, Stream
 
@@ -87,8 +87,8 @@ class LlamacppParser:
         # and a stamp of the same width sorts as its number does, so `stamp >= last` is `_plain`'s
         # in-order check without the arithmetic. What quiet lines do to the stream and to `_last` is
         # done once, before any other line is applied (`_catch_up`).
-        events: list[Event] = []
-        recognized = errors = 0
+        recognized = 0  # quiet lines and messages read without a result to tally
+        results: list[ParseResult] = []  # the other lines' (their events in order)
         match = ln.PLAIN.match
         source = self.source
         stream = self._streams.get(None)
@@ -113,7 +113,7 @@ class LlamacppParser:
                 if rel is not None and rel < stream.last_rel:
                     pass  # the clock went back (a restart): the general path
                 elif slot_text is None or task_text is None:  # srv
-                    if not ("initializing" in text or "listening on " in text or "- found" in text):
+                    if not _srv_read(text):
                         last, pending = stamp, True
                         recognized += 1
                         continue
@@ -168,16 +168,11 @@ class LlamacppParser:
                 result = self._parse_lines(LogLine(source, text, None))
                 stream = self._streams.get(None)
                 last = ""
-            if result is not None:
-                if isinstance(result, list):
-                    recognized += 1
-                    if result:
-                        events += result
-                else:
-                    errors += 1
+            results.append(result)
         if pending:
             self._catch_up(stream, last)
-        return BlockResult(events, recognized, errors)
+        events, others, errors = tally(results)
+        return BlockResult(events, recognized + others, errors)
 
     def _catch_up(self, stream: Stream | None, stamp: str) -> bool:
         """What `_stamped` and `_plain` did for each quiet line up to the one stamped `stamp`, at once.
@@ -221,8 +216,8 @@ class LlamacppParser:
             now = self._stamped(stream, rel)
             stream.timing = None
             return stream.slot(slot, task, msg.strip(), now, self.source)
-        if "initializing" in text or "listening on " in text or "- found" in text:
-            return _SLOW  # maybe a start line; or the prompt cache's rescue, which Stream._srv reads
+        if _srv_read(text):
+            return _SLOW
         self._stamped(stream, rel)
         stream.timing = None
         return []
@@ -313,6 +308,12 @@ class LlamacppParser:
             now = last
         self._last = now
         return now
+
+
+def _srv_read(text: str) -> bool:
+    """Whether a plain srv line may be read (maybe a start line; or the prompt cache's rescue, which
+    Stream._srv reads): the general path takes it. Every other srv line only moves the clock."""
+    return "initializing" in text or "listening on " in text or "- found" in text
 
 
 def _round_us(seconds: float) -> float:
