@@ -22,7 +22,7 @@ from kvwatch.sources.docker_json import (
     simple_entry,
     split_logs_t,
 )
-from kvwatch.sources.scanner import Scanner
+from kvwatch.sources.scanner import Scanner, count
 
 Framing = Literal["plain", "docker-json", "docker-t"]
 
@@ -167,7 +167,7 @@ class Framer:
         items: list[Batch] = []
         pos = first
         for start, end, _, _ in scanner.lines(data, first, stop):
-            skipped = data.count(b"\n", pos, start)
+            skipped = count(data, b"\n", pos, start)
             if skipped:
                 items.append(skipped)
             raw = data[start:end]
@@ -177,7 +177,7 @@ class Framer:
             else:
                 items.append(LogLine(self.source, _decode(raw), None))
             pos = end + 1
-        rest = data.count(b"\n", pos, stop)
+        rest = count(data, b"\n", pos, stop)
         if rest:
             items.append(rest)
         return items
@@ -195,14 +195,13 @@ class Framer:
                 return None  # an escaped backslash before `n` (a _FAKE_COMPLETE)
         elif data.find(_FAKE_COMPLETE, first, stop) >= 0:
             return None
-        count = data.count
-        complete = count(_COMPLETE, first, stop)
+        complete = count(data, _COMPLETE, first, stop)
         items: list[Batch] = []
         append, source = items.append, self.source
         pos, lines = first, 0
         checked = False
         for start, end, mark, mark_end in scanner.lines(data, first, stop, hits):
-            skipped = count(b"\n", pos, start)
+            skipped = count(data, b"\n", pos, start)
             if skipped:
                 append(skipped)
             lines += skipped + 1
@@ -214,11 +213,11 @@ class Framer:
                 append(LogLine(source, simple[0], simple[1]))
                 continue
             if not checked:  # the exact path may join entries: only once the chunk is known whole
-                if count(b"\n", first, stop) != complete:
+                if count(data, b"\n", first, stop) != complete:
                     return None
                 checked = True
             items.extend(self._feed_json(data[start:end]))
-        rest = count(b"\n", pos, stop)
+        rest = count(data, b"\n", pos, stop)
         if lines + rest != complete:
             return None
         if rest:
