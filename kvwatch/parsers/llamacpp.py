@@ -32,7 +32,7 @@ from kvwatch.model import Event, LogLine, ServerRestart
 from kvwatch.parsers import llamacpp_lines as ln
 from kvwatch.parsers.base import BlockResult, ParseError, ParseResult, ParserSettings, tally
 from kvwatch.parsers.clock import YearlessClock
-from kvwatch.parsers.llamacpp_slots import READ, Stream
+from kvwatch.parsers.llamacpp_slots import READ, Request, Stream
 
 #: `LlamacppParser._plain`'s answer for a line that takes the general path (compared by identity).
 _SLOW = ParseError("llamacpp: not a plain slot or srv line")
@@ -91,7 +91,12 @@ class LlamacppParser:
         results: list[ParseResult] = []  # the other lines' (their events in order)
         match = ln.PLAIN.match
         source = self.source
-        stream = self._streams.get(None)
+        # What every line would test, tested once on the whole block: no ANSI escape or `\r` in any
+        # line (else each is tested), no srv line that the general path must read (else each is).
+        joined = "".join(texts)
+        clean = "\x1b" not in joined and "\r" not in joined
+        srv_quiet = not _srv_read(joined)
+        stream, ids, requests = self._stream()
         last = ""  # "": the stream's clock is not known as a stamp
         pending = False  # quiet lines since the last _catch_up
         for text in texts:
@@ -100,52 +105,52 @@ class LlamacppParser:
             if (
                 found is not None
                 and stream is not None
-                and stream.anchor is not None
-                and "\x1b" not in text
-                and text[-1] != "\r"
+                and (clean or ("\x1b" not in text and text[-1] != "\r"))
             ):
-                stamp, head, millis, micros, slot_text, task_text, msg = found.groups()
+                stamp, slot_text, task_text, msg = found.groups()
                 rel = None
                 if not (len(stamp) == len(last) and stamp >= last):
                     if pending:
                         pending = self._catch_up(stream, last)
-                    rel = self._rel(head, millis, micros)
+                    rel = self._rel(stamp)
                 if rel is not None and rel < stream.last_rel:
                     pass  # the clock went back (a restart): the general path
                 elif slot_text is None or task_text is None:  # srv
-                    if not _srv_read(text):
+                    if srv_quiet or not _srv_read(text):
                         last, pending = stamp, True
                         recognized += 1
                         continue
                 else:
-                    # Stream.slot's checks written out: quiet, a message its request reads, or other
-                    msg = msg.strip()
-                    slot, task = stream.ids.get(slot_text), stream.ids.get(task_text)
+                    # Stream.slot's checks written out: quiet, a message its request reads, or other.
+                    # (`msg` comes without its leading whitespace, as strip() takes it: its first words
+                    # are the stripped message's, and a trailing space can only make a `new ` that no
+                    # _update branch reads. Trailing whitespace goes before a method reads it.)
+                    slot, task = ids.get(slot_text), ids.get(task_text)
                     where = None
-                    if (
-                        slot is not None
-                        and task is not None
-                        and msg
-                        and not msg.startswith("selected slot by ")
-                    ):
-                        if task < 0:  # startup, idle-slot and sampler lines of no request
-                            last, pending = stamp, True
-                            recognized += 1
-                            continue
-                        request = stream.requests.get(slot)
-                        if request is not None and request.task == task:  # its request in progress
-                            if "memory_seq_rm" not in msg:
-                                prefix = msg[:4]
+                    if slot is not None and task is not None and msg:
+                        if task < 0:  # startup, idle-slot and sampler lines of no request; a pick
+                            if not msg.startswith("selected slot by "):
+                                last, pending = stamp, True
+                                recognized += 1
+                                continue
+                        elif (request := requests.get(slot)) is not None and request.task == task:
+                            prefix = msg[:4]  # a line of its request in progress: read or quiet
+                            if prefix == "sele" and msg.startswith("selected slot by "):
+                                pass  # a pick, oddly with a task: Stream.slot reads it
+                            elif (
+                                prefix not in READ or (prefix == "tota" and not request.stopped)
+                            ) and "memory_seq_rm" not in msg:
                                 # (a request reads `total time` only when `stop processing` came first)
-                                if prefix not in READ or (prefix == "tota" and not request.stopped):
-                                    last, pending = stamp, True
-                                    recognized += 1
-                                    continue
-                            where = slot, request
+                                last, pending = stamp, True
+                                recognized += 1
+                                continue
+                            else:
+                                where = slot, request
+                    msg = msg.rstrip()
                     if where is None:  # ids first seen, a bare timing header, a pick, a new request...
                         # (`_stamped` need not catch up first: this line's time is past the quiet ones')
                         if rel is None:
-                            rel = self._rel(head, millis, micros)
+                            rel = self._rel(stamp)
                         now = self._stamped(stream, rel)
                         stream.timing = None
                         last, pending = stamp, False
@@ -166,13 +171,21 @@ class LlamacppParser:
                 if pending:
                     pending = self._catch_up(stream, last)
                 result = self._parse_lines(LogLine(source, text, None))
-                stream = self._streams.get(None)
+                stream, ids, requests = self._stream()
                 last = ""
             results.append(result)
         if pending:
             self._catch_up(stream, last)
         events, others, errors = tally(results)
         return BlockResult(events, recognized + others, errors)
+
+    def _stream(self) -> tuple[Stream | None, dict[str, int], dict[int, Request]]:
+        """The plain stream (None until it is anchored), its id cache and its requests in progress."""
+        # (The general path may replace them: a restart resets the stream, so parse_block asks again.)
+        stream = self._streams.get(None)
+        if stream is None or stream.anchor is None:
+            return None, {}, {}
+        return stream, stream.ids, stream.requests
 
     def _catch_up(self, stream: Stream | None, stamp: str) -> bool:
         """What `_stamped` and `_plain` did for each quiet line up to the one stamped `stamp`, at once.
@@ -181,15 +194,16 @@ class LlamacppParser:
         its value after the last one: max(_last, round(anchor + rel)). Returns False (none pending).
         """
         assert stream is not None
-        self._stamped(stream, self._rel(stamp[:-7], stamp[-7:-4], stamp[-3:]))
+        self._stamped(stream, self._rel(stamp))
         stream.timing = None
         return False
 
-    def _rel(self, head: str, millis: str, micros: str) -> float:
-        """Seconds since the process started, from a plain stamp's `M.SS.`, `mmm` and `uuu`."""
+    def _rel(self, stamp: str) -> float:
+        """Seconds since the process started, from a plain stamp `M.SS.mmm.uuu` (ASCII digits)."""
+        head = stamp[:-7]
         if head != self._head:  # `M.SS.` changes about once a second: int() only then
             self._head, self._seconds = head, int(head[:-4]) * 60 + int(head[-3:-1])
-        return self._seconds + ln.MILLIS[millis] + ln.MICROS[micros]  # as _relative adds them up
+        return self._seconds + ln.MILLIS[stamp[-7:-4]] + ln.MICROS[stamp[-3:]]  # as _relative adds them
 
     def _read(self, text: str, line: LogLine | None) -> ParseResult:
         """parse() of a line's text; `line` (made here when None) only for the general path."""
@@ -205,11 +219,11 @@ class LlamacppParser:
         # Without an Envelope and with one regex. Any line it cannot prove takes that path unchanged
         # (a first line, a restart, a start line, a rescued prompt) goes the general way, and nothing
         # is changed before that is decided.
-        _, head, millis, micros, slot, task, msg = match.groups()
+        stamp, slot, task, msg = match.groups()
         stream = self._streams.get(None)
         if stream is None or stream.anchor is None:
             return _SLOW
-        rel = self._rel(head, millis, micros)
+        rel = self._rel(stamp)
         if rel < stream.last_rel:
             return _SLOW
         if slot is not None:  # never a RESTART line: its first word has no colon

@@ -34,10 +34,11 @@ RESTART = re.compile(
 )
 # The bulk of a `-lv 4` log in one match: a plain line `M.SS.mmm.uuu L ` (as _REL and _LEVEL read
 # it, in ASCII digits) with a slot message (SLOT's groups) or a srv one (SRV's head; the groups are
-# None). Groups: the stamp, its `M.SS.`, mmm and uuu, then slot, task and message.
+# None). Groups: the stamp (`M.SS.` is all but its last 7 characters), slot, task and the message
+# without its leading whitespace.
 PLAIN = re.compile(
-    r"(([0-9]+\.[0-9][0-9]\.)([0-9]{3})\.([0-9]{3})) [IWED] "
-    r"(?:slot +\S*: id +(\S+) \| task (\S+) \|(.*)|srv +\S*: +)"
+    r"([0-9]+\.[0-9][0-9]\.[0-9]{3}\.[0-9]{3}) [IWED] "
+    r"(?:slot +\S*: id +(\S+) \| task (\S+) \|\s*(.*)|srv +\S*: +)"
 )
 # `mmm` -> mmm / 1e3 and `uuu` -> uuu / 1e6: the very floats `_relative` computes (ASCII digits).
 MILLIS = {f"{n:03d}": n / 1e3 for n in range(1000)}
