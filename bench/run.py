@@ -20,6 +20,7 @@ import json
 import os
 import re
 import shutil
+import statistics
 import subprocess
 import sys
 import tempfile
@@ -58,6 +59,7 @@ class FileResult:
     size: int
     lines: int
     runs: dict[str, Run] = field(default_factory=dict)
+    rounds: list[dict[str, float]] = field(default_factory=list)  # each round's wall time per tool
     checks: list[tuple[str, object, object, bool]] = field(default_factory=list)
 
 
@@ -81,15 +83,34 @@ def measure(tool: str, argv: list[str]) -> Run:
     return Run(tool, wall, cpu, rss_kb / 1024, out, proc.returncode)
 
 
-def best_of(tool: str, argv: list[str], repeat: int) -> Run:
-    """The fastest of `repeat` runs (the machine is shared: the minimum is the least disturbed)."""
-    runs = [measure(tool, argv) for _ in range(repeat)]
-    for run in runs:
-        if run.code != 0:
-            raise SystemExit(f"{tool} failed (exit {run.code}): {' '.join(argv)}")
-    fastest = min(runs, key=lambda r: r.wall)
-    fastest.rss_mb = max(r.rss_mb for r in runs)
-    return fastest
+def best_of(argvs: dict[str, list[str]], tools: tuple[str, ...], repeat: int, result: FileResult) -> None:
+    """`repeat` rounds of one run per tool, the tools taking turns; the fastest run of each counts.
+
+    The machine is shared and its speed drifts over tens of seconds, so the tools are interleaved
+    (each round measures all of them in the same stretch) and each round's times are kept, for the
+    ratios per round beside the ratio of the fastest runs.
+    """
+    runs: dict[str, list[Run]] = {tool: [] for tool in tools}
+    for _ in range(repeat):
+        for tool in tools:
+            run = measure(tool, argvs[tool])
+            if run.code != 0:
+                raise SystemExit(f"{tool} failed (exit {run.code}): {' '.join(argvs[tool])}")
+            runs[tool].append(run)
+        result.rounds.append({tool: runs[tool][-1].wall for tool in tools})
+    for tool, made in runs.items():
+        fastest = min(made, key=lambda r: r.wall)
+        fastest.rss_mb = max(r.rss_mb for r in made)
+        result.runs[tool] = fastest
+
+
+def round_ratios(res: FileResult, over: str, under: str) -> str:
+    """`over` wall / `under` wall in each round, and their median (empty with one round)."""
+    ratios = [r[over] / r[under] for r in res.rounds if over in r and under in r]
+    if len(ratios) < 2:
+        return ""
+    shown = " ".join(f"{x:.2f}" for x in ratios)
+    return f" (per round: {shown}; median {statistics.median(ratios):.2f}x)"
 
 
 def prom_samples(text: str) -> dict[tuple[str, tuple[tuple[str, str], ...]], float]:
@@ -190,8 +211,7 @@ def bench_vllm(label: str, path: Path, meta: dict, repeat: int, tools: tuple[str
     result = FileResult(label, path, meta["bytes"], meta["lines"])
     warm(path)
     argvs = {"kvwatch": kvwatch_argv(path), "mtail": mtail_argv(path), "rg": rg_argv(path, RG_VLLM)}
-    for tool in tools:
-        result.runs[tool] = best_of(tool, argvs[tool], repeat)
+    best_of(argvs, tools, repeat, result)
     kv = prom_samples(result.runs["kvwatch"].stdout)
     engines = {f"{int(k[-3:])}": v for k, v in meta["stats_lines"].items()}
     check(result, "total lines (kvwatch = generator)", one(kv, "kvwatch_lines_total"), float(meta["lines"]))
@@ -243,8 +263,7 @@ def bench_llama(label: str, path: Path, meta: dict, repeat: int, tools: tuple[st
     result = FileResult(label, path, meta["bytes"], meta["lines"])
     warm(path)
     argvs = {"kvwatch": kvwatch_argv(path), "mtail": mtail_argv(path), "rg": rg_argv(path, RG_LLAMA)}
-    for tool in tools:
-        result.runs[tool] = best_of(tool, argvs[tool], repeat)
+    best_of(argvs, tools, repeat, result)
     kv = prom_samples(result.runs["kvwatch"].stdout)
     pairs = (
         ("total lines", "kvwatch_lines_total", "lines_total", "lines"),
@@ -363,7 +382,7 @@ def main(argv: list[str] | None = None) -> int:
         f"machine: {cpu_model()}, {os.cpu_count()} cores; load average at the end: "
         f"{' '.join(f'{x:.2f}' for x in os.getloadavg())}"
     )
-    print(f"runs per tool: {args.repeat} (fastest shown; peak RSS is the largest seen)\n")
+    print(f"runs per tool: {args.repeat}, the tools in turn (fastest shown; peak RSS is the largest seen)\n")
     print(table(list(results.values())))
     print("\ncounts (kvwatch vs mtail; and vs what the generator wrote):")
     for res in results.values():
@@ -378,10 +397,13 @@ def main(argv: list[str] | None = None) -> int:
         if {"kvwatch", "mtail"} <= runs.keys():
             print(
                 f"  {res.label}: kvwatch throughput / mtail throughput = "
-                f"{runs['mtail'].wall / runs['kvwatch'].wall:.2f}x"
+                f"{runs['mtail'].wall / runs['kvwatch'].wall:.2f}x" + round_ratios(res, "mtail", "kvwatch")
             )
         if {"kvwatch", "rg"} <= runs.keys():
-            print(f"  {res.label}: kvwatch wall / rg wall = {runs['kvwatch'].wall / runs['rg'].wall:.1f}x")
+            print(
+                f"  {res.label}: kvwatch wall / rg wall = {runs['kvwatch'].wall / runs['rg'].wall:.1f}x"
+                + round_ratios(res, "kvwatch", "rg")
+            )
     print("\ntargets (issue #8):")
     marks = verdicts(results)
     for target, measured, met in marks:
@@ -400,6 +422,7 @@ def main(argv: list[str] | None = None) -> int:
                 "bytes": res.size,
                 "lines": res.lines,
                 "runs": {t: {"wall": r.wall, "cpu": r.cpu, "rss_mb": r.rss_mb} for t, r in res.runs.items()},
+                "rounds": res.rounds,
                 "checks": [[w, str(a), str(b), s] for w, a, b, s in res.checks],
             }
             for key, res in results.items()
