@@ -201,6 +201,11 @@ def rg_argv(path: Path, patterns: tuple[str, ...]) -> list[str]:
     return ["rg", "-c", *(arg for p in patterns for arg in ("-e", p)), str(path)]
 
 
+def floor_argv(path: Path) -> list[str]:
+    """bench/floor.py: the bare Python scan that reads only the compared numbers (a floor, not kvwatch)."""
+    return [sys.executable, str(Path(__file__).with_name("floor.py")), str(path)]
+
+
 def check(result: FileResult, what: str, kv: object, mt: object) -> None:
     """Record one kvwatch-vs-mtail comparison."""
     result.checks.append((what, kv, mt, kv == mt))
@@ -210,7 +215,12 @@ def bench_vllm(label: str, path: Path, meta: dict, repeat: int, tools: tuple[str
     """kvwatch, mtail and rg on a vLLM json-file log, and the count comparison."""
     result = FileResult(label, path, meta["bytes"], meta["lines"])
     warm(path)
-    argvs = {"kvwatch": kvwatch_argv(path), "mtail": mtail_argv(path), "rg": rg_argv(path, RG_VLLM)}
+    argvs = {
+        "kvwatch": kvwatch_argv(path),
+        "mtail": mtail_argv(path),
+        "rg": rg_argv(path, RG_VLLM),
+        "floor": floor_argv(path),
+    }
     best_of(argvs, tools, repeat, result)
     kv = prom_samples(result.runs["kvwatch"].stdout)
     engines = {f"{int(k[-3:])}": v for k, v in meta["stats_lines"].items()}
@@ -254,6 +264,21 @@ def bench_vllm(label: str, path: Path, meta: dict, repeat: int, tools: tuple[str
             "rg -c = stats + KV lines (generator)",
             int(result.runs["rg"].stdout.strip() or 0),
             sum(meta["stats_lines"].values()) + meta["kv_lines"],
+        )
+    if "floor" in result.runs:
+        floor = json.loads(result.runs["floor"].stdout)
+        check(result, "floor.py: total lines", one(kv, "kvwatch_lines_total"), float(floor["lines"]))
+        check(
+            result,
+            "floor.py: stats lines per engine",
+            by_engine(kv, "kvwatch_vllm_stats_lines_total"),
+            {k: float(v) for k, v in floor["stats_lines"].items()},
+        )
+        check(
+            result,
+            "floor.py: store bytes per engine",
+            by_engine(kv, "kvwatch_vllm_kv_offload_store_bytes_total"),
+            {k: float(v) for k, v in floor["store_bytes"].items()},
         )
     return result
 
@@ -368,7 +393,7 @@ def main(argv: list[str] | None = None) -> int:
     tools = ("kvwatch", "mtail", "rg")
     results: dict[str, FileResult] = {}
     path, meta = generated("vllm", workdir, vllm_size)
-    results["vllm"] = bench_vllm("vLLM json-file", path, meta, args.repeat, tools)
+    results["vllm"] = bench_vllm("vLLM json-file", path, meta, args.repeat, (*tools, "floor"))
     if four:
         flag, value = vllm_size
         big = [flag, str(int(float(value) * 4)) if flag == "--lines" else str(float(value) * 4)]
@@ -403,6 +428,12 @@ def main(argv: list[str] | None = None) -> int:
             print(
                 f"  {res.label}: kvwatch wall / rg wall = {runs['kvwatch'].wall / runs['rg'].wall:.1f}x"
                 + round_ratios(res, "kvwatch", "rg")
+            )
+        if {"floor", "rg"} <= runs.keys():
+            print(
+                f"  {res.label}: floor.py wall / rg wall = {runs['floor'].wall / runs['rg'].wall:.1f}x"
+                + round_ratios(res, "floor", "rg")
+                + " (the least a Python process does for these counts: bench/floor.py)"
             )
     print("\ntargets (issue #8):")
     marks = verdicts(results)

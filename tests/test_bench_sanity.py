@@ -21,3 +21,5 @@ def test_bench_counts_agree_with_mtail(tmp_path: Path) -> None:
     assert proc.returncode == 0, proc.stdout + proc.stderr
     assert "counts agree" in proc.stdout
     assert "DIFFERENT" not in proc.stdout
+    # bench/floor.py (the bare Python scan shown beside kvwatch) is held to kvwatch's counts too
+    assert "[same] vLLM json-file: floor.py: store bytes per engine" in proc.stdout
