@@ -27,7 +27,8 @@ from kvwatch.sources.wholefile import sniff_file, source_name
 
 MAX_LINE = 1 << 20
 
-#: What parsing a file came to: (lines, recognized, errors), lines truncated, damage (see FramedFile).
+#: What parsing a file added to its source's (lines, recognized, errors); lines truncated; damage (see
+#: FramedFile).
 _Outcome = tuple[tuple[int, int, int], int, str | None]
 
 
@@ -67,23 +68,29 @@ def plan(paths: Sequence[str], engine: str, source: str | None) -> list[ReplayIn
 def _events(item: ReplayInput, run: SourceRun, framer: Framer, damaged: list[str]) -> Iterator[list[Event]]:
     framed = FramedFile(item.path, framer, MAX_LINE)
     if framed.parse_ahead:  # a child frames and parses; only its events and counts come here
-        work = in_child(lambda: _parsed(framed, run), "kvwatch-parser")
+        # The child counts on its copy of the source's counts; what it added is added here (a source's
+        # counts may be shared: a log and its rotated predecessor replayed together).
+        added, truncated, damage = yield from in_child(lambda: _parsed(framed, run), "kvwatch-parser")
+        counts = run.counts
+        counts.lines += added[0]
+        counts.recognized += added[1]
+        counts.errors += added[2]
     else:
-        work = _parsed(framed, run)
-    counts, truncated, damage = yield from work
-    run.counts.lines, run.counts.recognized, run.counts.errors = counts
+        _, truncated, damage = yield from _parsed(framed, run)
     run.counts.truncated += truncated
     if damage is not None:
         damaged.append(f"{item.path}: {damage}")
 
 
 def _parsed(framed: FramedFile, run: SourceRun) -> Generator[list[Event], None, _Outcome]:
-    """One file's events per read, then the parser's flush; returns the line counts."""
+    """One file's events per read, then the parser's flush; returns what it added to the line counts."""
+    counts = run.counts
+    before = counts.lines, counts.recognized, counts.errors
     for group in framed.batches():
         yield run.take_many(group)
     yield run.parser.flush()
-    counts = run.counts
-    return (counts.lines, counts.recognized, counts.errors), framed.truncated, framed.damage
+    added = counts.lines - before[0], counts.recognized - before[1], counts.errors - before[2]
+    return added, framed.truncated, framed.damage
 
 
 def replay(

@@ -176,3 +176,17 @@ def test_ctrl_c_ends_replay_and_its_child_quietly(tmp_path: Path) -> None:
     _, err = proc.communicate(timeout=30)
     assert (130, b"kvwatch: interrupted\n") == (proc.returncode, err)
     assert not Path(f"/proc/{child}").exists() or "Z" in Path(f"/proc/{child}/stat").read_text()
+
+
+def test_files_of_one_source_parsed_in_children_add_up(children: list[str], tmp_path: Path) -> None:
+    """A log and its rotated predecessor are one source: the line counts their children bring back
+    add up (each child counts on its own copy), as inline, beside a file of the same source read inline."""
+    healthy = (SAMPLES / "llamacpp-healthy-two-slots.log").read_text()
+    (tmp_path / "llama.log.1").write_text(healthy)
+    (tmp_path / "llama.log").write_text(healthy + "not a llama.cpp line\n")
+    (tmp_path / "llama.log.2.gz").write_bytes(gzip.compress(healthy.encode(), mtime=0))
+    paths = [str(tmp_path / name) for name in ("llama.log.2.gz", "llama.log.1", "llama.log")]
+    expected = _inline(paths)
+    assert expected == outcome(plan(paths, "llamacpp", None))
+    assert 3 * healthy.count("\n") + 1 == expected[1]["llama"][0]
+    assert ["parser llama.log.2.gz", "parser llama.log.1", "parser llama.log"] == children
