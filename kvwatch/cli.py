@@ -217,10 +217,7 @@ def _unreadable(paths: Sequence[str]) -> str | None:
 
 def cmd_replay(args: argparse.Namespace) -> int:
     """Replay files and print the chosen format on stdout; humans' notes go to stderr."""
-    from kvwatch.notify.payload import alert_to_json
     from kvwatch.replay import plan, replay
-    from kvwatch.report.exposition import golden_lines, prom_text, samples
-    from kvwatch.report.text import render
 
     problem = _unreadable(args.files)
     if problem:
@@ -233,6 +230,11 @@ def cmd_replay(args: argparse.Namespace) -> int:
     except OSError as err:
         print(f"kvwatch: cannot read {err.filename}: {err.strerror or err}", file=sys.stderr)
         return 2
+    # (imported after the replay, which has a big file read while the pipeline's modules load)
+    from kvwatch.notify.payload import alert_to_json
+    from kvwatch.report.exposition import golden_lines, prom_text, samples
+    from kvwatch.report.text import render
+
     for path in result.unrecognised:
         print(f"kvwatch: nothing in {path} was recognised as a {args.engine} log", file=sys.stderr)
     for note in result.damaged:

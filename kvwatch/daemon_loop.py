@@ -25,7 +25,8 @@ from kvwatch.alerting import LiveAlerts
 from kvwatch.daemon_feed import Closed, Feeder, Lines, Mark
 from kvwatch.daemon_sources import AutoParser, live_parser, parser_settings
 from kvwatch.model import Alert, Event
-from kvwatch.pipeline import Pipeline, SourceRun
+from kvwatch.parsers.run import SourceRun
+from kvwatch.pipeline import Pipeline
 from kvwatch.sources.positions import PositionStore
 
 log = logging.getLogger("kvwatch.pipeline")

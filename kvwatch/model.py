@@ -228,3 +228,13 @@ class Alert:
     def fingerprint(self) -> str:
         """Identity of the alert: its name plus its sorted labels."""
         return self.alert + "{" + ",".join(f"{k}={v}" for k, v in sorted(self.labels.items())) + "}"
+
+
+@dataclass(slots=True)
+class SourceCounts:
+    """What one source's lines came to (kept as plain ints on the hot path; metrics export them)."""
+
+    lines: int = 0
+    recognized: int = 0
+    errors: int = 0
+    truncated: int = 0

@@ -1,8 +1,8 @@
-"""The synchronous core shared by the daemon and replay: batches in, events to metrics and observers.
+"""The synchronous core shared by the daemon and replay: events to metrics and observers.
 
-No threads, no clock, no I/O: `SourceRun.take(batch)` turns framed lines into events and counts them;
-`Pipeline.apply(event)` feeds metrics and observers (detectors, the replay summary) in event-time order;
-`Pipeline.tick(now)` is where detectors run on event time.
+No threads, no clock, no I/O: `Pipeline.apply(event)` feeds metrics and observers (detectors, the
+replay summary) in event-time order; `Pipeline.tick(now)` is where detectors run on event time. The
+stage before it, framed lines to events, is `kvwatch.parsers.run.SourceRun`.
 """
 
 from __future__ import annotations
@@ -11,100 +11,15 @@ from collections.abc import Callable, Iterable
 
 from kvwatch.alerts import AlertBook
 from kvwatch.detectors import DetectorSettings, detect_all
-from kvwatch.metrics import Metrics, SourceCounts
+from kvwatch.metrics import Metrics
 from kvwatch.metrics.derived import AlertCollector, PinnedCollector
-from kvwatch.model import Alert, Event, LogLine
-from kvwatch.parsers.base import BlockResult, ParseError, Parser, tally
-from kvwatch.sources.framing import Batch, Block, Malformed
-from kvwatch.sources.scanner import LineFilter
+from kvwatch.model import Alert, Event
 from kvwatch.window import Windows
 
 Observer = Callable[[Event], None]
 
 #: Seconds of event time between detector runs (the daemon's scheduler ticks as often on the clock).
 TICK = 10.0
-
-
-class SourceRun:
-    """One source's parser and line counts."""
-
-    def __init__(self, source: str, parser: Parser, counts: SourceCounts) -> None:
-        self.source = source
-        self.parser = parser
-        self.counts = counts
-        self._filter: LineFilter | None = None
-
-    def take(self, batch: Batch) -> list[Event]:
-        """Count a batch and parse it when it is a line."""
-        counts = self.counts
-        if isinstance(batch, int):
-            counts.lines += batch
-            return []
-        if isinstance(batch, Block):
-            return self._take_block(batch.texts)
-        counts.lines += 1
-        if isinstance(batch, Malformed):
-            counts.errors += 1
-            return []
-        result = self.parser.parse(batch)
-        if isinstance(result, list):
-            counts.recognized += 1
-            return result
-        if isinstance(result, ParseError):
-            counts.errors += 1
-        return []
-
-    def _take_block(self, texts: list[str]) -> list[Event]:
-        # The same counting as take(), in one loop (or in the parser's own): a block is thousands of lines.
-        block: Callable[[list[str]], BlockResult] | None = getattr(self.parser, "parse_block", None)
-        if block is not None:
-            events, recognized, errors = block(texts)
-        else:
-            source = self.source
-            events, recognized, errors = tally(
-                map(self.parser.parse, [LogLine(source, t, None) for t in texts])
-            )
-        counts = self.counts
-        counts.lines += len(texts)
-        counts.recognized += recognized
-        counts.errors += errors
-        return events
-
-    def take_many(self, batches: list[Batch]) -> list[Event]:
-        """Events of a read's batches, in order."""
-        events: list[Event] = []
-        counts, parse, take = self.counts, self.parser.parse, self.take
-        for batch in batches:
-            if type(batch) is LogLine:  # take() of the commonest batch written out: a call fewer per line
-                counts.lines += 1
-                result = parse(batch)
-                if isinstance(result, list):
-                    counts.recognized += 1
-                    events += result
-                elif isinstance(result, ParseError):
-                    counts.errors += 1
-                continue
-            out = take(batch)
-            if out:
-                events += out
-        return events
-
-    def feed_raw(self, lines: list[bytes], when: float | None = None) -> list[Event]:
-        """Undecoded lines of a plain-text source read at `when`: only those holding a marker are parsed."""
-        if self._filter is None:
-            self._filter = LineFilter(self.parser.markers)
-        chosen = self._filter.select(lines)
-        self.counts.lines += len(lines) - len(chosen)
-        events: list[Event] = []
-        for index in chosen:
-            events += self.take(LogLine(self.source, lines[index].decode("utf-8", "replace"), when))
-        return events
-
-    def feed(self, line: LogLine) -> list[Event]:
-        """One decoded line (for sources that decode themselves): prefilter, then parse."""
-        if not any(marker in line.text for marker in self.parser.markers) and self.parser.markers:
-            return self.take(1)
-        return self.take(line)
 
 
 class Pipeline:

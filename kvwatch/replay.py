@@ -3,6 +3,9 @@
 Each file is its own source with its own parser; their events are merged by event time before they
 reach metrics and detectors, so several files replay as one timeline. Detectors tick on event time at
 every `tick_every` seconds of log time and once at the end, as the daemon's scheduler would.
+
+A big file's child (see kvwatch.sources.forked) starts reading as soon as its parser is made, before
+the pipeline's own modules (prometheus_client, the detectors) are imported: they load meanwhile.
 """
 
 from __future__ import annotations
@@ -11,21 +14,27 @@ import heapq
 from collections.abc import Generator, Iterable, Iterator, Sequence
 from dataclasses import dataclass, field
 from itertools import chain
+from typing import TYPE_CHECKING
 
-from prometheus_client import CollectorRegistry
-
-from kvwatch.detectors import DetectorSettings
-from kvwatch.metrics import Metrics
-from kvwatch.model import Alert, Event
+from kvwatch.model import Alert, Event, SourceCounts
 from kvwatch.parsers import detect_engine, make_parser
 from kvwatch.parsers.base import ParserSettings
-from kvwatch.pipeline import TICK, Pipeline, SourceRun
-from kvwatch.report.summary import Summary
+from kvwatch.parsers.run import SourceRun
 from kvwatch.sources.forked import FramedFile, in_child
-from kvwatch.sources.framing import Framer
+from kvwatch.sources.framing import Batch, Framer, Framing
 from kvwatch.sources.wholefile import sniff_file, source_name
 
+if TYPE_CHECKING:
+    from prometheus_client import CollectorRegistry
+
+    from kvwatch.detectors import DetectorSettings
+    from kvwatch.metrics import Metrics
+    from kvwatch.report.summary import Summary
+
 MAX_LINE = 1 << 20
+
+#: One file's events, a read at a time (closing it ends the file's child, if it has one).
+_Stream = Generator[list[Event], None, None]
 
 #: What parsing a file added to its source's (lines, recognized, errors); lines truncated; damage (see
 #: FramedFile).
@@ -65,28 +74,46 @@ def plan(paths: Sequence[str], engine: str, source: str | None) -> list[ReplayIn
     return inputs
 
 
-def _events(item: ReplayInput, run: SourceRun, framer: Framer, damaged: list[str]) -> Iterator[list[Event]]:
+def _events(item: ReplayInput, run: SourceRun, framer: Framer, damaged: list[str]) -> _Stream:
+    """One file's events per read; a big file's child is started now."""
     framed = FramedFile(item.path, framer, MAX_LINE)
     if framed.parse_ahead:  # a child frames and parses; only its events and counts come here
-        # The child counts on its copy of the source's counts; what it added is added here (a source's
-        # counts may be shared: a log and its rotated predecessor replayed together).
-        added, truncated, damage = yield from in_child(lambda: _parsed(framed, run), "kvwatch-parser")
-        counts = run.counts
+        return _outcome(
+            in_child(lambda: _parsed(framed.batches(), framed, run), "kvwatch-parser"),
+            item,
+            run,
+            damaged,
+            True,
+        )
+    return _outcome(_parsed(framed.batches(), framed, run), item, run, damaged, False)
+
+
+def _outcome(
+    work: Generator[list[Event], None, _Outcome],
+    item: ReplayInput,
+    run: SourceRun,
+    damaged: list[str],
+    child: bool,
+) -> _Stream:
+    """`work`'s events; then what it came to, in the counts (which a child made on its own copy)."""
+    added, truncated, damage = yield from work
+    counts = run.counts
+    if child:  # (added to, not set: a source's counts may be shared by a log and its rotated predecessor)
         counts.lines += added[0]
         counts.recognized += added[1]
         counts.errors += added[2]
-    else:
-        _, truncated, damage = yield from _parsed(framed, run)
-    run.counts.truncated += truncated
+    counts.truncated += truncated
     if damage is not None:
         damaged.append(f"{item.path}: {damage}")
 
 
-def _parsed(framed: FramedFile, run: SourceRun) -> Generator[list[Event], None, _Outcome]:
+def _parsed(
+    batches: Iterator[list[Batch]], framed: FramedFile, run: SourceRun
+) -> Generator[list[Event], None, _Outcome]:
     """One file's events per read, then the parser's flush; returns what it added to the line counts."""
     counts = run.counts
     before = counts.lines, counts.recognized, counts.errors
-    for group in framed.batches():
+    for group in batches:
         yield run.take_many(group)
     yield run.parser.flush()
     added = counts.lines - before[0], counts.recognized - before[1], counts.errors - before[2]
@@ -97,22 +124,55 @@ def replay(
     inputs: Sequence[ReplayInput],
     settings: ParserSettings,
     detectors: DetectorSettings | None = None,
-    tick_every: float = TICK,
+    tick_every: float | None = None,
 ) -> ReplayResult:
-    """Replay files through a fresh pipeline; raises OSError for a missing or unreadable file."""
-    registry = CollectorRegistry(auto_describe=True)
-    metrics = Metrics(registry)
-    summary = Summary()
-    pipeline = Pipeline(metrics, settings=detectors, observers=[summary.observe], tick_every=tick_every)
-    streams = []
-    damaged: list[str] = []
+    """Replay files through a fresh pipeline (ticks every kvwatch.pipeline.TICK seconds of log time
+    unless `tick_every` says otherwise); raises OSError for a missing or unreadable file."""
+    # Every file opened and its parser made, then the streams started (a big file's child begins
+    # reading), then the pipeline built while they read.
+    counts: dict[str, SourceCounts] = {}
+    prepared: list[tuple[ReplayInput, Framing, SourceRun]] = []
     for item in inputs:
         framing, _ = sniff_file(item.path)
         parser = make_parser(item.engine, item.source, settings)
-        run = SourceRun(item.source, parser, metrics.sources.of(item.source))
+        prepared.append(
+            (item, framing, SourceRun(item.source, parser, counts.setdefault(item.source, SourceCounts())))
+        )
+    damaged: list[str] = []
+    streams: list[_Stream] = []
+    try:
+        for item, framing, run in prepared:
+            framer = Framer(item.source, framing, run.parser.markers, MAX_LINE)
+            streams.append(_events(item, run, framer, damaged))
+        return _replay(prepared, streams, damaged, detectors, tick_every)
+    finally:
+        for stream in streams:
+            stream.close()  # a child not read to its end (after an error) is ended
+
+
+def _replay(
+    prepared: list[tuple[ReplayInput, Framing, SourceRun]],
+    streams: list[_Stream],
+    damaged: list[str],
+    detectors: DetectorSettings | None,
+    tick_every: float | None,
+) -> ReplayResult:
+    """The pipeline over the started streams, their events merged by time."""
+    # Imported here, not at the top: a big file's child is already reading while these load.
+    from prometheus_client import CollectorRegistry
+
+    from kvwatch.metrics import Metrics
+    from kvwatch.pipeline import TICK, Pipeline
+    from kvwatch.report.summary import Summary
+
+    registry = CollectorRegistry(auto_describe=True)
+    metrics = Metrics(registry)
+    summary = Summary()
+    for item, framing, run in prepared:
+        metrics.sources.adopt(item.source, run.counts)  # (one object for the files of one source)
         summary.declare(item.source, item.engine, framing, run.counts)
-        framer = Framer(item.source, framing, parser.markers, MAX_LINE)
-        streams.append(_events(item, run, framer, damaged))
+    every = TICK if tick_every is None else tick_every
+    pipeline = Pipeline(metrics, settings=detectors, observers=[summary.observe], tick_every=every)
     alerts: list[Alert] = []
     groups: Iterable[list[Event]] = streams[0]
     if len(streams) > 1:
@@ -125,5 +185,5 @@ def replay(
             apply(event)
     if pipeline.last_time is not None:
         alerts.extend(pipeline.tick(pipeline.last_time))
-    unrecognised = [item.path for item in inputs if summary.counts[item.source].recognized == 0]
+    unrecognised = [item.path for item, _, _ in prepared if summary.counts[item.source].recognized == 0]
     return ReplayResult(registry, metrics, summary, alerts, unrecognised, damaged)

@@ -190,3 +190,28 @@ def test_files_of_one_source_parsed_in_children_add_up(children: list[str], tmp_
     assert expected == outcome(plan(paths, "llamacpp", None))
     assert 3 * healthy.count("\n") + 1 == expected[1]["llama"][0]
     assert ["parser llama.log.2.gz", "parser llama.log.1", "parser llama.log"] == children
+
+
+def test_a_child_starts_before_the_pipeline_is_imported(tmp_path: Path) -> None:
+    """A big file's child is forked as soon as its parser is made: prometheus_client and the detectors
+    load in the parent while it reads (a fresh interpreter, as `kvwatch replay` starts)."""
+    script = tmp_path / "probe.py"
+    script.write_text(
+        "import sys\n"
+        "from kvwatch import replay\n"
+        "from kvwatch.parsers.base import ParserSettings\n"
+        "from kvwatch.sources import forked\n"
+        "forked.FORK_MIN_BYTES = 0\n"
+        "real, seen = forked.in_child, []\n"
+        "def spy(work, name):\n"
+        "    seen.append((name, 'prometheus_client' in sys.modules, 'kvwatch.detectors' in sys.modules))\n"
+        "    return real(work, name)\n"
+        "forked.in_child = replay.in_child = spy\n"
+        "paths = sys.argv[1:]\n"
+        "result = replay.replay(replay.plan(paths, 'auto', None), ParserSettings(now_year=2026))\n"
+        "print(seen, sorted(result.summary.counts))\n"
+    )
+    paths = [str(SAMPLES / "llamacpp-healthy-two-slots.log"), str(SAMPLES / "vllm-docker.log")]
+    proc = subprocess.run([sys.executable, str(script), *paths], capture_output=True, text=True, check=True)
+    expected = "[('kvwatch-parser', False, False), ('kvwatch-framer', False, False)]"
+    assert f"{expected} ['llamacpp-healthy-two-slots', 'vllm-docker']" == proc.stdout.strip()

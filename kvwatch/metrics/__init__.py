@@ -12,7 +12,7 @@ from typing import Any
 from prometheus_client import CollectorRegistry, disable_created_metrics
 
 from kvwatch.metrics.llamacpp import LlamacppMetrics
-from kvwatch.metrics.sources import SourceCounts, SourceCountsCollector
+from kvwatch.metrics.sources import SourceCountsCollector
 from kvwatch.metrics.usage import UsageMetrics
 from kvwatch.metrics.vllm import VllmMetrics
 from kvwatch.model import (
@@ -29,7 +29,7 @@ from kvwatch.model import (
 
 disable_created_metrics()  # type: ignore[no-untyped-call]
 
-__all__ = ["Metrics", "SourceCounts"]
+__all__ = ["Metrics"]
 
 
 class Metrics:

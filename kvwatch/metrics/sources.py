@@ -3,21 +3,11 @@
 from __future__ import annotations
 
 from collections.abc import Iterator
-from dataclasses import dataclass
 
 from prometheus_client.core import CounterMetricFamily, Metric
 from prometheus_client.registry import Collector
 
-
-@dataclass(slots=True)
-class SourceCounts:
-    """What one source's lines came to."""
-
-    lines: int = 0
-    recognized: int = 0
-    errors: int = 0
-    truncated: int = 0
-
+from kvwatch.model import SourceCounts
 
 _FAMILIES = (
     ("kvwatch_lines", "Log lines read, per source.", "lines"),
@@ -39,6 +29,10 @@ class SourceCountsCollector(Collector):
         if counts is None:
             counts = self.counts[source] = SourceCounts()
         return counts
+
+    def adopt(self, source: str, counts: SourceCounts) -> None:
+        """Export counts made before the metrics were (replay starts reading first)."""
+        self.counts[source] = counts
 
     def collect(self) -> Iterator[Metric]:
         """Yield one counter family per count."""

@@ -5,11 +5,11 @@ from __future__ import annotations
 from collections import deque
 from dataclasses import dataclass, field
 
-from kvwatch.metrics import SourceCounts
 from kvwatch.model import (
     EngineFact,
     Event,
     LlamaRequest,
+    SourceCounts,
     UsageRecord,
     VllmKvTransfer,
     VllmPrefixV0,

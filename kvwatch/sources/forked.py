@@ -65,15 +65,26 @@ def _child(work: Callable[[], Generator[Any, None, Any]], out: Connection) -> No
 def in_child(work: Callable[[], Generator[Item, None, Result]], name: str) -> Generator[Item, None, Result]:
     """The items of `work()` made in a forked child, in order; then its return value.
 
-    Items and the result are pickled; an exception in the child is raised here. A parent that stops
-    early (closes this generator) kills the child.
+    The child starts at once, not at the first item asked for: it reads while the caller gets the rest
+    ready (replay imports the pipeline meanwhile). Items and the result are pickled; an exception in the
+    child is raised here. Closing the generator (a caller that stops early) kills the child.
     """
+    received = _received(work, name)
+    next(received)  # forks, and returns without waiting for an item
+    return received  # type: ignore[return-value]  # (its first item, the start, was taken)
+
+
+def _received(
+    work: Callable[[], Generator[Item, None, Result]], name: str
+) -> Generator[Item | None, None, Result]:
+    """in_child's generator: None once the child is started, then the child's items and result."""
     context = multiprocessing.get_context("fork")
     receive, send = context.Pipe(duplex=False)
     child = context.Process(target=_child, args=(work, send), name=name, daemon=True)
     child.start()
     send.close()  # the parent's copy: the child's end alone keeps the pipe open
     try:
+        yield None  # (inside the try: a generator closed from here on kills the child)
         while True:
             try:
                 kind, payload = receive.recv()
@@ -112,16 +123,18 @@ class FramedFile:
         return _forkable(self.path) and self._every_line()
 
     def batches(self) -> Iterator[list[Batch]]:
-        """The batches of each read, in order (read inline or from the child)."""
+        """The batches of each read, in order: read inline, or from a child started now."""
         if not _forkable(self.path) or self._every_line():
-            try:
-                with open_log(self.path) as stream:
-                    yield from batches(stream, self.framer, self.max_line)
-            except DAMAGED as err:
-                self.damage = _damage(err)
-            self.truncated = self.framer.truncated
-            return
-        yield from self._from_child()
+            return self._inline()
+        return self._from_child(in_child(self._framed, "kvwatch-framer"))
+
+    def _inline(self) -> Iterator[list[Batch]]:
+        try:
+            with open_log(self.path) as stream:
+                yield from batches(stream, self.framer, self.max_line)
+        except DAMAGED as err:
+            self.damage = _damage(err)
+        self.truncated = self.framer.truncated
 
     def _every_line(self) -> bool:
         # A dense plain log (llama.cpp -lv 4) hands every line to the parser: framing is a decode and a
@@ -131,9 +144,10 @@ class FramedFile:
                 self._dense = self.framer.every_line(read_head(stream))
         return self._dense
 
-    def _from_child(self) -> Iterator[list[Batch]]:
+    def _from_child(
+        self, framed: Generator[list[Wire], None, tuple[int, str | None]]
+    ) -> Iterator[list[Batch]]:
         source = self.framer.source
-        framed = in_child(self._framed, "kvwatch-framer")
         try:
             while True:
                 wire = next(framed)
