@@ -16,6 +16,7 @@ from dataclasses import dataclass, field
 from itertools import chain
 from typing import TYPE_CHECKING
 
+from kvwatch import segmented
 from kvwatch.model import Alert, Event, SourceCounts
 from kvwatch.parsers import detect_engine, make_parser
 from kvwatch.parsers.base import ParserSettings
@@ -77,6 +78,9 @@ def plan(paths: Sequence[str], engine: str, source: str | None) -> list[ReplayIn
 def _events(item: ReplayInput, run: SourceRun, framer: Framer, damaged: list[str]) -> _Stream:
     """One file's events per read; a big file's child is started now."""
     framed = FramedFile(item.path, framer, MAX_LINE)
+    if framed.parse_ahead and (workers := segmented.workers_for(item.path, run.parser)):
+        # a big dense file with cores to spare: parsed in segments by several children
+        return _outcome(segmented.parse(item.path, run, workers, MAX_LINE), item, run, damaged, False)
     if framed.parse_ahead:  # a child frames and parses; only its events and counts come here
         return _outcome(
             in_child(lambda: _parsed(framed.batches(), framed, run), "kvwatch-parser"),

@@ -51,6 +51,10 @@ class YearlessClock:
         # of one stats interval share their second.
         self._stamp: tuple[str, int, int, float | None] = ("", 0, 0, None)
 
+    def key(self) -> tuple[int, int]:
+        """What decides its later answers (its caches left out): equal keys, equal answers."""
+        return self._year, self._last_month
+
     def resolve(
         self, month: int, day: int, hms: tuple[int, int, int], transport: float | None
     ) -> float | None:

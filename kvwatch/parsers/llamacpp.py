@@ -71,6 +71,12 @@ class LlamacppParser:
         self._head = ""  # `M.SS.` of the last plain line (see _plain) and its M * 60 + SS
         self._seconds = 0
 
+    def state_key(self) -> tuple[object, ...]:
+        """Everything that decides how later lines are parsed, caches left out: two parsers with equal
+        keys give the same results for the same lines (kvwatch.segmented relies on it)."""
+        streams = sorted(((-1 if p is None else p), s.key()) for p, s in self._streams.items())
+        return self._last, self._runs, self._clock.key(), streams
+
     def parse(self, line: LogLine) -> ParseResult:
         """The events of one line; [] for a recognised line with none; None for a foreign line."""
         return self._read(line.text, line)

@@ -90,6 +90,24 @@ class Stream:
         for name in Stream.__slots__:
             setattr(self, name, getattr(fresh, name))
 
+    def key(self) -> tuple[object, ...]:
+        """What decides how later lines are read (the id cache left out): equal keys, equal futures.
+
+        Slots are sorted: nothing that reads a dict of them depends on its order.
+        """
+        return (
+            self.anchor,
+            self.last_rel,
+            self.stamped,
+            self.active,
+            self.announced,
+            sorted(self.picks.items()),
+            sorted(self.requests.items(), key=lambda item: item[0]),
+            sorted(self.finished.items()),
+            self.last_pick,
+            self.timing,
+        )
+
     def drop_in_flight(self) -> None:
         """Forget requests that never finished (end of input)."""
         self.requests.clear()

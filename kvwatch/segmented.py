@@ -1,0 +1,274 @@
+"""A big dense log parsed in segments on several cores, with the results of parsing it in one go.
+
+Replay parses a file as one timeline: what a line means depends on the parser's state, which every
+line before it made. A llama.cpp `-lv 4` log is nearly all parse (the forked child of
+kvwatch.sources.forked spends its time in the parser), so where there are cores to spare the file is
+cut into segments at line starts and forked workers parse them at once, taking turns: worker w parses
+segments w, w + W, w + 2W, ...
+
+A segment's true start state is the one the segment before it ends in, known only once that one is
+parsed. So a worker guesses it: from the state it is in (the file's head parsed, or where its last
+segment ended) it parses the stretch just before the segment (`WARM_UP` bytes) and drops what that
+gives; the requests in progress then are rebuilt as they were. The parent takes the segments in order
+and keeps one's results only when the guess it started from equals the true start state (the
+parser's `state_key()`: every field that decides how later lines are read). The first time a guess
+is wrong (a slot idle through the whole stretch, a server restart before it), the workers are stopped
+and the rest of the file is parsed from the true state in one child, as without segments. The results
+are the one-go parse's either way; only the time differs.
+"""
+
+from __future__ import annotations
+
+import copy
+import io
+import os
+import pickle
+import sys
+from collections.abc import Generator, Iterator
+from dataclasses import dataclass, field
+from functools import partial
+from itertools import pairwise
+from typing import BinaryIO
+
+from kvwatch.model import Event, SourceCounts
+from kvwatch.parsers.base import Parser
+from kvwatch.parsers.run import SourceRun
+from kvwatch.sources.forked import in_child
+from kvwatch.sources.framing import Framer
+from kvwatch.sources.wholefile import batches
+
+#: Workers at most (each parses a share of the file while the parent runs metrics and detectors).
+MAX_WORKERS = 4
+#: Segment sizes: about a quarter of the file per worker, within these bounds (memory stays flat: a
+#: worker holds one segment's events until the parent takes them).
+MIN_SEGMENT = 8 << 20
+MAX_SEGMENT = 64 << 20
+#: The stretch before a segment that a worker parses to rebuild the requests in progress.
+WARM_UP = 1 << 20
+#: The head the parent parses itself first: the server's start-up lines, which every guess starts from.
+HEAD = 256 << 10
+
+#: What parsing a file added to its source's (lines, recognized, errors); lines truncated; damage.
+Outcome = tuple[tuple[int, int, int], int, str | None]
+
+
+@dataclass
+class _Segment:
+    """What a worker made of one segment."""
+
+    index: int
+    guess: object  # the start state it assumed (None: the exact one, for the first segment)
+    events: list[Event]
+    counts: tuple[int, int, int]  # lines, recognized, errors
+    truncated: int
+    end: object  # its end state's key
+    state: bytes  # the parser at the end, pickled: where the rest goes on from after a wrong guess
+
+
+class _Range(io.RawIOBase):
+    """bytes [start, stop) of a file, read as a stream."""
+
+    def __init__(self, path: str, start: int, stop: int) -> None:
+        self._file: BinaryIO = open(path, "rb")  # noqa: SIM115  (closed with the range)
+        self._file.seek(start)
+        self._left = stop - start
+
+    def read(self, size: int = -1) -> bytes:
+        want = self._left if size < 0 else min(size, self._left)
+        data = self._file.read(want)
+        self._left -= len(data)
+        return data
+
+    def close(self) -> None:
+        self._file.close()
+        super().close()
+
+
+def workers_for(path: str, parser: Parser) -> int:
+    """How many workers to parse this file with (0: not in segments).
+
+    A plain (uncompressed) file of at least two segments, a parser that tells its state, fork, and at
+    least two cores: the parent and the workers share them.
+    """
+    if not sys.platform.startswith("linux") or not hasattr(parser, "state_key"):
+        return 0
+    try:
+        size = os.path.getsize(path)
+        with open(path, "rb") as head:
+            if head.read(2) == b"\x1f\x8b":
+                return 0
+    except OSError:
+        return 0
+    cores = _cores()
+    return min(cores, MAX_WORKERS) if cores >= 2 and size >= 2 * MIN_SEGMENT else 0
+
+
+def _cores() -> int:
+    """The cores this process may run on."""
+    return len(os.sched_getaffinity(0))
+
+
+def boundaries(path: str, start: int, workers: int) -> list[tuple[int, int]]:
+    """[start, size) cut into segments at line starts, about a quarter of it per worker."""
+    size = os.path.getsize(path)
+    target = min(MAX_SEGMENT, max(MIN_SEGMENT, (size - start) // (4 * workers)))
+    cuts = [start]
+    with open(path, "rb") as stream:
+        at = start + target
+        while at < size:
+            stream.seek(at)
+            newline = stream.read(1 << 20).find(b"\n")
+            if newline < 0:
+                break  # (a line over 1 MiB: the segment goes on)
+            cut = at + newline + 1
+            if cut < size:
+                cuts.append(cut)
+            at = cut + target
+    cuts.append(size)
+    return list(pairwise(cuts))
+
+
+def _line_start(path: str, at: int, floor: int) -> int:
+    """The first line start at or after `at` (`floor`, itself a line start, when `at` is not past it
+    or no line starts within 1 MiB of it)."""
+    if at <= floor:
+        return floor
+    with open(path, "rb") as stream:
+        stream.seek(at - 1)
+        newline = stream.read(1 << 20).find(b"\n")
+    return floor if newline < 0 else at + newline
+
+
+def _key(parser: Parser) -> object:
+    """The parser's state_key() (what decides how its later lines are read), as a deep copy: the key
+    holds the parser's own request objects, which it goes on changing."""
+    return copy.deepcopy(parser.state_key())  # type: ignore[attr-defined]
+
+
+def _parse_range(
+    path: str, run: SourceRun, start: int, stop: int, max_line: int
+) -> Iterator[tuple[list[Event], Framer]]:
+    """The events of each read of [start, stop) (whole lines), and the framer (for its truncations)."""
+    parser = run.parser
+    framer = Framer(run.source, "plain", parser.markers, max_line)
+    with _Range(path, start, stop) as stream:
+        for group in batches(stream, framer, max_line):  # type: ignore[arg-type]
+            yield run.take_many(group), framer
+
+
+def _worker(
+    path: str, run: SourceRun, segments: list[tuple[int, int]], mine: range, max_line: int
+) -> Generator[_Segment, None, None]:
+    """(In a worker) its segments, each parsed from a guessed start state (the first one: the true one)."""
+    parser = run.parser
+    last = len(segments) - 1
+    at = segments[0][0]  # where the parser's state is: after the head, then after its last segment
+    for index in mine:
+        start, stop = segments[index]
+        guess = None
+        if index > 0:  # (the stretch never goes back past `at`: no line is read twice)
+            warm = _line_start(path, max(at, start - WARM_UP), at)
+            for _ in _parse_range(path, SourceRun(run.source, parser, SourceCounts()), warm, start, max_line):
+                pass  # (what the stretch gives is the segment before's to give)
+            guess = _key(parser)
+        counts = SourceCounts()
+        events: list[Event] = []
+        truncated = 0
+        for made, framer in _parse_range(path, SourceRun(run.source, parser, counts), start, stop, max_line):
+            events += made
+            truncated = framer.truncated
+        if index == last:
+            events += parser.flush()
+        end, at = _key(parser), stop
+        yield _Segment(
+            index,
+            guess,
+            events,
+            (counts.lines, counts.recognized, counts.errors),
+            truncated,
+            end,
+            pickle.dumps(parser),
+        )
+
+
+def _rest(
+    path: str, run: SourceRun, start: int, stop: int, max_line: int
+) -> Generator[list[Event], None, Outcome]:
+    """(In a child) [start, stop) parsed in one go from the parser's state, then its flush."""
+    counts = run.counts
+    truncated = 0
+    for made, framer in _parse_range(path, run, start, stop, max_line):
+        yield made
+        truncated = framer.truncated
+    yield run.parser.flush()
+    return (counts.lines, counts.recognized, counts.errors), truncated, None
+
+
+def parse(path: str, run: SourceRun, workers: int, max_line: int) -> Generator[list[Event], None, Outcome]:
+    """The file's events in order, parsed in segments by `workers` forked workers (started now).
+
+    The head is parsed here first and counted in `run.counts`, as are the segments taken; returns
+    ((0, 0, 0), truncated, None): nothing for the caller to add.
+    """
+    stop = os.path.getsize(path)
+    head_end = _line_start(path, min(HEAD, stop), 0)
+    job = _Job(path, run, boundaries(path, head_end, workers), max_line)
+    for made, framer in _parse_range(path, run, 0, head_end, max_line):
+        job.head.append(made)
+        job.truncated = framer.truncated
+    count = min(workers, len(job.segments))
+    mine = [range(w, len(job.segments), count) for w in range(count)]
+    job.started = [
+        in_child(partial(_worker, path, run, job.segments, mine[w], max_line), f"kvwatch-parser-{w}")
+        for w in range(count)
+    ]
+    return job.events()
+
+
+@dataclass
+class _Job:
+    """One file's segmented parse, on the parent's side."""
+
+    path: str
+    run: SourceRun
+    segments: list[tuple[int, int]]
+    max_line: int
+    head: list[list[Event]] = field(default_factory=list)
+    truncated: int = 0
+    started: list[Generator[_Segment, None, None]] = field(default_factory=list)
+
+    def events(self) -> Generator[list[Event], None, Outcome]:
+        """The head's events, then each segment's whose guess holds; after a wrong one, the rest in one go."""
+        try:
+            yield from self.head
+            parser, counts = self.run.parser, self.run.counts
+            truth, state = _key(parser), pickle.dumps(parser)
+            for index in range(len(self.segments)):
+                done = next(self.started[index % len(self.started)])
+                if done.guess is not None and done.guess != truth:
+                    yield from self._rest(index, state)
+                    break
+                yield done.events
+                counts.lines += done.counts[0]
+                counts.recognized += done.counts[1]
+                counts.errors += done.counts[2]
+                self.truncated += done.truncated
+                truth, state = done.end, done.state
+            return (0, 0, 0), self.truncated, None
+        finally:
+            for worker in self.started:
+                worker.close()  # (a worker still parsing is killed)
+
+    def _rest(self, index: int, state: bytes) -> Generator[list[Event], None, None]:
+        """The workers stopped; segment `index` on parsed in one child from the true state."""
+        for worker in self.started:
+            worker.close()
+        rest = SourceRun(self.run.source, pickle.loads(state), SourceCounts())
+        start, stop = self.segments[index][0], self.segments[-1][1]
+        work = partial(_rest, self.path, rest, start, stop, self.max_line)
+        added, cut, _ = yield from in_child(work, "kvwatch-parser")
+        counts = self.run.counts
+        counts.lines += added[0]
+        counts.recognized += added[1]
+        counts.errors += added[2]
+        self.truncated += cut

@@ -1,0 +1,201 @@
+"""A big dense log parsed in segments by several workers gives exactly what parsing it in one go gives.
+
+The segments are made small here (64 KiB, with a 16 KiB stretch before each to rebuild the state) so
+that a generated log has a dozen of them: the workers' guesses of each segment's start state hold on
+busy logs; with too short a stretch they fail, and the rest is parsed in one go from the true state.
+"""
+
+from __future__ import annotations
+
+import gzip
+import random
+from pathlib import Path
+
+import pytest
+from test_llamacpp_block import SAMPLES, damaged, generated
+
+from kvwatch import segmented
+from kvwatch.model import Event, SourceCounts
+from kvwatch.parsers import make_parser
+from kvwatch.parsers.base import ParserSettings
+from kvwatch.parsers.run import SourceRun
+from kvwatch.sources.framing import Framer
+from kvwatch.sources.wholefile import batches, open_log
+
+MAX_LINE = 4096
+Outcome = tuple[list[Event], tuple[int, int, int, int]]
+
+
+@pytest.fixture
+def small(monkeypatch: pytest.MonkeyPatch) -> list[int]:
+    """Segments of 64 KiB, a 16 KiB stretch to rebuild the state, a 1 KiB head; records the segment
+    at which each parse fell back to one go."""
+    fallbacks: list[int] = []
+    real = segmented._Job._rest
+
+    def spy(job: segmented._Job, index: int, state: bytes) -> object:
+        fallbacks.append(index)
+        return real(job, index, state)
+
+    monkeypatch.setattr(segmented, "MIN_SEGMENT", 64 << 10)
+    monkeypatch.setattr(segmented, "MAX_SEGMENT", 64 << 10)
+    monkeypatch.setattr(segmented, "WARM_UP", 16 << 10)
+    monkeypatch.setattr(segmented, "HEAD", 1 << 10)
+    monkeypatch.setattr(segmented._Job, "_rest", spy)
+    monkeypatch.setattr(segmented, "_cores", lambda: 2)
+    return fallbacks
+
+
+def one_go(path: Path) -> Outcome:
+    """The file parsed as replay's single child parses it."""
+    parser = make_parser("llamacpp", "src", ParserSettings())
+    run = SourceRun("src", parser, SourceCounts())
+    framer = Framer("src", "plain", parser.markers, MAX_LINE)
+    events: list[Event] = []
+    with open_log(str(path)) as stream:
+        for group in batches(stream, framer, MAX_LINE):
+            events += run.take_many(group)
+    events += parser.flush()
+    counts = run.counts
+    return events, (counts.lines, counts.recognized, counts.errors, framer.truncated)
+
+
+def in_segments(path: Path, workers: int) -> Outcome:
+    """The file parsed by segmented.parse."""
+    parser = make_parser("llamacpp", "src", ParserSettings())
+    run = SourceRun("src", parser, SourceCounts())
+    events: list[Event] = []
+    work = segmented.parse(str(path), run, workers, MAX_LINE)
+    while True:
+        try:
+            events += next(work)
+        except StopIteration as end:
+            added, truncated, damage = end.value
+            break
+    assert (added, damage) == ((0, 0, 0), None)  # (counted in run.counts already)
+    counts = run.counts
+    return events, (counts.lines, counts.recognized, counts.errors, truncated)
+
+
+def write(tmp_path: Path, name: str, texts: list[str]) -> Path:
+    path = tmp_path / name
+    path.write_text("".join(text + "\n" for text in texts))
+    return path
+
+
+@pytest.mark.parametrize("workers", [2, 3])
+def test_busy_logs_are_parsed_in_segments(small: list[int], tmp_path: Path, workers: int) -> None:
+    """Generated -lv 4 logs (four busy slots): every guess holds, and the results are the one-go ones."""
+    for seed in range(3):
+        path = write(tmp_path, f"busy{seed}.log", generated(8000, seed))
+        expected = one_go(path)
+        assert len(expected[0]) > 100
+        assert len(segmented.boundaries(str(path), 0, workers)) > 10
+        assert expected == in_segments(path, workers)
+    assert [] == small
+
+
+def test_damaged_logs_fall_back_to_one_go_and_agree(small: list[int], tmp_path: Path) -> None:
+    """Damaged logs (restarts, lines out of order, torn and foreign lines, cut lines longer than the
+    cap): whether a guess holds or not, the results are the one-go ones."""
+    rng = random.Random(5)
+    base = generated(3000, 1)
+    for case in range(16):
+        texts = damaged(base, rng)
+        if case % 4 == 0:
+            texts.insert(rng.randrange(len(texts)), "x" * (MAX_LINE * 3))  # cut at the cap, counted
+        path = write(tmp_path, f"damaged{case}.log", texts)
+        assert one_go(path) == in_segments(path, 2), case
+
+
+def test_a_wrong_guess_falls_back_to_one_go(
+    small: list[int], tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A stretch too short to rebuild the requests in progress: the first wrong guess stops the
+    workers, and the rest is parsed in one go from the true state, with the same results."""
+    monkeypatch.setattr(segmented, "WARM_UP", 1 << 10)
+    path = write(tmp_path, "busy.log", generated(8000, 3))
+    assert one_go(path) == in_segments(path, 2)
+    assert len(small) == 1
+
+
+def test_a_second_server_run_agrees(small: list[int], tmp_path: Path) -> None:
+    """Two server runs back to back: the second's clock starts again from the first's last time."""
+    path = write(tmp_path, "two-runs.log", generated(4000, 1) + generated(4000, 2))
+    expected = one_go(path)
+    assert expected == in_segments(path, 2)
+    assert any(type(event).__name__ == "ServerRestart" for event in expected[0][1:])
+
+
+def test_samples_one_after_another(small: list[int], tmp_path: Path) -> None:
+    """The llama.cpp samples back to back: restarts, router ports, jsonl and legacy timing lines."""
+    texts = [text for path in SAMPLES for text in path.read_text().splitlines()]
+    path = write(tmp_path, "samples.log", texts * 3)
+    assert one_go(path) == in_segments(path, 2)
+
+
+def test_which_files_are_parsed_in_segments(
+    small: list[int], tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Plain files of two segments or more, a parser that tells its state, and two cores or more."""
+    texts = generated(2000, 4)
+    plain = write(tmp_path, "plain.log", texts)
+    packed = tmp_path / "packed.log.gz"
+    packed.write_bytes(gzip.compress(plain.read_bytes(), mtime=0))
+    tiny = write(tmp_path, "tiny.log", texts[:20])
+    llama = make_parser("llamacpp", "src", ParserSettings())
+    vllm = make_parser("vllm", "src", ParserSettings())
+    assert 2 == segmented.workers_for(str(plain), llama)
+    assert 0 == segmented.workers_for(str(packed), llama)  # (gzip: no seeking into it)
+    assert 0 == segmented.workers_for(str(tiny), llama)
+    assert 0 == segmented.workers_for(str(plain), vllm)
+    monkeypatch.setattr(segmented, "_cores", lambda: 1)
+    assert 0 == segmented.workers_for(str(plain), llama)
+
+
+def test_a_stretch_longer_than_a_segment_starts_where_the_worker_is(
+    small: list[int], tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A stretch longer than the segment between a worker's two segments starts at the end of its
+    last one (never reading a line twice), so it covers that whole segment and every guess holds."""
+    monkeypatch.setattr(segmented, "MIN_SEGMENT", 8 << 10)
+    monkeypatch.setattr(segmented, "MAX_SEGMENT", 8 << 10)
+    monkeypatch.setattr(segmented, "WARM_UP", 32 << 10)
+    path = write(tmp_path, "busy.log", generated(4000, 5))
+    assert one_go(path) == in_segments(path, 2)
+    assert [] == small
+
+
+def test_replay_parses_a_big_dense_log_in_segments(
+    small: list[int], tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """`kvwatch replay` of a big llama.cpp -lv 4 log beside a vLLM one: the workers parse it, and
+    metrics, alerts and counts are those of a replay without segments."""
+    from kvwatch.detectors import DetectorSettings
+    from kvwatch.replay import plan, replay
+    from kvwatch.report.exposition import golden_lines
+    from kvwatch.sources import forked
+
+    texts = generated(8000, 4)
+    paths = [str(write(tmp_path, "llama.log", texts)), str(Path(SAMPLES[0]).parent / "vllm-docker.log")]
+    monkeypatch.setattr(forked, "FORK_MIN_BYTES", 64 << 10)
+    names: list[str] = []
+    real = forked.in_child
+
+    def spy(work: object, name: str) -> object:
+        names.append(name)
+        return real(work, name)  # type: ignore[arg-type]
+
+    monkeypatch.setattr(segmented, "in_child", spy)
+
+    def outcome() -> tuple[list[str], dict[str, tuple[int, int, int, int]]]:
+        result = replay(plan(paths, "auto", None), ParserSettings(now_year=2026), DetectorSettings())
+        counts = {k: (c.lines, c.recognized, c.errors, c.truncated) for k, c in result.summary.counts.items()}
+        return golden_lines(result.registry, result.alerts), counts
+
+    segmented_result = outcome()
+    assert ["kvwatch-parser-0", "kvwatch-parser-1"] == names[:2]
+    started = len(names)
+    monkeypatch.setattr(segmented, "_cores", lambda: 1)  # the one-child path
+    assert outcome() == segmented_result
+    assert len(names) == started and segmented_result[1]["llama"][0] == len(texts)
