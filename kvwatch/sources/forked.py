@@ -47,6 +47,7 @@ def _child(work: Callable[[], Generator[Any, None, Any]], out: Connection) -> No
     # Ctrl-C reaches the whole process group: the parent stops and kills this child, which need not
     # print a traceback of its own.
     signal.signal(signal.SIGINT, signal.SIG_IGN)
+    signal.pthread_sigmask(signal.SIG_UNBLOCK, {signal.SIGINT})  # (see _received; a pending one is dropped)
     try:
         items = work()
         while True:
@@ -81,7 +82,13 @@ def _received(
     context = multiprocessing.get_context("fork")
     receive, send = context.Pipe(duplex=False)
     child = context.Process(target=_child, args=(work, send), name=name, daemon=True)
-    child.start()
+    # Ctrl-C is held back while forking: a child interrupted before it ignores SIGINT would print a
+    # stray traceback, and the parent gets it the moment the mask is restored.
+    mask = signal.pthread_sigmask(signal.SIG_BLOCK, {signal.SIGINT})
+    try:
+        child.start()
+    finally:
+        signal.pthread_sigmask(signal.SIG_SETMASK, mask)
     send.close()  # the parent's copy: the child's end alone keeps the pipe open
     try:
         yield None  # (inside the try: a generator closed from here on kills the child)
