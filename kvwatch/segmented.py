@@ -191,7 +191,7 @@ def _worker(
         )
 
 
-def _rest(
+def _in_one_go(
     path: str, run: SourceRun, start: int, stop: int, max_line: int
 ) -> Generator[list[Event], None, Outcome]:
     """(In a child) [start, stop) parsed in one go from the parser's state, then its flush."""
@@ -265,7 +265,7 @@ class _Job:
             worker.close()
         rest = SourceRun(self.run.source, pickle.loads(state), SourceCounts())
         start, stop = self.segments[index][0], self.segments[-1][1]
-        work = partial(_rest, self.path, rest, start, stop, self.max_line)
+        work = partial(_in_one_go, self.path, rest, start, stop, self.max_line)
         added, cut, _ = yield from in_child(work, "kvwatch-parser")
         counts = self.run.counts
         counts.lines += added[0]
