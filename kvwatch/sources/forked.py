@@ -6,8 +6,9 @@ all of them, but neither needs the stage before it to be in the same process: `i
 generator in a forked child and yields its items, in order, through a pipe. A big file is framed in a
 child while the parent parses (`FramedFile`); a big dense file (llama.cpp -lv 4, where every line is
 parsed and few make an event) is framed and parsed in a child while the parent runs metrics and
-detectors (`FramedFile.parse_ahead`, see replay). The parent sees exactly what the inline path gives,
-so the results are the same, only sooner. Small files, and platforms without fork, stay inline.
+detectors (`FramedFile.parse_ahead`, see replay), or, with cores to spare, in segments by several
+children (kvwatch.segmented). The parent sees exactly what the inline path gives, so the results are
+the same, only sooner. Small files, and platforms without fork, stay inline.
 """
 
 from __future__ import annotations
