@@ -31,6 +31,12 @@ def _tz(text: str) -> str:
     return text
 
 
+def _jobs(text: str) -> int:
+    if not text.isdigit() or not 1 <= int(text) <= 64:
+        raise argparse.ArgumentTypeError(f"not a number of jobs from 1 to 64: {text!r}")
+    return int(text)
+
+
 def _start(text: str) -> float:
     try:
         return float(text)
@@ -59,6 +65,11 @@ def build_parser() -> argparse.ArgumentParser:
         type=_start,
         default=DEFAULT_START,
         help="anchor of relative timestamps (llama.cpp), RFC 3339 or epoch (default 2026-01-01T00:00:00Z)",
+    )
+    rep.add_argument(
+        "--jobs",
+        type=_jobs,
+        help="worker processes for a big llama.cpp -lv 4 log (default: one per core, at most 4; 1: none)",
     )
     _daemon_commands(sub)
     return parser
@@ -226,7 +237,7 @@ def cmd_replay(args: argparse.Namespace) -> int:
     now_year = datetime.now(timezone.utc).year
     settings = ParserSettings(year=args.year, now_year=now_year, tz=args.tz, start=args.start)
     try:
-        result = replay(plan(args.files, args.engine, args.source), settings)
+        result = replay(plan(args.files, args.engine, args.source), settings, jobs=args.jobs)
     except OSError as err:
         print(f"kvwatch: cannot read {err.filename}: {err.strerror or err}", file=sys.stderr)
         return 2

@@ -75,10 +75,12 @@ def plan(paths: Sequence[str], engine: str, source: str | None) -> list[ReplayIn
     return inputs
 
 
-def _events(item: ReplayInput, run: SourceRun, framer: Framer, damaged: list[str]) -> _Stream:
-    """One file's events per read; a big file's child is started now."""
+def _events(
+    item: ReplayInput, run: SourceRun, framer: Framer, damaged: list[str], jobs: int | None
+) -> _Stream:
+    """One file's events per read; a big file's child (or workers) is started now."""
     framed = FramedFile(item.path, framer, MAX_LINE)
-    if framed.parse_ahead and (workers := segmented.workers_for(item.path, run.parser)):
+    if framed.parse_ahead and (workers := segmented.workers_for(item.path, run.parser, jobs)):
         # a big dense file with cores to spare: parsed in segments by several children
         return _outcome(segmented.parse(item.path, run, workers, MAX_LINE), item, run, damaged, False)
     if framed.parse_ahead:  # a child frames and parses; only its events and counts come here
@@ -129,9 +131,11 @@ def replay(
     settings: ParserSettings,
     detectors: DetectorSettings | None = None,
     tick_every: float | None = None,
+    jobs: int | None = None,
 ) -> ReplayResult:
     """Replay files through a fresh pipeline (ticks every kvwatch.pipeline.TICK seconds of log time
-    unless `tick_every` says otherwise); raises OSError for a missing or unreadable file."""
+    unless `tick_every` says otherwise; a big dense log parsed by up to `jobs` workers, default one
+    per core, at most kvwatch.segmented.MAX_WORKERS); raises OSError for a missing or unreadable file."""
     # Every file opened and its parser made, then the streams started (a big file's child begins
     # reading), then the pipeline built while they read.
     counts: dict[str, SourceCounts] = {}
@@ -147,7 +151,7 @@ def replay(
     try:
         for item, framing, run in prepared:
             framer = Framer(item.source, framing, run.parser.markers, MAX_LINE)
-            streams.append(_events(item, run, framer, damaged))
+            streams.append(_events(item, run, framer, damaged, jobs))
         return _replay(prepared, streams, damaged, detectors, tick_every)
     finally:
         for stream in streams:

@@ -84,11 +84,12 @@ class _Range(io.RawIOBase):
         super().close()
 
 
-def workers_for(path: str, parser: Parser) -> int:
-    """How many workers to parse this file with (0: not in segments).
+def workers_for(path: str, parser: Parser, jobs: int | None = None) -> int:
+    """How many workers to parse this file with (0: not in segments): one per core, at most `jobs`
+    (default MAX_WORKERS).
 
     A plain (uncompressed) file of at least two segments, a parser that tells its state, fork, and at
-    least two cores: the parent and the workers share them.
+    least two workers: the parent and the workers share the cores.
     """
     if not sys.platform.startswith("linux") or not hasattr(parser, "state_key"):
         return 0
@@ -99,8 +100,8 @@ def workers_for(path: str, parser: Parser) -> int:
                 return 0
     except OSError:
         return 0
-    cores = _cores()
-    return min(cores, MAX_WORKERS) if cores >= 2 and size >= 2 * MIN_SEGMENT else 0
+    workers = min(_cores(), MAX_WORKERS if jobs is None else jobs)
+    return workers if workers >= 2 and size >= 2 * MIN_SEGMENT else 0
 
 
 def _cores() -> int:

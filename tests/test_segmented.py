@@ -151,6 +151,39 @@ def test_which_files_are_parsed_in_segments(
     assert 0 == segmented.workers_for(str(plain), vllm)
     monkeypatch.setattr(segmented, "_cores", lambda: 1)
     assert 0 == segmented.workers_for(str(plain), llama)
+    monkeypatch.setattr(segmented, "_cores", lambda: 64)  # one per core, four at most unless asked
+    assert [4, 0, 3, 8] == [segmented.workers_for(str(plain), llama, jobs) for jobs in (None, 1, 3, 8)]
+
+
+def test_replay_jobs_option(small: list[int], tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """`kvwatch replay --jobs N` bounds the workers (1: the one-child parse); a bad N is refused."""
+    from kvwatch import cli
+    from kvwatch.sources import forked
+
+    path = write(tmp_path, "llama.log", generated(8000, 4))
+    monkeypatch.setattr(forked, "FORK_MIN_BYTES", 64 << 10)
+    names: list[str] = []
+    real = forked.in_child
+
+    def spy(work: object, name: str) -> object:
+        names.append(name)
+        return real(work, name)  # type: ignore[arg-type]
+
+    monkeypatch.setattr(segmented, "in_child", spy)
+    monkeypatch.setattr(forked, "in_child", spy)
+    monkeypatch.setattr("kvwatch.replay.in_child", spy)
+    outputs = []
+    for jobs in ("2", "1"):
+        out = tmp_path / f"out{jobs}.prom"
+        with out.open("w") as stream, pytest.MonkeyPatch.context() as patch:
+            patch.setattr("sys.stdout", stream)
+            assert 0 == cli.main(["replay", "--format", "prom", "--jobs", jobs, str(path)])
+        outputs.append(out.read_text())
+    assert ["kvwatch-parser-0", "kvwatch-parser-1", "kvwatch-parser"] == names
+    assert outputs[0] == outputs[1] and "kvwatch_llamacpp_requests_total" in outputs[0]
+    with pytest.raises(SystemExit) as refused:
+        cli.main(["replay", "--jobs", "0", str(path)])
+    assert 2 == refused.value.code
 
 
 def test_a_stretch_longer_than_a_segment_starts_where_the_worker_is(
