@@ -208,3 +208,31 @@ def test_prefix_hit_rate_low_is_off_by_default() -> None:
     events: list[Event] = [VllmStats("v", T0 + 10 * i, "0", 100.0, 10.0, 1, 0, 0.2, 0.1) for i in range(10)]
     assert [] == fires(hit_rate_low.detect, events, hit_rate_low.Settings())
     assert ["prefix_hit_rate_low"] == fires(hit_rate_low.detect, events, hit_rate_low.Settings(enabled=True))
+
+
+def test_pinned_cache_precheck_never_hides_a_pinned_group() -> None:
+    """detect() skips assess() for a group _may_be_pinned rules out: only ever a group assess() would
+    not find pinned (random groups: few or many requests, ties, zero and negative cached lengths)."""
+    from kvwatch.window import RequestPoint
+
+    rng = random.Random(3)
+    checked = skipped = 0
+    for _ in range(4000):
+        cfg = pinned_cache.Settings(
+            min_requests=rng.choice((1, 3, 8)),
+            max_requests=rng.choice((5, 12, 50)),
+            min_share=rng.choice((0.2, 0.5, 0.6, 0.9)),
+            min_growth=rng.choice((0.5, 2.0)),
+            min_trend=rng.choice((-1.0, 0.3)),
+        )
+        lengths = rng.sample((0, -5, 64, 128, 17920, 17984), rng.randint(1, 4))
+        points = [
+            RequestPoint(float(i), rng.randint(1, 60000), rng.choice(lengths))
+            for i in range(rng.randint(0, 60))
+        ]
+        pinned = pinned_cache.assess(points, cfg).pinned
+        if not pinned_cache._may_be_pinned(points, cfg):
+            skipped += 1
+            assert not pinned, (points, cfg)
+        checked += pinned
+    assert skipped > 1000 and checked > 100

@@ -17,6 +17,7 @@ from __future__ import annotations
 from collections import Counter
 from collections.abc import Sequence
 from dataclasses import dataclass
+from operator import attrgetter
 
 from kvwatch.model import Finding
 from kvwatch.window import Labels, RequestPoint, Windows
@@ -32,6 +33,8 @@ FIX = (
     "block), or set CLAUDE_CODE_ATTRIBUTION_HEADER=0 on the client. On llama.cpp >= b9093, point Claude "
     "Code at `/v1/messages`, which normalises the header. Afterwards cached lengths spread out again."
 )
+_CACHED = attrgetter("cached")
+
 #: Without a known block size, C is shown in 64-token blocks (vLLM's cached lengths are commonly
 #: 64-aligned, as in incident 1), else in the first smaller block that divides it.
 BLOCKS = (64, 32, 16)
@@ -144,12 +147,26 @@ def _finding(labels: Labels, points: Sequence[RequestPoint], a: Assessment, cfg:
     )
 
 
+def _may_be_pinned(points: Sequence[RequestPoint], cfg: Settings) -> bool:
+    """False when assess() cannot find the group pinned: too few requests, or its most common
+    non-zero cached length covers too few of them (most groups, most ticks: a cheaper count)."""
+    recent = list(points)[-cfg.max_requests :]
+    if len(recent) < cfg.min_requests:
+        return False
+    counts = Counter(map(_CACHED, recent))  # (counted in C; then the lengths assess() leaves out)
+    for cached in [cached for cached in counts if cached <= 0]:
+        del counts[cached]
+    return bool(counts) and counts.most_common(1)[0][1] / len(recent) >= cfg.min_share
+
+
 def detect(windows: Windows, now: float, cfg: Settings) -> list[Finding]:
     """A finding for every request group whose cached length is pinned right now."""
     if not cfg.enabled:
         return []
     findings = []
     for labels, points in sorted(windows.requests.items()):
+        if not _may_be_pinned(points, cfg):
+            continue
         verdict = assess(points, cfg)
         if verdict.pinned:
             block = cfg.block_size or int(windows.source(dict(labels)["source"]).facts.get("block_size", 0))
