@@ -82,16 +82,16 @@ def _events(
     framed = FramedFile(item.path, framer, MAX_LINE)
     if framed.parse_ahead and (workers := segmented.workers_for(item.path, run.parser, jobs)):
         # a big dense file with cores to spare: parsed in segments by several children
-        return _outcome(segmented.parse(item.path, run, workers, MAX_LINE), item, run, damaged, False)
+        return _outcome(segmented.parse(item.path, run, workers, MAX_LINE), item, run, damaged, child=False)
     if framed.parse_ahead:  # a child frames and parses; only its events and counts come here
         return _outcome(
             in_child(lambda: _parsed(framed.batches(), framed, run), "kvwatch-parser"),
             item,
             run,
             damaged,
-            True,
+            child=True,
         )
-    return _outcome(_parsed(framed.batches(), framed, run), item, run, damaged, False)
+    return _outcome(_parsed(framed.batches(), framed, run), item, run, damaged, child=False)
 
 
 def _outcome(
@@ -99,6 +99,7 @@ def _outcome(
     item: ReplayInput,
     run: SourceRun,
     damaged: list[str],
+    *,
     child: bool,
 ) -> _Stream:
     """`work`'s events; then what it came to, in the counts (which a child made on its own copy)."""
