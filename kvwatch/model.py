@@ -238,3 +238,13 @@ class SourceCounts:
     recognized: int = 0
     errors: int = 0
     truncated: int = 0
+
+    def parsed(self) -> tuple[int, int, int]:
+        """(lines, recognized, errors): what parsing adds to (a child's copy comes back as this)."""
+        return self.lines, self.recognized, self.errors
+
+    def add(self, parsed: tuple[int, int, int]) -> None:
+        """Add what parsing elsewhere (in a child, on its own copy) added: see parsed()."""
+        self.lines += parsed[0]
+        self.recognized += parsed[1]
+        self.errors += parsed[2]

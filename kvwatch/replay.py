@@ -21,6 +21,7 @@ from kvwatch.model import Alert, Event, SourceCounts
 from kvwatch.parsers import detect_engine, make_parser
 from kvwatch.parsers.base import ParserSettings
 from kvwatch.parsers.run import SourceRun
+from kvwatch.segmented import Outcome
 from kvwatch.sources.forked import FramedFile, in_child
 from kvwatch.sources.framing import Batch, Framer, Framing
 from kvwatch.sources.wholefile import sniff_file, source_name
@@ -36,10 +37,6 @@ MAX_LINE = 1 << 20
 
 #: One file's events, a read at a time (closing it ends the file's child, if it has one).
 _Stream = Generator[list[Event], None, None]
-
-#: What parsing a file added to its source's (lines, recognized, errors); lines truncated; damage (see
-#: FramedFile).
-_Outcome = tuple[tuple[int, int, int], int, str | None]
 
 
 @dataclass
@@ -95,7 +92,7 @@ def _events(
 
 
 def _outcome(
-    work: Generator[list[Event], None, _Outcome],
+    work: Generator[list[Event], None, Outcome],
     item: ReplayInput,
     run: SourceRun,
     damaged: list[str],
@@ -106,9 +103,7 @@ def _outcome(
     added, truncated, damage = yield from work
     counts = run.counts
     if child:  # (added to, not set: a source's counts may be shared by a log and its rotated predecessor)
-        counts.lines += added[0]
-        counts.recognized += added[1]
-        counts.errors += added[2]
+        counts.add(added)
     counts.truncated += truncated
     if damage is not None:
         damaged.append(f"{item.path}: {damage}")
@@ -116,15 +111,15 @@ def _outcome(
 
 def _parsed(
     batches: Iterator[list[Batch]], framed: FramedFile, run: SourceRun
-) -> Generator[list[Event], None, _Outcome]:
+) -> Generator[list[Event], None, Outcome]:
     """One file's events per read, then the parser's flush; returns what it added to the line counts."""
     counts = run.counts
-    before = counts.lines, counts.recognized, counts.errors
+    before = counts.parsed()
     for group in batches:
         yield run.take_many(group)
     yield run.parser.flush()
-    added = counts.lines - before[0], counts.recognized - before[1], counts.errors - before[2]
-    return added, framed.truncated, framed.damage
+    after = counts.parsed()
+    return (after[0] - before[0], after[1] - before[1], after[2] - before[2]), framed.truncated, framed.damage
 
 
 def replay(

@@ -48,7 +48,8 @@ WARM_UP = 1 << 20
 #: The head the parent parses itself first: the server's start-up lines, which every guess starts from.
 HEAD = 256 << 10
 
-#: What parsing a file added to its source's (lines, recognized, errors); lines truncated; damage.
+#: What parsing a file added to its source's counts (SourceCounts.parsed()), the lines truncated, and
+#: damage (why a compressed file ended early, see kvwatch.sources.forked): replay's outcome of a file.
 Outcome = tuple[tuple[int, int, int], int, str | None]
 
 
@@ -185,7 +186,7 @@ def _worker(
             index,
             guess,
             events,
-            (counts.lines, counts.recognized, counts.errors),
+            counts.parsed(),
             truncated,
             end,
             pickle.dumps(parser),
@@ -202,7 +203,7 @@ def _in_one_go(
         yield made
         truncated = framer.truncated
     yield run.parser.flush()
-    return (counts.lines, counts.recognized, counts.errors), truncated, None
+    return counts.parsed(), truncated, None
 
 
 def parse(path: str, run: SourceRun, workers: int, max_line: int) -> Generator[list[Event], None, Outcome]:
@@ -250,9 +251,7 @@ class _Job:
                     yield from self._rest(index, state)
                     break
                 yield done.events
-                counts.lines += done.counts[0]
-                counts.recognized += done.counts[1]
-                counts.errors += done.counts[2]
+                counts.add(done.counts)
                 self.truncated += done.truncated
                 truth, state = done.end, done.state
             return (0, 0, 0), self.truncated, None
@@ -268,8 +267,5 @@ class _Job:
         start, stop = self.segments[index][0], self.segments[-1][1]
         work = partial(_in_one_go, self.path, rest, start, stop, self.max_line)
         added, cut, _ = yield from in_child(work, "kvwatch-parser")
-        counts = self.run.counts
-        counts.lines += added[0]
-        counts.recognized += added[1]
-        counts.errors += added[2]
+        self.run.counts.add(added)
         self.truncated += cut

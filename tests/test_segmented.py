@@ -46,6 +46,26 @@ def small(monkeypatch: pytest.MonkeyPatch) -> list[int]:
     return fallbacks
 
 
+@pytest.fixture
+def children(monkeypatch: pytest.MonkeyPatch) -> list[str]:
+    """Files of 64 KiB or more worked on in children (framed, parsed, or parsed in segments); the
+    names of the children started, in order."""
+    from kvwatch import replay
+    from kvwatch.sources import forked
+
+    names: list[str] = []
+    real = forked.in_child
+
+    def spy(work: object, name: str) -> object:
+        names.append(name)
+        return real(work, name)  # type: ignore[arg-type]
+
+    monkeypatch.setattr(forked, "FORK_MIN_BYTES", 64 << 10)
+    for module in (forked, replay, segmented):
+        monkeypatch.setattr(module, "in_child", spy)
+    return names
+
+
 def one_go(path: Path) -> Outcome:
     """The file parsed as replay's single child parses it."""
     parser = make_parser("llamacpp", "src", ParserSettings())
@@ -155,23 +175,11 @@ def test_which_files_are_parsed_in_segments(
     assert [4, 0, 3, 8] == [segmented.workers_for(str(plain), llama, jobs) for jobs in (None, 1, 3, 8)]
 
 
-def test_replay_jobs_option(small: list[int], tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+def test_replay_jobs_option(small: list[int], children: list[str], tmp_path: Path) -> None:
     """`kvwatch replay --jobs N` bounds the workers (1: the one-child parse); a bad N is refused."""
     from kvwatch import cli
-    from kvwatch.sources import forked
 
     path = write(tmp_path, "llama.log", generated(8000, 4))
-    monkeypatch.setattr(forked, "FORK_MIN_BYTES", 64 << 10)
-    names: list[str] = []
-    real = forked.in_child
-
-    def spy(work: object, name: str) -> object:
-        names.append(name)
-        return real(work, name)  # type: ignore[arg-type]
-
-    monkeypatch.setattr(segmented, "in_child", spy)
-    monkeypatch.setattr(forked, "in_child", spy)
-    monkeypatch.setattr("kvwatch.replay.in_child", spy)
     outputs = []
     for jobs in ("2", "1"):
         out = tmp_path / f"out{jobs}.prom"
@@ -179,7 +187,7 @@ def test_replay_jobs_option(small: list[int], tmp_path: Path, monkeypatch: pytes
             patch.setattr("sys.stdout", stream)
             assert 0 == cli.main(["replay", "--format", "prom", "--jobs", jobs, str(path)])
         outputs.append(out.read_text())
-    assert ["kvwatch-parser-0", "kvwatch-parser-1", "kvwatch-parser"] == names
+    assert ["kvwatch-parser-0", "kvwatch-parser-1", "kvwatch-parser"] == children
     assert outputs[0] == outputs[1] and "kvwatch_llamacpp_requests_total" in outputs[0]
     with pytest.raises(SystemExit) as refused:
         cli.main(["replay", "--jobs", "0", str(path)])
@@ -200,26 +208,16 @@ def test_a_stretch_longer_than_a_segment_starts_where_the_worker_is(
 
 
 def test_replay_parses_a_big_dense_log_in_segments(
-    small: list[int], tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+    small: list[int], children: list[str], tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     """`kvwatch replay` of a big llama.cpp -lv 4 log beside a vLLM one: the workers parse it, and
     metrics, alerts and counts are those of a replay without segments."""
     from kvwatch.detectors import DetectorSettings
     from kvwatch.replay import plan, replay
     from kvwatch.report.exposition import golden_lines
-    from kvwatch.sources import forked
 
     texts = generated(8000, 4)
     paths = [str(write(tmp_path, "llama.log", texts)), str(Path(SAMPLES[0]).parent / "vllm-docker.log")]
-    monkeypatch.setattr(forked, "FORK_MIN_BYTES", 64 << 10)
-    names: list[str] = []
-    real = forked.in_child
-
-    def spy(work: object, name: str) -> object:
-        names.append(name)
-        return real(work, name)  # type: ignore[arg-type]
-
-    monkeypatch.setattr(segmented, "in_child", spy)
 
     def outcome() -> tuple[list[str], dict[str, tuple[int, int, int, int]]]:
         result = replay(plan(paths, "auto", None), ParserSettings(now_year=2026), DetectorSettings())
@@ -227,8 +225,9 @@ def test_replay_parses_a_big_dense_log_in_segments(
         return golden_lines(result.registry, result.alerts), counts
 
     segmented_result = outcome()
-    assert ["kvwatch-parser-0", "kvwatch-parser-1"] == names[:2]
-    started = len(names)
+    assert ["kvwatch-parser-0", "kvwatch-parser-1"] == children[:2] and "kvwatch-framer" in children
+    children.clear()
     monkeypatch.setattr(segmented, "_cores", lambda: 1)  # the one-child path
     assert outcome() == segmented_result
-    assert len(names) == started and segmented_result[1]["llama"][0] == len(texts)
+    assert ["kvwatch-parser", "kvwatch-framer"] == children
+    assert segmented_result[1]["llama"][0] == len(texts)

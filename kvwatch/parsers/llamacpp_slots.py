@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import re
 from dataclasses import dataclass, field
+from operator import itemgetter
 from typing import Literal
 
 from kvwatch.model import Event, LlamaRequest
@@ -11,6 +12,8 @@ from kvwatch.parsers import llamacpp_lines as ln
 from kvwatch.parsers.base import ParseError, ParseResult
 
 Selection = Literal["lcp", "lru", "id", "unknown"]
+
+_SLOT = itemgetter(0)  # (sorting a slot dict's items by slot: its values need not be orderable)
 
 #: How every message `_update` reads begins, but memory_seq_rm's (its own word is mid-line).
 READ = frozenset(("new ", "kv c", "rest", "forc", "prom", "eval", "stop", "tota"))
@@ -101,8 +104,8 @@ class Stream:
             self.stamped,
             self.active,
             self.announced,
-            sorted(self.picks.items()),
-            sorted(self.requests.items(), key=lambda item: item[0]),
+            sorted(self.picks.items(), key=_SLOT),
+            sorted(self.requests.items(), key=_SLOT),
             sorted(self.finished.items()),
             self.last_pick,
             self.timing,
