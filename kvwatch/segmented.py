@@ -11,10 +11,12 @@ parsed. So a worker guesses it: from the state it is in (the file's head parsed,
 segment ended) it parses the stretch just before the segment (`WARM_UP` bytes) and drops what that
 gives; the requests in progress then are rebuilt as they were. The parent takes the segments in order
 and keeps one's results only when the guess it started from equals the true start state (the
-parser's `state_key()`: every field that decides how later lines are read). The first time a guess
-is wrong (a slot idle through the whole stretch, a server restart before it), the workers are stopped
-and the rest of the file is parsed from the true state in one child, as without segments. The results
-are the one-go parse's either way; only the time differs.
+parser's `state_key()`: every field that decides how later lines are read), or differs from it only
+where the segment's lines never looked (`reconcile`: a slot idle through the whole stretch has its
+last finished task from long before, which matters only to a late line of that very task). The
+first time a guess is wrong (a request in progress since before the stretch, a server restart before
+it), the workers are stopped and the rest of the file is parsed from the true state in one child, as
+without segments. The results are the one-go parse's either way; only the time differs.
 """
 
 from __future__ import annotations
@@ -28,7 +30,7 @@ from collections.abc import Generator, Iterator
 from dataclasses import dataclass, field
 from functools import partial
 from itertools import pairwise
-from typing import BinaryIO
+from typing import Any, BinaryIO, Protocol, runtime_checkable
 
 from kvwatch.model import Event, SourceCounts
 from kvwatch.parsers.base import Parser
@@ -43,8 +45,9 @@ MAX_WORKERS = 4
 #: worker holds one segment's events until the parent takes them).
 MIN_SEGMENT = 8 << 20
 MAX_SEGMENT = 64 << 20
-#: The stretch before a segment that a worker parses to rebuild the requests in progress.
-WARM_UP = 1 << 20
+#: The stretch before a segment that a worker parses to rebuild the requests in progress: 2,000-odd
+#: lines of a -lv 4 log, minutes of a busy server and more of a quiet one, 3% of an 8 MiB segment.
+WARM_UP = 256 << 10
 #: The head the parent parses itself first: the server's start-up lines, which every guess starts from.
 HEAD = 256 << 10
 
@@ -53,12 +56,37 @@ HEAD = 256 << 10
 Outcome = tuple[tuple[int, int, int], int, str | None]
 
 
+@runtime_checkable
+class Segmentable(Protocol):
+    """A parser that can tell its state, and check a state guessed for lines against the true one
+    (kvwatch.parsers.llamacpp.LlamacppParser has the details)."""
+
+    def state_key(self) -> Any:
+        """What decides how later lines are read: equal keys, equal futures."""
+
+    def forget(self) -> None:
+        """Forget what lines skipped would have changed (the state's part that the stretch rebuilds)."""
+
+    def watch(self) -> None:
+        """Note from now on what the lines ask of the state's loose part."""
+
+    def questions(self) -> Any:
+        """Stop noting, and tell what they asked."""
+
+    def reconcile(self, guess: Any, truth: Any, asked: Any, end: Any) -> Any:
+        """The true end state of lines parsed from `guess` when their results hold from `truth`, else None."""
+
+    def adopt(self, key: Any) -> None:
+        """Take the loose part of a state key."""
+
+
 @dataclass
 class _Segment:
     """What a worker made of one segment."""
 
     index: int
     guess: object  # the start state it assumed (None: the exact one, for the first segment)
+    asked: object  # what its lines asked of the state's loose part (Segmentable.questions)
     events: list[Event]
     counts: tuple[int, int, int]  # lines, recognized, errors
     truncated: int
@@ -92,7 +120,7 @@ def workers_for(path: str, parser: Parser, jobs: int | None = None) -> int:
     A plain (uncompressed) file of at least two segments, a parser that tells its state, fork, and at
     least two workers: the parent and the workers share the cores.
     """
-    if not sys.platform.startswith("linux") or not hasattr(parser, "state_key"):
+    if not sys.platform.startswith("linux") or not isinstance(parser, Segmentable):
         return 0
     try:
         size = os.path.getsize(path)
@@ -141,10 +169,16 @@ def _line_start(path: str, at: int, floor: int) -> int:
     return floor if newline < 0 else at + newline
 
 
-def _key(parser: Parser) -> object:
+def _segmentable(parser: Parser) -> Segmentable:
+    """The parser, as one that tells its state (workers_for checked that)."""
+    assert isinstance(parser, Segmentable)
+    return parser
+
+
+def _key(parser: Segmentable) -> object:
     """The parser's state_key() (what decides how its later lines are read), as a deep copy: the key
     holds the parser's own request objects, which it goes on changing."""
-    return copy.deepcopy(parser.state_key())  # type: ignore[attr-defined]
+    return copy.deepcopy(parser.state_key())
 
 
 def _parse_range(
@@ -162,7 +196,7 @@ def _worker(
     path: str, run: SourceRun, segments: list[tuple[int, int]], mine: range, max_line: int
 ) -> Generator[_Segment, None, None]:
     """(In a worker) its segments, each parsed from a guessed start state (the first one: the true one)."""
-    parser = run.parser
+    parser, state = run.parser, _segmentable(run.parser)
     last = len(segments) - 1
     at = segments[0][0]  # where the parser's state is: after the head, then after its last segment
     for index in mine:
@@ -170,21 +204,26 @@ def _worker(
         guess = None
         if index > 0:  # (the stretch never goes back past `at`: no line is read twice)
             warm = _line_start(path, max(at, start - WARM_UP), at)
+            if warm > at:
+                state.forget()  # (what it knew of the slots is from before the lines it skips)
             for _ in _parse_range(path, SourceRun(run.source, parser, SourceCounts()), warm, start, max_line):
                 pass  # (what the stretch gives is the segment before's to give)
-            guess = _key(parser)
+            guess = _key(state)
         counts = SourceCounts()
         events: list[Event] = []
         truncated = 0
+        state.watch()
         for made, framer in _parse_range(path, SourceRun(run.source, parser, counts), start, stop, max_line):
             events += made
             truncated = framer.truncated
         if index == last:
             events += parser.flush()
-        end, at = _key(parser), stop
+        asked = state.questions()
+        end, at = _key(state), stop
         yield _Segment(
             index,
             guess,
+            asked,
             events,
             counts.parsed(),
             truncated,
@@ -243,27 +282,33 @@ class _Job:
         """The head's events, then each segment's whose guess holds; after a wrong one, the rest in one go."""
         try:
             yield from self.head
-            parser, counts = self.run.parser, self.run.counts
+            parser, counts = _segmentable(self.run.parser), self.run.counts
             truth, state = _key(parser), pickle.dumps(parser)
             for index in range(len(self.segments)):
                 done = next(self.started[index % len(self.started)])
+                end = done.end
                 if done.guess is not None and done.guess != truth:
-                    yield from self._rest(index, state)
-                    break
+                    end = parser.reconcile(done.guess, truth, done.asked, done.end)
+                    if end is None:
+                        yield from self._rest(index, state, truth)
+                        break
                 yield done.events
                 counts.add(done.counts)
                 self.truncated += done.truncated
-                truth, state = done.end, done.state
+                truth, state = end, done.state
             return (0, 0, 0), self.truncated, None
         finally:
             for worker in self.started:
                 worker.close()  # (a worker still parsing is killed)
 
-    def _rest(self, index: int, state: bytes) -> Generator[list[Event], None, None]:
-        """The workers stopped; segment `index` on parsed in one child from the true state."""
+    def _rest(self, index: int, state: bytes, truth: object) -> Generator[list[Event], None, None]:
+        """The workers stopped; segment `index` on parsed in one child from the true state (`state`,
+        the parser as the segment before left it, with the loose part of `truth`)."""
         for worker in self.started:
             worker.close()
-        rest = SourceRun(self.run.source, pickle.loads(state), SourceCounts())
+        parser = pickle.loads(state)
+        _segmentable(parser).adopt(truth)
+        rest = SourceRun(self.run.source, parser, SourceCounts())
         start, stop = self.segments[index][0], self.segments[-1][1]
         work = partial(_in_one_go, self.path, rest, start, stop, self.max_line)
         added, cut, _ = yield from in_child(work, "kvwatch-parser")

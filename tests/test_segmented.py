@@ -15,9 +15,10 @@ import pytest
 from test_llamacpp_block import SAMPLES, damaged, generated
 
 from kvwatch import segmented
-from kvwatch.model import Event, SourceCounts
+from kvwatch.model import Event, LlamaRequest, SourceCounts
 from kvwatch.parsers import make_parser
 from kvwatch.parsers.base import ParserSettings
+from kvwatch.parsers.llamacpp import LlamacppParser
 from kvwatch.parsers.run import SourceRun
 from kvwatch.sources.framing import Framer
 from kvwatch.sources.wholefile import batches, open_log
@@ -33,9 +34,9 @@ def small(monkeypatch: pytest.MonkeyPatch) -> list[int]:
     fallbacks: list[int] = []
     real = segmented._Job._rest
 
-    def spy(job: segmented._Job, index: int, state: bytes) -> object:
+    def spy(job: segmented._Job, index: int, state: bytes, truth: object) -> object:
         fallbacks.append(index)
-        return real(job, index, state)
+        return real(job, index, state, truth)
 
     monkeypatch.setattr(segmented, "MIN_SEGMENT", 64 << 10)
     monkeypatch.setattr(segmented, "MAX_SEGMENT", 64 << 10)
@@ -137,6 +138,66 @@ def test_a_wrong_guess_falls_back_to_one_go(
     path = write(tmp_path, "busy.log", generated(8000, 3))
     assert one_go(path) == in_segments(path, 2)
     assert len(small) == 1
+
+
+def idle_slot(texts: list[str], start: float, stop: float) -> tuple[list[str], list[str]]:
+    """The lines without slot 3's requests between its first release after `start` of them and its
+    first after `stop` (whole requests: the slot goes idle, then serves again); and the kept release's
+    timing and release lines (those of the slot's last task before it went idle)."""
+    releases = [i for i, text in enumerate(texts) if "id  3 |" in text and "stop processing" in text]
+    first = next(i for i in releases if i > start * len(texts))
+    last = next(i for i in releases if i > stop * len(texts))
+    kept = [t for i, t in enumerate(texts) if not (first < i <= last and "id  3 |" in t)]
+    return kept, texts[first - 4 : first + 1]
+
+
+def test_an_idle_slot_keeps_the_guesses(small: list[int], tmp_path: Path) -> None:
+    """A slot idle through whole segments, then serving again: a worker's guess does not know its
+    last finished task (nor anything else of it, from before the lines the worker skipped), and
+    nothing in those segments asks; every guess holds, and the results are the one-go ones."""
+    for seed in range(3):
+        texts, _ = idle_slot(generated(8000, seed), 0.2, 0.7)
+        path = write(tmp_path, f"idle{seed}.log", texts)
+        expected = one_go(path)
+        assert expected == in_segments(path, 2)
+        assert sum(event.slot == 3 for event in expected[0] if isinstance(event, LlamaRequest)) > 20
+    assert [] == small
+
+
+@pytest.mark.parametrize("at", [0.35, 0.5, 0.65])
+def test_a_late_line_of_an_idle_slot_is_checked(small: list[int], tmp_path: Path, at: float) -> None:
+    """Lines of the idle slot's last task again, long after it finished: the whole run drops them
+    (a late line of a request already emitted), a guess that does not know that task would make a
+    second record of it. That guess is refused, and the results are the one-go ones: one record."""
+    texts, last_lines = idle_slot(generated(8000, 2), 0.2, 0.7)
+    where = int(at * len(texts))
+    stamp = texts[where - 1].split(" ", 1)[0]  # (in order: the lines take the time of the one before)
+    texts[where:where] = [stamp + " " + text.split(" ", 1)[1] for text in last_lines]
+    path = write(tmp_path, "late.log", texts)
+    expected = one_go(path)
+    task = int(last_lines[-1].split("| task ")[1].split(" ")[0])
+    assert 1 == sum(isinstance(event, LlamaRequest) and event.task == task for event in expected[0])
+    assert expected == in_segments(path, 2)
+    assert len(small) == 1
+
+
+def test_reconcile_takes_what_the_lines_did_not_change_from_the_truth() -> None:
+    """reconcile(): a guess is kept when the rest of the state is equal and every question of the
+    slots' last finished tasks has one answer from both; the end state then has the true task of
+    every slot that finished none in the lines, and the lines' own of the others."""
+    reconcile = LlamacppParser.reconcile
+    core, later = ("clock", "slots"), ("clock'", "slots'")
+    guess = core, {None: {0: 5}, 8081: {1: 2}}
+    truth = core, {None: {0: 5, 3: 9}, 8081: {1: 4}}
+    end = later, {None: {0: 7, 3: 1}, 8081: {1: 6}, 8082: {0: 3}}
+    asked = {None: ([(0, 5), (3, 4), (0, 7)], {0}), 8081: ([], None)}
+    # slot 0 finished 7 in the lines; slot 3 finished none (its 1 was the guess's); port 8081
+    # restarted (its own tasks, whatever came before); port 8082 is new
+    assert (later, {None: {0: 7, 3: 9}, 8081: {1: 6}, 8082: {0: 3}}) == reconcile(guess, truth, asked, end)
+    assert reconcile(guess, truth, {None: ([(3, 9)], set())}, end) is None  # 9 is 3's last: yes / no
+    assert reconcile(guess, truth, {8081: ([(1, 2)], None)}, end) is None  # asked before the restart
+    assert reconcile((later, guess[1]), truth, {}, end) is None  # the rest of the state differs
+    assert reconcile(truth, truth, asked, end) == reconcile(guess, truth, asked, end)
 
 
 def test_a_second_server_run_agrees(small: list[int], tmp_path: Path) -> None:

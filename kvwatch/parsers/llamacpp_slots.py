@@ -70,6 +70,15 @@ class Request:
 
 
 @dataclass(slots=True)
+class Questions:
+    """What a stream's lines asked of its slots' last finished tasks while watched (`Stream.watch`)."""
+
+    asked: list[tuple[int, int]] = field(default_factory=list)  # (slot, task): is it the last finished?
+    finished: set[int] = field(default_factory=set)  # slots that finished a task since (later questions
+    # of theirs are answered by these lines' own tasks, and are not noted)
+
+
+@dataclass(slots=True)
 class Stream:
     """One server process's output (the server, or one router child): clock and slot state."""
 
@@ -86,6 +95,7 @@ class Stream:
     # to_int() of slot and task ids already read: int() is a tenth of a slot line's cost, and a task's
     # id comes back on each of its dozen lines (a cache: it is emptied now and then).
     ids: dict[str, int] = field(default_factory=dict)
+    watch: Questions | None = None  # noting what lines ask of `finished` (kvwatch.segmented)
 
     def reset(self) -> None:
         """A new process: nothing of the old one applies."""
@@ -93,8 +103,17 @@ class Stream:
         for name in Stream.__slots__:
             setattr(self, name, getattr(fresh, name))
 
+    def forget_slots(self) -> None:
+        """Forget the slots' requests, picks and finished tasks (kvwatch.segmented: a worker's, from
+        before lines it skips, would be stale)."""
+        self.requests.clear()
+        self.picks.clear()
+        self.finished.clear()
+        self.last_pick = self.timing = None
+
     def key(self) -> tuple[object, ...]:
-        """What decides how later lines are read (the id cache left out): equal keys, equal futures.
+        """What decides how later lines are read, but `finished` (and the id cache): with equal
+        `finished` too, equal futures.
 
         Slots are sorted: nothing that reads a dict of them depends on its order.
         """
@@ -106,7 +125,6 @@ class Stream:
             self.announced,
             sorted(self.picks.items(), key=_SLOT),
             sorted(self.requests.items(), key=_SLOT),
-            sorted(self.finished.items()),
             self.last_pick,
             self.timing,
         )
@@ -185,6 +203,8 @@ class Stream:
         slot, request = where
         del self.requests[slot]
         self.finished[slot] = request.task
+        if self.watch is not None:
+            self.watch.finished.add(slot)
         record = None if request.broken else request.record(source, now, slot)
         return [record] if record is not None else []
 
@@ -202,6 +222,9 @@ class Stream:
         request = self.requests.get(slot)
         if request is not None and request.task == task:
             return request
+        watch = self.watch
+        if watch is not None and slot not in watch.finished:
+            watch.asked.append((slot, task))
         if self.finished.get(slot) == task:
             return None  # a late line of a request already emitted
         # a new task on a busy slot: the old request was cut off; it is replaced, never emitted
