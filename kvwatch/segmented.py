@@ -73,6 +73,9 @@ class Segmentable(Protocol):
     def questions(self) -> Any:
         """Stop noting, and tell what they asked."""
 
+    def may_hold(self, guess: Any, truth: Any) -> bool:
+        """Whether lines parsed from `guess` can give what they give from `truth` (before the lines)."""
+
     def reconcile(self, guess: Any, truth: Any, asked: Any, end: Any) -> Any:
         """The true end state of lines parsed from `guess` when their results hold from `truth`, else None."""
 
@@ -81,11 +84,18 @@ class Segmentable(Protocol):
 
 
 @dataclass
+class _Start:
+    """A worker starts a segment (sent before it parses it, so that a wrong guess is caught early)."""
+
+    index: int
+    guess: object  # the start state it assumed (None: the exact one, for the first segment)
+
+
+@dataclass
 class _Segment:
     """What a worker made of one segment."""
 
     index: int
-    guess: object  # the start state it assumed (None: the exact one, for the first segment)
     asked: object  # what its lines asked of the state's loose part (Segmentable.questions)
     events: list[Event]
     counts: tuple[int, int, int]  # lines, recognized, errors
@@ -194,7 +204,7 @@ def _parse_range(
 
 def _worker(
     path: str, run: SourceRun, segments: list[tuple[int, int]], mine: range, max_line: int
-) -> Generator[_Segment, None, None]:
+) -> Generator[_Start | _Segment, None, None]:
     """(In a worker) its segments, each parsed from a guessed start state (the first one: the true one)."""
     parser, state = run.parser, _segmentable(run.parser)
     last = len(segments) - 1
@@ -209,6 +219,7 @@ def _worker(
             for _ in _parse_range(path, SourceRun(run.source, parser, SourceCounts()), warm, start, max_line):
                 pass  # (what the stretch gives is the segment before's to give)
             guess = _key(state)
+        yield _Start(index, guess)
         counts = SourceCounts()
         events: list[Event] = []
         truncated = 0
@@ -222,7 +233,6 @@ def _worker(
         end, at = _key(state), stop
         yield _Segment(
             index,
-            guess,
             asked,
             events,
             counts.parsed(),
@@ -253,45 +263,68 @@ def parse(path: str, run: SourceRun, workers: int, max_line: int) -> Generator[l
     """
     stop = os.path.getsize(path)
     head_end = _line_start(path, min(HEAD, stop), 0)
-    job = _Job(path, run, boundaries(path, head_end, workers), max_line)
+    job = _Job(path, run, boundaries(path, head_end, workers), max_line, workers)
     for made, framer in _parse_range(path, run, 0, head_end, max_line):
         job.head.append(made)
         job.truncated = framer.truncated
-    count = min(workers, len(job.segments))
-    mine = [range(w, len(job.segments), count) for w in range(count)]
-    job.started = [
-        in_child(partial(_worker, path, run, job.segments, mine[w], max_line), f"kvwatch-parser-{w}")
-        for w in range(count)
-    ]
+    job.start()
     return job.events()
 
 
 @dataclass
 class _Job:
-    """One file's segmented parse, on the parent's side."""
+    """One file's segmented parse (or the rest of it after a wrong guess), on the parent's side."""
 
     path: str
     run: SourceRun
     segments: list[tuple[int, int]]
     max_line: int
+    workers: int
+    misses: int = 0  # rounds in a row before this one whose first guess was wrong (see _resume)
     head: list[list[Event]] = field(default_factory=list)
     truncated: int = 0
-    started: list[Generator[_Segment, None, None]] = field(default_factory=list)
+    started: list[Generator[_Start | _Segment, None, None]] = field(default_factory=list)
+
+    def start(self) -> None:
+        """Fork the workers: worker w of W parses segments w, w + W, ... from the parser's state now."""
+        count = min(self.workers, len(self.segments))
+        self.started = [
+            in_child(
+                partial(
+                    _worker,
+                    self.path,
+                    self.run,
+                    self.segments,
+                    range(w, len(self.segments), count),
+                    self.max_line,
+                ),
+                f"kvwatch-parser-{w}",
+            )
+            for w in range(count)
+        ]
 
     def events(self) -> Generator[list[Event], None, Outcome]:
-        """The head's events, then each segment's whose guess holds; after a wrong one, the rest in one go."""
+        """The head's events, then each segment's whose guess holds; after a wrong one, the rest
+        parsed from the true state."""
         try:
             yield from self.head
             parser, counts = _segmentable(self.run.parser), self.run.counts
             truth, state = _key(parser), pickle.dumps(parser)
             for index in range(len(self.segments)):
-                done = next(self.started[index % len(self.started)])
-                end = done.end
-                if done.guess is not None and done.guess != truth:
-                    end = parser.reconcile(done.guess, truth, done.asked, done.end)
-                    if end is None:
-                        yield from self._rest(index, state, truth)
-                        break
+                worker = self.started[index % len(self.started)]
+                begun = next(worker)
+                assert isinstance(begun, _Start) and begun.index == index
+                guess = begun.guess
+                exact = guess is None or guess == truth
+                if not exact and not parser.may_hold(guess, truth):
+                    yield from self._resume(index, state, truth)  # (at once, not when it is parsed)
+                    break
+                done = next(worker)
+                assert isinstance(done, _Segment) and done.index == index
+                end = done.end if exact else parser.reconcile(guess, truth, done.asked, done.end)
+                if end is None:
+                    yield from self._resume(index, state, truth)
+                    break
                 yield done.events
                 counts.add(done.counts)
                 self.truncated += done.truncated
@@ -301,16 +334,33 @@ class _Job:
             for worker in self.started:
                 worker.close()  # (a worker still parsing is killed)
 
-    def _rest(self, index: int, state: bytes, truth: object) -> Generator[list[Event], None, None]:
-        """The workers stopped; segment `index` on parsed in one child from the true state (`state`,
-        the parser as the segment before left it, with the loose part of `truth`)."""
+    def _resume(self, index: int, state: bytes, truth: object) -> Generator[list[Event], None, None]:
+        """A wrong guess at segment `index`: the workers stop, and segment `index` on is parsed from
+        the true state (`state`, the parser as the segment before left it, with the loose part of
+        `truth`). By new workers, forked with that state: a server restart, whose new clock no
+        worker can guess, costs a round of segments. In one child when one segment is left, or
+        when this was the third round in a row whose first guess was wrong (a log whose state
+        cannot be guessed: each round would parse one segment and waste the others)."""
         for worker in self.started:
             worker.close()
         parser = pickle.loads(state)
         _segmentable(parser).adopt(truth)
-        rest = SourceRun(self.run.source, parser, SourceCounts())
+        rest = self.segments[index:]
+        misses = self.misses + 1 if index == 1 else 0
+        if len(rest) < 2 or misses > 2:
+            yield from self._rest(index, parser)
+            return
+        run = SourceRun(self.run.source, parser, self.run.counts)
+        job = _Job(self.path, run, rest, self.max_line, self.workers, misses)
+        job.start()
+        _, cut, _ = yield from job.events()
+        self.truncated += cut
+
+    def _rest(self, index: int, parser: Parser) -> Generator[list[Event], None, None]:
+        """Segment `index` on parsed in one child by `parser`, as without segments."""
+        run = SourceRun(self.run.source, parser, SourceCounts())
         start, stop = self.segments[index][0], self.segments[-1][1]
-        work = partial(_in_one_go, self.path, rest, start, stop, self.max_line)
+        work = partial(_in_one_go, self.path, run, start, stop, self.max_line)
         added, cut, _ = yield from in_child(work, "kvwatch-parser")
         self.run.counts.add(added)
         self.truncated += cut

@@ -18,7 +18,7 @@ from kvwatch import segmented
 from kvwatch.model import Event, LlamaRequest, SourceCounts
 from kvwatch.parsers import make_parser
 from kvwatch.parsers.base import ParserSettings
-from kvwatch.parsers.llamacpp import LlamacppParser
+from kvwatch.parsers.llamacpp import Asked, LlamacppParser, StateKey
 from kvwatch.parsers.run import SourceRun
 from kvwatch.sources.framing import Framer
 from kvwatch.sources.wholefile import batches, open_log
@@ -34,9 +34,9 @@ def small(monkeypatch: pytest.MonkeyPatch) -> list[int]:
     fallbacks: list[int] = []
     real = segmented._Job._rest
 
-    def spy(job: segmented._Job, index: int, state: bytes, truth: object) -> object:
+    def spy(job: segmented._Job, index: int, parser: object) -> object:
         fallbacks.append(index)
-        return real(job, index, state, truth)
+        return real(job, index, parser)
 
     monkeypatch.setattr(segmented, "MIN_SEGMENT", 64 << 10)
     monkeypatch.setattr(segmented, "MAX_SEGMENT", 64 << 10)
@@ -45,6 +45,21 @@ def small(monkeypatch: pytest.MonkeyPatch) -> list[int]:
     monkeypatch.setattr(segmented._Job, "_rest", spy)
     monkeypatch.setattr(segmented, "_cores", lambda: 2)
     return fallbacks
+
+
+@pytest.fixture
+def rounds(monkeypatch: pytest.MonkeyPatch) -> list[int]:
+    """The rounds of workers started, each as the number of segments it has before it (a wrong guess
+    starts a new round from the true state)."""
+    started: list[int] = []
+    real = segmented._Job.start
+
+    def spy(job: segmented._Job) -> None:
+        started.append(len(job.segments))
+        real(job)
+
+    monkeypatch.setattr(segmented._Job, "start", spy)
+    return started
 
 
 @pytest.fixture
@@ -130,14 +145,15 @@ def test_damaged_logs_fall_back_to_one_go_and_agree(small: list[int], tmp_path: 
 
 
 def test_a_wrong_guess_falls_back_to_one_go(
-    small: list[int], tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+    small: list[int], rounds: list[int], tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    """A stretch too short to rebuild the requests in progress: the first wrong guess stops the
-    workers, and the rest is parsed in one go from the true state, with the same results."""
+    """A stretch too short to rebuild the requests in progress: a wrong guess stops the workers and
+    new ones start from the true state; after three rounds in a row whose first guess was wrong, the
+    rest is parsed in one go from the true state, with the same results."""
     monkeypatch.setattr(segmented, "WARM_UP", 1 << 10)
     path = write(tmp_path, "busy.log", generated(8000, 3))
     assert one_go(path) == in_segments(path, 2)
-    assert len(small) == 1
+    assert len(small) == 1 and len(rounds) == 3  # (three rounds in a row with a wrong first guess)
 
 
 def idle_slot(texts: list[str], start: float, stop: float) -> tuple[list[str], list[str]]:
@@ -165,10 +181,13 @@ def test_an_idle_slot_keeps_the_guesses(small: list[int], tmp_path: Path) -> Non
 
 
 @pytest.mark.parametrize("at", [0.35, 0.5, 0.65])
-def test_a_late_line_of_an_idle_slot_is_checked(small: list[int], tmp_path: Path, at: float) -> None:
+def test_a_late_line_of_an_idle_slot_is_checked(
+    small: list[int], rounds: list[int], tmp_path: Path, at: float
+) -> None:
     """Lines of the idle slot's last task again, long after it finished: the whole run drops them
     (a late line of a request already emitted), a guess that does not know that task would make a
-    second record of it. That guess is refused, and the results are the one-go ones: one record."""
+    second record of it. That guess is refused, new workers go on from the true state, and the
+    results are the one-go ones: one record."""
     texts, last_lines = idle_slot(generated(8000, 2), 0.2, 0.7)
     where = int(at * len(texts))
     stamp = texts[where - 1].split(" ", 1)[0]  # (in order: the lines take the time of the one before)
@@ -178,7 +197,7 @@ def test_a_late_line_of_an_idle_slot_is_checked(small: list[int], tmp_path: Path
     task = int(last_lines[-1].split("| task ")[1].split(" ")[0])
     assert 1 == sum(isinstance(event, LlamaRequest) and event.task == task for event in expected[0])
     assert expected == in_segments(path, 2)
-    assert len(small) == 1
+    assert [] == small and len(rounds) == 2 and rounds[0] > rounds[1] > 1
 
 
 def test_reconcile_takes_what_the_lines_did_not_change_from_the_truth() -> None:
@@ -200,12 +219,37 @@ def test_reconcile_takes_what_the_lines_did_not_change_from_the_truth() -> None:
     assert reconcile(truth, truth, asked, end) == reconcile(guess, truth, asked, end)
 
 
-def test_a_second_server_run_agrees(small: list[int], tmp_path: Path) -> None:
-    """Two server runs back to back: the second's clock starts again from the first's last time."""
-    path = write(tmp_path, "two-runs.log", generated(4000, 1) + generated(4000, 2))
+def test_a_second_server_run_agrees(
+    small: list[int], rounds: list[int], tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Two server runs back to back: the second's clock starts again from the first's last time,
+    which a worker cannot guess when the restart lies before the stretch it parses. That guess is
+    refused as soon as it is made, before the segment is parsed (never reconciled afterwards), and
+    new workers go on from the true state after it, in segments."""
+    reconciled: list[bool] = []
+    real = LlamacppParser.reconcile
+
+    def spy(guess: StateKey, truth: StateKey, asked: Asked, end: StateKey) -> StateKey | None:
+        reconciled.append(LlamacppParser.may_hold(guess, truth))
+        return real(guess, truth, asked, end)
+
+    monkeypatch.setattr(LlamacppParser, "reconcile", staticmethod(spy))
+    second = generated(4000, 2)
+    for lines in range(4000, 4400, 20):  # (the restart well inside a segment, before any stretch)
+        path = write(tmp_path, "two-runs.log", generated(lines, 1) + second)
+        restart = path.stat().st_size - len("".join(text + "\n" for text in second))
+        head = segmented._line_start(str(path), segmented.HEAD, 0)
+        cuts = [stop for _, stop in segmented.boundaries(str(path), head, 2)]
+        following = min(cut for cut in cuts if cut > restart)
+        if following - restart > (32 << 10) and restart - max(c for c in cuts if c <= restart) > (4 << 10):
+            break
+    else:
+        raise AssertionError("no layout with the restart inside a segment")
     expected = one_go(path)
     assert expected == in_segments(path, 2)
     assert any(type(event).__name__ == "ServerRestart" for event in expected[0][1:])
+    assert [] == small and len(rounds) == 2 and rounds[1] > 2
+    assert all(reconciled)
 
 
 def test_samples_one_after_another(small: list[int], tmp_path: Path) -> None:

@@ -112,6 +112,12 @@ class LlamacppParser:
         return asked
 
     @staticmethod
+    def may_hold(guess: StateKey, truth: StateKey) -> bool:
+        """Whether lines parsed from state `guess` may give what they give from state `truth`: all
+        but the slots' last finished tasks equal (see `reconcile`)."""
+        return guess[0] == truth[0]
+
+    @staticmethod
     def reconcile(guess: StateKey, truth: StateKey, asked: Asked, end: StateKey) -> StateKey | None:
         """The true end state of lines parsed from state `guess`, whose results are those from state
         `truth`; None when they may not be.
@@ -123,9 +129,9 @@ class LlamacppParser:
         the same answer in both; the end state then has the true task of every slot that finished
         none in the lines.
         """
-        (core, guessed), (true_core, known) = guess, truth
-        if core != true_core:
+        if not LlamacppParser.may_hold(guess, truth):
             return None
+        guessed, known = guess[1], truth[1]
         for port, (questions, _) in asked.items():
             mine, theirs = guessed.get(port, {}), known.get(port, {})
             if any((mine.get(slot) == task) != (theirs.get(slot) == task) for slot, task in questions):
