@@ -69,7 +69,8 @@ def build_parser() -> argparse.ArgumentParser:
     rep.add_argument(
         "--jobs",
         type=_jobs,
-        help="worker processes for a big llama.cpp -lv 4 log (default: one per core, at most 4; 1: none)",
+        help="child processes for big files, at most (default: one per core, at least 4); a big llama.cpp "
+        "-lv 4 log is parsed by up to that many workers (default: one per core, at most 4; 1: one child)",
     )
     _daemon_commands(sub)
     return parser

@@ -72,14 +72,37 @@ def plan(paths: Sequence[str], engine: str, source: str | None) -> list[ReplayIn
     return inputs
 
 
+@dataclass
+class _Children:
+    """How many more children a replay may start: each big file's framing or parsing child, or its
+    workers. Files past that are read inline, so that fifty rotated logs are fifty streams, not fifty
+    processes."""
+
+    left: int
+    workers: int  # a big dense log's workers at most
+
+    def take(self, wanted: int) -> int:
+        """Up to `wanted` of them (0: none left)."""
+        got = min(wanted, self.left)
+        self.left -= got
+        return got
+
+
 def _events(
-    item: ReplayInput, run: SourceRun, framer: Framer, damaged: list[str], jobs: int | None
+    item: ReplayInput, run: SourceRun, framer: Framer, damaged: list[str], children: _Children
 ) -> _Stream:
-    """One file's events per read; a big file's child (or workers) is started now."""
+    """One file's events per read; a big file's child (or workers) is started now, if one may be."""
     framed = FramedFile(item.path, framer, MAX_LINE)
-    if framed.parse_ahead and (workers := segmented.workers_for(item.path, run.parser, jobs)):
-        # a big dense file with cores to spare: parsed in segments by several children
-        return _outcome(segmented.parse(item.path, run, workers, MAX_LINE), item, run, damaged, child=False)
+    if framed.parse_ahead:
+        limit = min(children.left, children.workers)
+        if workers := children.take(segmented.workers_for(item.path, run.parser, limit)):
+            # a big dense file with cores to spare: parsed in segments by several children
+            return _outcome(
+                segmented.parse(item.path, run, workers, MAX_LINE), item, run, damaged, child=False
+            )
+        framed.fork = bool(children.take(1))
+    elif framed.frames_ahead:
+        framed.fork = bool(children.take(1))
     if framed.parse_ahead:  # a child frames and parses; only its events and counts come here
         return _outcome(
             in_child(lambda: _parsed(framed.batches(), framed, run), "kvwatch-parser"),
@@ -130,8 +153,11 @@ def replay(
     jobs: int | None = None,
 ) -> ReplayResult:
     """Replay files through a fresh pipeline (ticks every kvwatch.pipeline.TICK seconds of log time
-    unless `tick_every` says otherwise; a big dense log parsed by up to `jobs` workers, default one
-    per core, at most kvwatch.segmented.MAX_WORKERS); raises OSError for a missing or unreadable file."""
+    unless `tick_every` says otherwise); raises OSError for a missing or unreadable file.
+
+    Big files are read by children: `jobs` of them at most (default one per core, and at least
+    kvwatch.segmented.MAX_WORKERS), a big dense log by up to that many workers (by default one per
+    core, at most MAX_WORKERS)."""
     # Every file opened and its parser made, then the streams started (a big file's child begins
     # reading), then the pipeline built while they read.
     counts: dict[str, SourceCounts] = {}
@@ -144,10 +170,11 @@ def replay(
         )
     damaged: list[str] = []
     streams: list[_Stream] = []
+    children = _Children(jobs or max(segmented.MAX_WORKERS, segmented.cores()), jobs or segmented.MAX_WORKERS)
     try:
         for item, framing, run in prepared:
             framer = Framer(item.source, framing, run.parser.markers, MAX_LINE)
-            streams.append(_events(item, run, framer, damaged, jobs))
+            streams.append(_events(item, run, framer, damaged, children))
         return _replay(prepared, streams, damaged, detectors, tick_every)
     finally:
         for stream in streams:

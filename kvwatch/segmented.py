@@ -139,11 +139,11 @@ def workers_for(path: str, parser: Parser, jobs: int | None = None) -> int:
                 return 0
     except OSError:
         return 0
-    workers = min(_cores(), MAX_WORKERS if jobs is None else jobs)
+    workers = min(cores(), MAX_WORKERS if jobs is None else jobs)
     return workers if workers >= 2 and size >= 2 * MIN_SEGMENT else 0
 
 
-def _cores() -> int:
+def cores() -> int:
     """The cores this process may run on."""
     return len(os.sched_getaffinity(0))
 

@@ -43,7 +43,7 @@ def small(monkeypatch: pytest.MonkeyPatch) -> list[int]:
     monkeypatch.setattr(segmented, "WARM_UP", 16 << 10)
     monkeypatch.setattr(segmented, "HEAD", 1 << 10)
     monkeypatch.setattr(segmented._Job, "_rest", spy)
-    monkeypatch.setattr(segmented, "_cores", lambda: 2)
+    monkeypatch.setattr(segmented, "cores", lambda: 2)
     return fallbacks
 
 
@@ -274,9 +274,9 @@ def test_which_files_are_parsed_in_segments(
     assert 0 == segmented.workers_for(str(packed), llama)  # (gzip: no seeking into it)
     assert 0 == segmented.workers_for(str(tiny), llama)
     assert 0 == segmented.workers_for(str(plain), vllm)
-    monkeypatch.setattr(segmented, "_cores", lambda: 1)
+    monkeypatch.setattr(segmented, "cores", lambda: 1)
     assert 0 == segmented.workers_for(str(plain), llama)
-    monkeypatch.setattr(segmented, "_cores", lambda: 64)  # one per core, four at most unless asked
+    monkeypatch.setattr(segmented, "cores", lambda: 64)  # one per core, four at most unless asked
     assert [4, 0, 3, 8] == [segmented.workers_for(str(plain), llama, jobs) for jobs in (None, 1, 3, 8)]
 
 
@@ -332,7 +332,45 @@ def test_replay_parses_a_big_dense_log_in_segments(
     segmented_result = outcome()
     assert ["kvwatch-parser-0", "kvwatch-parser-1"] == children[:2] and "kvwatch-framer" in children
     children.clear()
-    monkeypatch.setattr(segmented, "_cores", lambda: 1)  # the one-child path
+    monkeypatch.setattr(segmented, "cores", lambda: 1)  # the one-child path
     assert outcome() == segmented_result
     assert ["kvwatch-parser", "kvwatch-framer"] == children
     assert segmented_result[1]["llama"][0] == len(texts)
+
+
+def test_a_replay_of_many_big_files_runs_few_children(
+    small: list[int], children: list[str], tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Big files replayed together start children while the replay may run more (by default one per
+    core and at least four; `--jobs N`: N), in the order given; the rest are read inline, with the
+    same metrics, alerts and counts."""
+    from kvwatch.detectors import DetectorSettings
+    from kvwatch.replay import plan, replay
+    from kvwatch.report.exposition import golden_lines
+    from kvwatch.sources import forked
+
+    logs = [str(write(tmp_path, f"llama{seed}.log", generated(6000, seed))) for seed in range(3)]
+    paths = [*logs, str(Path(SAMPLES[0]).parent / "vllm-docker.log")]  # (over 64 KiB: framed ahead)
+
+    def outcome(jobs: int | None) -> tuple[list[str], dict[str, tuple[int, int, int, int]]]:
+        result = replay(
+            plan(paths, "auto", None), ParserSettings(now_year=2026), DetectorSettings(), jobs=jobs
+        )
+        counts = {k: (c.lines, c.recognized, c.errors, c.truncated) for k, c in result.summary.counts.items()}
+        return golden_lines(result.registry, result.alerts), counts
+
+    workers = ["kvwatch-parser-0", "kvwatch-parser-1"]
+    expected = outcome(None)
+    assert workers * 2 == children  # two cores, four children: the first two logs in segments
+    for jobs, started in (
+        (1, ["kvwatch-parser"]),
+        (3, [*workers, "kvwatch-parser"]),
+        (8, [*workers * 3, "kvwatch-framer"]),
+    ):
+        children.clear()
+        assert expected == outcome(jobs), jobs
+        assert started == children, jobs
+    children.clear()
+    monkeypatch.setattr(forked, "FORK_MIN_BYTES", 1 << 40)
+    assert expected == outcome(None)  # every file inline
+    assert [] == children

@@ -117,6 +117,7 @@ class FramedFile:
 
     def __init__(self, path: str, framer: Framer, max_line: int) -> None:
         self.path, self.framer, self.max_line = path, framer, max_line
+        self.fork = True  # False: never a child (the replay has as many as it may run)
         self.truncated = 0
         self.damage: str | None = None
         self._dense: bool | None = None
@@ -128,11 +129,16 @@ class FramedFile:
         Every line of it goes to the parser and few make an event, so the events cross the pipe
         cheaply where lines would not; `batches()` then frames inline (in that child).
         """
-        return _forkable(self.path) and self._every_line()
+        return self.fork and _forkable(self.path) and self._every_line()
+
+    @property
+    def frames_ahead(self) -> bool:
+        """Whether `batches()` frames this file in a child: a big file where few lines matter."""
+        return self.fork and _forkable(self.path) and not self._every_line()
 
     def batches(self) -> Iterator[list[Batch]]:
         """The batches of each read, in order: read inline, or from a child started now."""
-        if not _forkable(self.path) or self._every_line():
+        if not self.frames_ahead:
             return self._inline()
         return self._from_child(in_child(self._framed, "kvwatch-framer"))
 
