@@ -27,6 +27,7 @@ import tempfile
 import time
 from dataclasses import dataclass, field
 from pathlib import Path
+from typing import Any
 
 from daemon import DaemonResult, bench_daemon, report
 
@@ -127,7 +128,7 @@ def prom_samples(text: str) -> dict[tuple[str, tuple[tuple[str, str], ...]], flo
     return out
 
 
-def by_engine(samples: dict[tuple[str, tuple[tuple[str, str], ...]], float], name: str) -> dict:
+def by_engine(samples: dict[tuple[str, tuple[tuple[str, str], ...]], float], name: str) -> dict[str, float]:
     """{engine: value} of one metric."""
     return {dict(labels).get("engine", ""): v for (n, labels), v in samples.items() if n == name}
 
@@ -137,7 +138,7 @@ def one(samples: dict[tuple[str, tuple[tuple[str, str], ...]], float], name: str
     return samples.get((name, ()))
 
 
-def generated(kind: str, workdir: Path, size_arg: list[str]) -> tuple[Path, dict]:
+def generated(kind: str, workdir: Path, size_arg: list[str]) -> tuple[Path, dict[str, Any]]:
     """A generated log, reused while the generator and its arguments are unchanged."""
     script = BENCH / f"gen_{kind}.py"
     key = hashlib.sha256(script.read_bytes() + " ".join(size_arg).encode()).hexdigest()[:12]
@@ -211,7 +212,9 @@ def check(result: FileResult, what: str, kv: object, mt: object) -> None:
     result.checks.append((what, kv, mt, kv == mt))
 
 
-def bench_vllm(label: str, path: Path, meta: dict, repeat: int, tools: tuple[str, ...]) -> FileResult:
+def bench_vllm(
+    label: str, path: Path, meta: dict[str, Any], repeat: int, tools: tuple[str, ...]
+) -> FileResult:
     """kvwatch, mtail and rg on a vLLM json-file log, and the count comparison."""
     result = FileResult(label, path, meta["bytes"], meta["lines"])
     warm(path)
@@ -283,7 +286,9 @@ def bench_vllm(label: str, path: Path, meta: dict, repeat: int, tools: tuple[str
     return result
 
 
-def bench_llama(label: str, path: Path, meta: dict, repeat: int, tools: tuple[str, ...]) -> FileResult:
+def bench_llama(
+    label: str, path: Path, meta: dict[str, Any], repeat: int, tools: tuple[str, ...]
+) -> FileResult:
     """kvwatch, mtail and rg on a llama-server -lv 4 log, and the count comparison."""
     result = FileResult(label, path, meta["bytes"], meta["lines"])
     warm(path)
@@ -465,7 +470,7 @@ def main(argv: list[str] | None = None) -> int:
     return 0 if ok else 1
 
 
-def daemon_json(result: DaemonResult) -> dict:
+def daemon_json(result: DaemonResult) -> dict[str, Any]:
     """The daemon run as JSON."""
     return {
         "rss_mb": result.rss_mb,
