@@ -64,6 +64,9 @@ def test_other_connector_without_bytes_is_unknown() -> None:
         "noequals",
         "OffloadingConnector={'vllm:kv_offload_store_bytes': -3}",
         "X={unclosed",
+        # a key twice: its bad value is refused even when a good one follows (the fast path too)
+        "vllm:kv_offload_store_bytes=inf, vllm:kv_offload_store_bytes=5",
+        "vllm:kv_offload_store_bytes=nan, vllm:kv_offload_load_bytes=1, vllm:kv_offload_store_bytes=2",
     ],
 )
 def test_bad_payloads(payload: str) -> None:

@@ -137,13 +137,17 @@ def _flat(text: str) -> dict[str, float] | None:
     if "-" in text and _NEGATIVE.search(text):
         return None
     # One `=` per item: an item without one, or with a second, leaves float() a text it refuses.
+    items = text.split(", ")
     try:
-        values = {key: float(raw) for key, _, raw in map(str.partition, text.split(", "), repeat("="))}
+        values = {key: float(raw) for key, _, raw in map(str.partition, items, repeat("="))}
     except ValueError:
         return None
     # float() reads every int or float text as _plain_number then _number do; nan, inf (and an
-    # overflowing sum) are left to _flatten, which reports them, and so is an empty key.
-    return values if math.isfinite(sum(values.values())) and "" not in values else None
+    # overflowing sum) are left to _flatten, which reports them, and so are an empty key and a key
+    # given twice (whose first value the dict dropped unread).
+    if len(values) != len(items) or "" in values:
+        return None
+    return values if math.isfinite(sum(values.values())) else None
 
 
 def _pick(values: dict[str, float], names: tuple[str, ...], tails: list[str]) -> float | None:
