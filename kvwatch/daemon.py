@@ -8,7 +8,8 @@ Threads and who owns what:
   - the apscheduler thread: its jobs only set a flag and wake the pipeline (tick, sync, heartbeat),
     or send systemd a STATUS line;
   - HTTP threads serve /metrics, / and /healthz; one Delivery thread per notifier sends alerts;
-  - the main thread handles signals: SIGHUP reloads, SIGTERM/SIGINT drain and stop.
+  - the main thread handles signals: SIGHUP reloads, SIGTERM/SIGINT drain and stop. Its handlers
+    only set a flag, and it sleeps on a kvwatch.wakeup.Wakeup, never on a lock a handler could want.
 """
 
 from __future__ import annotations
@@ -40,6 +41,7 @@ from kvwatch.notify.delivery import notifications_counter
 from kvwatch.pipeline import Pipeline
 from kvwatch.sdnotify import SystemdNotifier
 from kvwatch.sources.positions import PositionStore
+from kvwatch.wakeup import Wakeup
 from kvwatch.webconfig import load_web_config
 
 log = logging.getLogger("kvwatch")
@@ -102,7 +104,9 @@ class Daemon:
         self._finished: set[str] = set()
         self._last_beat = time.monotonic()
         self._last_ping = 0.0
-        self._stop, self._reload, self._wake = threading.Event(), threading.Event(), threading.Event()
+        # Set by the signal handlers (and _ended), read by the main loop: plain flags, no lock (see wakeup).
+        self._stopping = self._reloading = False
+        self._wakeup = Wakeup()
         self._status = (0, time.monotonic())
         address, port = options.listen or (config.server.listen_address, config.server.port)
         web = load_web_config(config.server.web_config) if config.server.web_config else None
@@ -116,6 +120,7 @@ class Daemon:
         for sig in (signal.SIGTERM, signal.SIGINT):
             signal.signal(sig, self._on_stop)
         signal.signal(signal.SIGHUP, self._on_reload)
+        self._wakeup.install()
         if self.options.persist:
             self.alerts.load()
         self.alerts.deliveries = build_deliveries(self._prepared, self.config, self.counter)
@@ -128,14 +133,16 @@ class Daemon:
             feeder.opened.wait(10.0)
         scheduler = self._schedule()
         self.systemd.notify("READY=1", self._status_line())
-        while not self._stop.is_set():
-            self._wake.wait(1.0)
-            self._wake.clear()
-            if self._reload.is_set():
-                self._reload.clear()
+        while not self._stopping:
+            self._wakeup.wait(1.0)
+            if self._reloading:
+                self._reloading = False
                 self.reload()
         scheduler.shutdown(wait=False)
-        return self._shutdown()
+        try:
+            return self._shutdown()
+        finally:
+            self._wakeup.close()
 
     def _schedule(self) -> BackgroundScheduler:
         """The jobs: detector tick, position sync, heartbeat (watchdog) and STATUS; they only wake."""
@@ -217,17 +224,16 @@ class Daemon:
         """A source's input ended (pipeline thread): stop once every source has ended."""
         self._finished.add(name)
         if set(self.feeders) <= self._finished:
-            self._on_stop(0, None)
+            self._stopping = True
+            self._wakeup.poke()
 
     def _on_stop(self, signum: int, frame: FrameType | None) -> None:
-        """SIGTERM/SIGINT (or end of input): stop the main loop."""
-        self._stop.set()
-        self._wake.set()
+        """SIGTERM/SIGINT: stop the main loop (a flag only: the wakeup fd wakes it)."""
+        self._stopping = True
 
     def _on_reload(self, signum: int, frame: FrameType | None) -> None:
-        """SIGHUP: reload on the main loop."""
-        self._reload.set()
-        self._wake.set()
+        """SIGHUP: reload on the main loop (a flag only: the wakeup fd wakes it)."""
+        self._reloading = True
 
     def reload(self) -> None:
         """SIGHUP: apply a new config without resetting counters; an invalid one is refused."""

@@ -179,12 +179,17 @@ class Demo:
     def __init__(self, speed: float, listen: tuple[str, int], keep: Path | None) -> None:
         """Settings from the command line."""
         self.speed, self.listen, self.keep = speed, listen, keep
-        self.stop = threading.Event()
+        self.stop = threading.Event()  # the feed's: set by the teardown
+        self.signalled = False  # set by a signal: a flag only, no lock (see kvwatch.wakeup)
         self.console = Console()
         self.daemon: subprocess.Popen[bytes] | None = None
 
     def _on_signal(self, signum: int, frame: FrameType | None) -> None:
-        self.stop.set()
+        self.signalled = True
+
+    def _pause(self, seconds: float) -> bool:
+        """Sleep `seconds` (less if the teardown began); whether to stop."""
+        return self.stop.wait(seconds) or self.signalled
 
     def _workdir(self) -> Path | None:
         if self.keep is None:
@@ -220,7 +225,7 @@ class Demo:
         config, extra = write_config(workdir, receiver.url, year, dict(os.environ))
         url = self._start_daemon(workdir, config)
         if url is None or self.daemon is None:
-            return 0 if self.stop.is_set() else 1
+            return 0 if self.signalled else 1
         start = time.time()
         self.console.start = start
         writer = Writer(plan(SAMPLES, start, self.speed, sample_dir()), workdir / "logs", start, self.stop)
@@ -267,7 +272,7 @@ class Demo:
             daemon = subprocess.Popen(argv, cwd=workdir, env=env, stdin=subprocess.DEVNULL, stderr=err)
         self.daemon = daemon
         deadline = time.monotonic() + START_TIMEOUT
-        while not self.stop.wait(0.05):
+        while not self._pause(0.05):
             found = _LISTENING.search(log.read_text(encoding="utf-8", errors="replace"))
             if found:
                 return found.group(1) + "/"
@@ -283,7 +288,7 @@ class Demo:
         """Until a signal: echo the daemon's problems, say when the feed is done. The exit status."""
         offset, announced, all_seen = 0, False, False
         expected = {(alert, sample.name) for _, alert, sample, _ in _expected(self.speed)}
-        while not self.stop.wait(0.25):
+        while not self._pause(0.25):
             offset = self._echo_problems(log, offset)
             if daemon.poll() is not None:
                 self._echo_problems(log, offset)
