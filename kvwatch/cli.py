@@ -3,11 +3,15 @@
 from __future__ import annotations
 
 import argparse
+import contextlib
 import json
 import os
+import signal
 import sys
-from collections.abc import Sequence
+import threading
+from collections.abc import Iterator, Sequence
 from datetime import datetime, timezone
+from types import FrameType
 from typing import Any
 
 from kvwatch import __version__
@@ -266,16 +270,42 @@ def cmd_replay(args: argparse.Namespace) -> int:
     return 0
 
 
+class TerminatedError(BaseException):
+    """SIGTERM during a replay (a BaseException, as KeyboardInterrupt: no `except Exception` keeps it)."""
+
+
+def _terminate(signum: int, frame: FrameType | None) -> None:
+    raise TerminatedError
+
+
+@contextlib.contextmanager
+def _sigterm_ends_it() -> Iterator[None]:
+    """SIGTERM raises TerminatedError meanwhile, as Ctrl-C raises KeyboardInterrupt: the replay's children
+    are stopped on the way out (by default the process would end at once and leave them running)."""
+    if threading.current_thread() is not threading.main_thread():
+        yield
+        return
+    previous = signal.signal(signal.SIGTERM, _terminate)
+    try:
+        yield
+    finally:
+        signal.signal(signal.SIGTERM, previous)
+
+
 def main(argv: Sequence[str] | None = None) -> int:
     """Run the command line; returns the exit status."""
     args = build_parser().parse_args(argv)
     try:
         if args.command == "replay":
             try:
-                return cmd_replay(args)
+                with _sigterm_ends_it():
+                    return cmd_replay(args)
             except KeyboardInterrupt:  # Ctrl-C on a long replay: no traceback, the shell's status
                 print("kvwatch: interrupted", file=sys.stderr)
                 return 130
+            except TerminatedError:
+                print("kvwatch: terminated", file=sys.stderr)
+                return 128 + signal.SIGTERM
         commands = {
             "run": cmd_run,
             "demo": cmd_demo,

@@ -14,6 +14,7 @@ from collections.abc import Callable, Generator
 from pathlib import Path
 
 import pytest
+from daemon_helpers import wait_until
 
 from kvwatch import replay as replay_module
 from kvwatch.detectors import DetectorSettings
@@ -176,6 +177,53 @@ def test_ctrl_c_ends_replay_and_its_child_quietly(tmp_path: Path) -> None:
     _, err = proc.communicate(timeout=30)
     assert (130, b"kvwatch: interrupted\n") == (proc.returncode, err)
     assert not Path(f"/proc/{child}").exists() or "Z" in Path(f"/proc/{child}/stat").read_text()
+
+
+def _gone(pid: int) -> bool:
+    """Whether a process has ended (a zombie nobody reaped has ended too)."""
+    try:
+        return (Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split() or ["Z"])[0] == "Z"
+    except OSError:
+        return True
+
+
+@pytest.mark.parametrize("sig", [signal.SIGTERM, signal.SIGKILL], ids=["SIGTERM", "SIGKILL"])
+def test_a_replay_stopped_alone_leaves_no_child_behind(tmp_path: Path, sig: int) -> None:
+    """The replay process alone gets SIGTERM (a supervisor, `kill PID`) or SIGKILL while workers parse
+    a big llama.cpp log in segments. SIGTERM: exit 143 and one line, as Ctrl-C, its workers stopped;
+    SIGKILL: the workers end by themselves (no pipe end is left open to them), never blocked for good."""
+    sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "bench"))
+    import gen_llamacpp
+
+    log = tmp_path / "llama.log"
+    with log.open("w") as out:
+        gen_llamacpp.generate(out, 60000, None, 1)
+    probe = tmp_path / "probe.py"
+    probe.write_text(
+        "import sys\n"
+        "from kvwatch import cli, segmented\n"
+        "from kvwatch.sources import forked\n"
+        "forked.FORK_MIN_BYTES = 1 << 20\n"
+        "segmented.MIN_SEGMENT = segmented.MAX_SEGMENT = 128 << 10\n"
+        "segmented.cores = lambda: 2\n"
+        "sys.exit(cli.main(sys.argv[1:]))\n"
+    )
+    proc = subprocess.Popen(
+        [sys.executable, str(probe), "replay", "--format", "prom", str(log)],
+        stdout=subprocess.DEVNULL,
+        stderr=subprocess.PIPE,
+        start_new_session=True,
+    )
+    deadline = time.monotonic() + 30
+    while len(workers := _children_of(proc.pid)) < 2:  # both workers are up: the parse is under way
+        assert proc.poll() is None and time.monotonic() < deadline, "no workers seen"
+    proc.send_signal(sig)
+    _, err = proc.communicate(timeout=30)
+    if sig == signal.SIGTERM:
+        assert (143, b"kvwatch: terminated\n") == (proc.returncode, err)
+    else:
+        assert -signal.SIGKILL == proc.returncode
+    wait_until(lambda: all(map(_gone, workers)), 20.0, "the workers ending")
 
 
 def test_files_of_one_source_parsed_in_children_add_up(children: list[str], tmp_path: Path) -> None:

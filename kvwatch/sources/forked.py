@@ -43,12 +43,24 @@ def _damage(err: Exception) -> str:
     return f"the compressed data ends early or is corrupt ({err}); replayed the lines before it"
 
 
+#: The parent's ends of its children's pipes. A child closes its copies at once: while one holds the
+#: end it writes to, or a sibling's, a child whose parent died unannounced (SIGKILL) would block on a
+#: full pipe for ever; with none, its next write fails and it ends.
+_READ_ENDS: set[Connection] = set()
+
+#: The signals held back while a child is forked (see _received).
+_HELD = {signal.SIGINT, signal.SIGTERM}
+
+
 def _child(work: Callable[[], Generator[Any, None, Any]], out: Connection) -> None:
     """Run `work` into the pipe: ("item", item)*, then ("end", its return value) or ("error", exc)."""
+    for end in _READ_ENDS:
+        end.close()
     # Ctrl-C reaches the whole process group: the parent stops and kills this child, which need not
-    # print a traceback of its own.
+    # print a traceback of its own. SIGTERM ends it at once, whatever the parent does about its own.
     signal.signal(signal.SIGINT, signal.SIG_IGN)
-    signal.pthread_sigmask(signal.SIG_UNBLOCK, {signal.SIGINT})  # (see _received; a pending one is dropped)
+    signal.signal(signal.SIGTERM, signal.SIG_DFL)
+    signal.pthread_sigmask(signal.SIG_UNBLOCK, _HELD)  # (see _received; a pending SIGINT is dropped)
     try:
         items = work()
         while True:
@@ -83,9 +95,11 @@ def _received(
     context = multiprocessing.get_context("fork")
     receive, send = context.Pipe(duplex=False)
     child = context.Process(target=_child, args=(work, send), name=name, daemon=True)
-    # Ctrl-C is held back while forking: a child interrupted before it ignores SIGINT would print a
-    # stray traceback, and the parent gets it the moment the mask is restored.
-    mask = signal.pthread_sigmask(signal.SIG_BLOCK, {signal.SIGINT})
+    # Ctrl-C and SIGTERM are held back while forking: a child interrupted before it sets its own
+    # handlers would run the parent's (a stray traceback), and the parent gets them the moment the
+    # mask is restored.
+    mask = signal.pthread_sigmask(signal.SIG_BLOCK, _HELD)
+    _READ_ENDS.add(receive)
     try:
         child.start()
     finally:
@@ -105,6 +119,7 @@ def _received(
             else:
                 raise payload
     finally:
+        _READ_ENDS.discard(receive)
         receive.close()
         if child.is_alive():
             child.kill()  # the parent stopped early (an error downstream): nothing more is wanted
