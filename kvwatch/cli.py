@@ -8,6 +8,7 @@ import json
 import os
 import signal
 import sys
+import tempfile
 import threading
 from collections.abc import Iterator, Sequence
 from datetime import datetime, timezone
@@ -233,16 +234,29 @@ def _unreadable(paths: Sequence[str]) -> str | None:
 
 def cmd_replay(args: argparse.Namespace) -> int:
     """Replay files and print the chosen format on stdout; humans' notes go to stderr."""
+    from kvwatch.sources.wholefile import spooled
+
+    with tempfile.TemporaryDirectory(prefix="kvwatch-replay-") as spool:
+        try:
+            paths = spooled(args.files, spool)
+        except OSError as err:
+            print(f"kvwatch: cannot read {err.filename}: {err.strerror or err}", file=sys.stderr)
+            return 2
+        return _replay_files(args, paths, dict(zip(paths, args.files, strict=True)))
+
+
+def _replay_files(args: argparse.Namespace, paths: list[str], named: dict[str, str]) -> int:
+    """cmd_replay of the files at `paths` (streams copied to files already), named as given."""
     from kvwatch.replay import plan, replay
 
-    problem = _unreadable(args.files)
+    problem = _unreadable(paths)
     if problem:
         print(problem, file=sys.stderr)
         return 2
     now_year = datetime.now(timezone.utc).year
     settings = ParserSettings(year=args.year, now_year=now_year, tz=args.tz, start=args.start)
     try:
-        result = replay(plan(args.files, args.engine, args.source), settings, jobs=args.jobs)
+        result = replay(plan(paths, args.engine, args.source), settings, jobs=args.jobs)
     except OSError as err:
         print(f"kvwatch: cannot read {err.filename}: {err.strerror or err}", file=sys.stderr)
         return 2
@@ -252,9 +266,11 @@ def cmd_replay(args: argparse.Namespace) -> int:
     from kvwatch.report.text import render
 
     for path in result.unrecognised:
-        print(f"kvwatch: nothing in {path} was recognised as a {args.engine} log", file=sys.stderr)
+        kind = "vLLM, llama.cpp or gateway usage" if args.engine == "auto" else args.engine
+        print(f"kvwatch: nothing in {named[path]} was recognised as {kind} output", file=sys.stderr)
     for note in result.damaged:
-        print(f"kvwatch: {note}", file=sys.stderr)
+        path, _, damage = note.partition(": ")  # ("path: what was wrong")
+        print(f"kvwatch: {named.get(path, path)}: {damage}", file=sys.stderr)
     if args.format == "prom":
         sys.stdout.write(prom_text(result.registry))
     elif args.format == "json":

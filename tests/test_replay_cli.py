@@ -3,15 +3,19 @@
 from __future__ import annotations
 
 import json
+import os
 import shutil
 import subprocess
 import sys
+import threading
 from pathlib import Path
 
 import jsonschema
 import pytest
 
 from kvwatch.cli import main
+
+ROOT = Path(__file__).resolve().parents[1]
 
 LINES = [
     "(APIServer pid=1) INFO 08-18 01:19:47 [api_server.py:1900] vLLM API server version 0.26.0",
@@ -149,6 +153,37 @@ def test_python_dash_m_works(vllm_log: Path) -> None:
         check=False,
     )
     assert (0, True) == (done.returncode, "source vllm (engine vllm, plain)" in done.stdout)
+
+
+def test_a_pipe_replays_as_its_file_does(tmp_path: Path) -> None:
+    """`-` (standard input) and a pipe named by path (`<(zcat ...)` is one) give what the file gives,
+    the pipe read once (its head is needed twice: engine and framing, then the whole); the source is
+    named after the path (`stdin`, the fd's number) unless --source says otherwise."""
+    sample = ROOT / "samples" / "vllm-docker.log"
+    base = [sys.executable, "-m", "kvwatch", "replay", "--format", "json", "--year", "2026"]
+
+    def replay(*argv: str, stdin: bytes | None = None, fds: tuple[int, ...] = ()) -> tuple[int, str, str]:
+        done = subprocess.run([*base, *argv], input=stdin, capture_output=True, check=False, pass_fds=fds)
+        return done.returncode, done.stdout.decode(), done.stderr.decode()
+
+    expected = replay("--source", "s", str(sample))
+    assert 0 == expected[0] and expected[1]
+    assert expected == replay("--source", "s", "-", stdin=sample.read_bytes())
+    read, write = os.pipe()
+    feeder = threading.Thread(target=lambda: (os.write(write, sample.read_bytes()), os.close(write)))
+    feeder.start()  # (the sample is bigger than a pipe's buffer: written while kvwatch reads)
+    try:
+        status, out, err = replay(f"/dev/fd/{read}", fds=(read,))
+    finally:
+        os.close(read)
+        feeder.join()
+    assert (0, "") == (status, err)
+    assert json.loads(out)["metrics"] == json.loads(expected[1].replace('"s"', f'"{read}"'))["metrics"]
+    status, _, err = replay("-", stdin=b"")
+    assert (0, "kvwatch: nothing in - was recognised as vLLM, llama.cpp or gateway usage output\n") == (
+        status,
+        err,
+    )
 
 
 def test_alerts_in_json_follow_the_contract(capsys: pytest.CaptureFixture[str]) -> None:

@@ -8,9 +8,12 @@ from __future__ import annotations
 
 import gzip
 import io
+import os
 import re
+import shutil
+import stat
 import zlib
-from collections.abc import Iterator
+from collections.abc import Iterator, Sequence
 from pathlib import Path
 from typing import BinaryIO
 
@@ -30,6 +33,29 @@ def source_name(path: str) -> str:
         if stripped == name or not stripped:
             return name
         name = stripped
+
+
+def spooled(paths: Sequence[str], directory: str) -> list[str]:
+    """The paths, with each stream among them (a pipe, `-` or /dev/stdin, a process substitution)
+    copied into `directory` first, under its own name: a replay reads a file more than once (its
+    head to tell the engine and framing, then the whole of it), and a pipe gives its bytes once.
+    Files, directories and missing paths stay as they are (the caller reports what it cannot read)."""
+    out = []
+    for index, given in enumerate(paths):
+        path = "/dev/stdin" if given == "-" else given
+        try:
+            mode = os.stat(path).st_mode
+        except OSError:
+            mode = stat.S_IFREG
+        if stat.S_ISREG(mode) or stat.S_ISDIR(mode):
+            out.append(path)
+            continue
+        copy = Path(directory, str(index), Path(path).name)  # (the name gives the source its label)
+        copy.parent.mkdir(parents=True)
+        with open(path, "rb") as stream, copy.open("wb") as disk:
+            shutil.copyfileobj(stream, disk, CHUNK)
+        out.append(str(copy))
+    return out
 
 
 def open_log(path: str) -> BinaryIO:
