@@ -37,3 +37,29 @@ def write_atomic(path: Path, text: str) -> None:
         pass
     finally:
         os.close(dir_fd)
+
+
+def unwritable(directory: Path, *, create: bool) -> str | None:
+    """Why state cannot be kept in `directory` (None: it can), in a sentence that names it.
+
+    create=True makes it if need be and writes a file there (the daemon, which would anyway);
+    create=False only looks (check-config: it must not leave directories behind).
+    """
+    try:
+        if create:
+            directory.mkdir(parents=True, exist_ok=True)
+            fd, probe = tempfile.mkstemp(dir=directory, prefix=".kvwatch-probe.")
+            os.close(fd)
+            os.unlink(probe)
+            return None
+        existing = directory
+        while not existing.exists() and existing != existing.parent:
+            existing = existing.parent  # (the folder it would be created in)
+        if not existing.is_dir():
+            return f"state_dir {directory}: cannot create it ({existing} is not a directory)"
+        if not os.access(existing, os.W_OK | os.X_OK):
+            verb = "write there" if existing == directory else f"create it in {existing}"
+            return f"state_dir {directory}: cannot {verb} (permission denied)"
+    except OSError as err:
+        return f"state_dir {directory}: cannot write there ({err.strerror or err})"
+    return None

@@ -182,12 +182,16 @@ def cmd_demo(args: argparse.Namespace) -> int:
 
 def cmd_check_config(args: argparse.Namespace) -> int:
     """Print the summary of a valid config; each problem of an invalid one, exit 1."""
+    from kvwatch.atomic import unwritable
     from kvwatch.config import summarize
 
     loaded = _load(args)
     if loaded is None:
         return 1
     sys.stdout.write(summarize(loaded[0]))
+    problem = unwritable(loaded[0].state_dir, create=False)  # (as this user: the daemon's may differ)
+    if problem is not None:
+        print(f"kvwatch: warning: {problem}, as this user; `kvwatch run` refuses to start", file=sys.stderr)
     return 0
 
 

@@ -29,6 +29,7 @@ from prometheus_client import CollectorRegistry, PlatformCollector, ProcessColle
 
 from kvwatch import __version__
 from kvwatch.alerting import LiveAlerts, silences_of
+from kvwatch.atomic import unwritable
 from kvwatch.config import load_config
 from kvwatch.config_types import Config, ConfigError
 from kvwatch.daemon_feed import Feeder
@@ -69,6 +70,11 @@ class Daemon:
     def __init__(self, config: Config, prepared: Prepared, options: Options) -> None:
         """Build everything and bind the HTTP port; nothing runs yet."""
         self.config, self.options = config, options
+        # Positions, alert state and queued notifications live there: without it a restart would
+        # repeat lines and a webhook outage would lose alerts, so refuse rather than run without.
+        problem = unwritable(config.state_dir, create=True) if options.persist else None
+        if problem is not None:
+            raise OSError(f"{problem}; positions, alert state and queued notifications are kept there")
         self.registry = CollectorRegistry(auto_describe=True)
         ProcessCollector(registry=self.registry)
         PlatformCollector(registry=self.registry)

@@ -3,6 +3,8 @@
 from __future__ import annotations
 
 import logging
+import subprocess
+import sys
 from pathlib import Path
 
 import pytest
@@ -127,6 +129,30 @@ def test_check_config_prints_the_summary_or_each_problem(
     assert 1 == main(["check-config", str(cfg)])
     err = capsys.readouterr().err
     assert 'source[0].container: required for type "docker"' in err
+
+
+def test_an_unusable_state_dir_is_refused_at_start_and_noted_by_check_config(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """state_dir keeps positions, alert state and queued notifications: `kvwatch run` refuses to
+    start without it (exit 1, one line naming it); check-config says so as a warning, exit 0, and
+    leaves a state_dir that does not exist yet uncreated."""
+    blocker = tmp_path / "a-file"
+    blocker.write_text("")
+    cfg = tmp_path / "kv.toml"
+    cfg.write_text(f'state_dir = "{blocker / "state"}"\n')
+    assert 0 == main(["check-config", str(cfg)])
+    captured = capsys.readouterr()
+    assert f"state_dir: {blocker / 'state'}" in captured.out
+    assert f"cannot create it ({blocker} is not a directory)" in captured.err
+    argv = [sys.executable, "-m", "kvwatch", "run", "--config", str(cfg), "--listen", "127.0.0.1:0"]
+    done = subprocess.run(argv, capture_output=True, text=True, timeout=60, check=False)
+    assert 1 == done.returncode
+    assert done.stderr.startswith(f"kvwatch: cannot start: state_dir {blocker / 'state'}: cannot write there")
+    fresh = tmp_path / "new" / "state"
+    cfg.write_text(f'state_dir = "{fresh}"\n')
+    assert 0 == main(["check-config", str(cfg)])
+    assert ("", False) == (capsys.readouterr().err, fresh.parent.exists())
 
 
 def test_test_alert_prints_each_result_and_fails_if_one_fails(
