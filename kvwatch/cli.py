@@ -42,14 +42,19 @@ def _jobs(text: str) -> int:
     return int(text)
 
 
+#: The last second of year 9999: --start beyond it (or not finite) is refused, as --year is.
+_LAST_SECOND = 253402300799.0
+
+
 def _start(text: str) -> float:
     try:
-        return float(text)
+        stamp: float | None = float(text)
     except ValueError:
-        pass
-    stamp = parse_rfc3339(text)
+        stamp = parse_rfc3339(text)
     if stamp is None:
         raise argparse.ArgumentTypeError(f"not an RFC 3339 time or epoch seconds: {text!r}")
+    if not 0.0 <= stamp <= _LAST_SECOND:  # (False for nan too)
+        raise argparse.ArgumentTypeError(f"not a time from 1970 to 9999: {text!r}")
     return stamp
 
 

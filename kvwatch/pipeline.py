@@ -7,6 +7,7 @@ stage before it, framed lines to events, is `kvwatch.parsers.run.SourceRun`.
 
 from __future__ import annotations
 
+import math
 from collections.abc import Callable, Iterable
 
 from kvwatch.alerts import AlertBook
@@ -74,7 +75,11 @@ class Pipeline:
             if idle > limit:
                 self.next_tick += (time - self.next_tick) // self.tick_every * self.tick_every
             alerts.extend(self.tick(self.next_tick))
-            self.next_tick += self.tick_every
+            following = self.next_tick + self.tick_every
+            if following <= self.next_tick:  # (a time so large that floats hold no later grid point)
+                self.next_tick = math.inf
+                break
+            self.next_tick = following
             idle += 1
         return alerts
 

@@ -458,3 +458,21 @@ def test_v2025_08_stop_before_the_legacy_timing_block() -> None:
     ]
     got = [(r.prompt_tokens, r.reused_tokens, r.new_tokens, r.derived) for r in requests(lines)]
     assert [(900, 850, 50, False)] == got
+
+
+def test_a_clock_of_more_than_seven_digits_of_minutes_is_not_a_clock() -> None:
+    """A stamp with 8 digits of minutes or more (190 years of uptime: damage) is not read as a clock,
+    nor is a jsonl `time` beyond the same; every later record keeps a sane time (times never go back,
+    so one such line would otherwise carry them all past year 9999)."""
+    damaged = ["12345678.00.000.000 I " + line.split(" I ", 1)[1] for line in DEFAULT_LV[:3]]
+    events, results = run(damaged + DEFAULT_LV)
+    assert [DEFAULT_LV_RECORD] == [e for e in events if isinstance(e, LlamaRequest)]
+    assert [None, None, None] == results[:3]  # (not llama.cpp clock lines: foreign, counted as lines)
+
+    def obj(micros: int, msg: str) -> str:
+        return json.dumps({"type": "log", "time": micros, "level": "info", "msg": msg + "\n"})
+
+    lines = [obj(i * 1000, line.split(" I ", 1)[1]) for i, line in enumerate(DEFAULT_LV)]
+    lines.insert(2, obj(10**25, "slot print_timing: id  1 | task 16 | n_gen = 3"))
+    records = [e for e in run(lines)[0] if isinstance(e, LlamaRequest)]
+    assert 1 == len(records) and records[0].time < S + 60

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import threading
 from itertools import pairwise
 
 from prometheus_client import CollectorRegistry
@@ -40,3 +41,18 @@ def test_a_long_gap_costs_a_bounded_number_of_ticks() -> None:
     assert len(seen) < 100
     assert (10.0, 200 * 86400.0) == (seen[0], seen[-1])
     assert all(b - a == 10.0 for a, b in pairwise(seen[:-1]))  # no gap before the jump
+
+
+def test_a_time_past_the_floats_resolution_ends_the_grid_instead_of_hanging() -> None:
+    """An event time so large that adding 10 s changes nothing (damage the parsers let through):
+    one tick there, then no grid point is left; advance() returns instead of looping for ever."""
+    pipeline, seen = ticking_pipeline()
+    pipeline.advance(1000.0)
+    worker = threading.Thread(target=pipeline.advance, args=(1e19,), daemon=True)
+    worker.start()
+    worker.join(10.0)
+    assert not worker.is_alive(), "advance() still looping"
+    assert len(seen) < 100 and 1e18 < seen[-1] <= 1e19
+    count = len(seen)
+    pipeline.advance(2e19)  # (no grid point is left: no more ticks)
+    assert count == len(seen)

@@ -186,6 +186,18 @@ def test_a_pipe_replays_as_its_file_does(tmp_path: Path) -> None:
     )
 
 
+@pytest.mark.parametrize("start", ["nan", "inf", "1e30", "253402300800", "10000-01-01T00:00:00Z"])
+def test_a_start_past_year_9999_is_refused(
+    vllm_log: Path, capsys: pytest.CaptureFixture[str], start: str
+) -> None:
+    """--start anchors relative clocks: beyond 1970-9999, or not finite, it is refused (exit 2), as
+    --year is; a time that far made the detectors' 10 s grid loop for ever."""
+    with pytest.raises(SystemExit) as refused:
+        main(["replay", "--start", start, str(vllm_log)])
+    assert 2 == refused.value.code
+    assert "argument --start" in capsys.readouterr().err
+
+
 def test_alerts_in_json_follow_the_contract(capsys: pytest.CaptureFixture[str]) -> None:
     """The write-only sample's alert transition validates and names evidence, cause and fix."""
     sample = Path(__file__).resolve().parents[1] / "samples" / "vllm-write-only-offload.log"

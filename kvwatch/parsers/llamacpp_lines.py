@@ -20,7 +20,11 @@ _MONTHS |= {m: i for i, m in enumerate(("Jul", "Aug", "Sep", "Oct", "Nov", "Dec"
 _SYSLOG = re.compile(r"([A-Z][a-z]{2}) +(\d{1,2}) (\d\d):(\d\d):(\d\d) \S+ [^\s:]+: ")
 _ISO = re.compile(r"(\d{4}-\d\d-\d\dT\d\d:\d\d:\d\d(?:\.\d+)?(?:Z|[+-]\d\d:\d\d)) (?:\S+ [^\s:]+: )?")
 _PORT = re.compile(r"\[ *(\d+)\] ")
-_REL = re.compile(r"(\d+)\.(\d\d)\.(\d{3})\.(\d{3}) ")
+# Minutes since the process started: up to 7 digits (19 years of uptime). A longer number is not a
+# clock but damage, which would carry every later line's time past year 9999 (times never go back).
+_REL = re.compile(r"(\d{1,7})\.(\d\d)\.(\d{3})\.(\d{3}) ")
+#: `--log-jsonl`'s `time` (µs since start) at most: as long an uptime as `_REL`'s 7 digits of minutes.
+MAX_MICROS = 10**7 * 60 * 10**6
 _LEVEL = re.compile(r"[IWED] ")
 
 # A slot line: `slot <func, 12 wide>: id %2d | task %d | <message>`. Numbers are captured loosely
@@ -37,7 +41,7 @@ RESTART = re.compile(
 # None). Groups: the stamp (`M.SS.` is all but its last 7 characters), slot, task and the message
 # without its leading whitespace.
 PLAIN = re.compile(
-    r"([0-9]+\.[0-9][0-9]\.[0-9]{3}\.[0-9]{3}) [IWED] "
+    r"([0-9]{1,7}\.[0-9][0-9]\.[0-9]{3}\.[0-9]{3}) [IWED] "
     r"(?:slot +\S*: id +(\S+) \| task (\S+) \|\s*(.*)|srv +\S*: +)"
 )
 # `mmm` -> mmm / 1e3 and `uuu` -> uuu / 1e6: the very floats `_relative` computes (ASCII digits).
@@ -142,7 +146,7 @@ def _jsonl(text: str, port: int | None, wall: float | None) -> list[Envelope] | 
     micros = obj.get("time")
     rel = None
     # `time` is 0 on every line under --no-log-timestamps: no clock then, not "all at start"
-    if isinstance(micros, int) and not isinstance(micros, bool) and micros > 0:
+    if isinstance(micros, int) and not isinstance(micros, bool) and 0 < micros <= MAX_MICROS:
         rel = micros / 1e6
     lines = obj["msg"].strip("\n").split("\n")
     return [Envelope(strip_ansi(line), port, rel, wall) for line in lines]
