@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import argparse
 import contextlib
+import errno
 import json
 import os
 import signal
@@ -254,6 +255,19 @@ def cmd_replay(args: argparse.Namespace) -> int:
         return _replay_files(args, paths, dict(zip(paths, args.files, strict=True)))
 
 
+def _open_files_for(files: int) -> None:
+    """Raise the soft limit on open files towards the hard one when `files` need more (every file
+    of a replay is open at once: their events are merged by time; the soft limit is often 1024)."""
+    import resource
+
+    soft, hard = resource.getrlimit(resource.RLIMIT_NOFILE)
+    wanted = files + 64  # (and the pipes, sockets and modules of the rest)
+    if soft != resource.RLIM_INFINITY and soft < wanted:
+        raised = wanted if hard == resource.RLIM_INFINITY else min(wanted, hard)
+        with contextlib.suppress(ValueError, OSError):
+            resource.setrlimit(resource.RLIMIT_NOFILE, (raised, hard))
+
+
 def _replay_files(args: argparse.Namespace, paths: list[str], named: dict[str, str]) -> int:
     """cmd_replay of the files at `paths` (streams copied to files already), named as given."""
     from kvwatch.replay import plan, replay
@@ -262,12 +276,16 @@ def _replay_files(args: argparse.Namespace, paths: list[str], named: dict[str, s
     if problem:
         print(problem, file=sys.stderr)
         return 2
+    _open_files_for(len(paths))
     now_year = datetime.now(timezone.utc).year
     settings = ParserSettings(year=args.year, now_year=now_year, tz=args.tz, start=args.start)
     try:
         result = replay(plan(paths, args.engine, args.source), settings, jobs=args.jobs)
     except OSError as err:
-        print(f"kvwatch: cannot read {err.filename}: {err.strerror or err}", file=sys.stderr)
+        hint = ""
+        if err.errno == errno.EMFILE:
+            hint = f" (the {len(paths)} files are read at once, merged by time: raise `ulimit -n`)"
+        print(f"kvwatch: cannot read {err.filename}: {err.strerror or err}{hint}", file=sys.stderr)
         return 2
     # (imported after the replay, which has a big file read while the pipeline's modules load)
     from kvwatch.notify.payload import alert_to_json

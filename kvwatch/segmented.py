@@ -201,7 +201,7 @@ def _parse_range(
     parser = run.parser
     framer = Framer(run.source, "plain", parser.markers, max_line)
     with _Range(path, start, stop) as stream:
-        for group in batches(stream, framer, max_line):  # type: ignore[arg-type]
+        for group in batches(stream, framer, max_line):
             yield run.take_many(group), framer
 
 

@@ -198,6 +198,28 @@ def test_a_start_past_year_9999_is_refused(
     assert "argument --start" in capsys.readouterr().err
 
 
+def test_more_files_than_open_files_allowed(tmp_path: Path) -> None:
+    """Hundreds of small rotated logs, more than the process may hold open (a replay merges every file
+    by time): each is closed by the read that meets its end, so the replay counts every line."""
+    sample = (ROOT / "samples" / "llamacpp-healthy-two-slots.log").read_bytes()
+    paths = []
+    for i in range(300):
+        path = tmp_path / f"llama.log.{i}"
+        path.write_bytes(sample)
+        paths.append(str(path))
+
+    def low_limit() -> None:
+        import resource
+
+        resource.setrlimit(resource.RLIMIT_NOFILE, (128, 128))
+
+    argv = [sys.executable, "-m", "kvwatch", "replay", "--format", "json", "--engine", "llamacpp", *paths]
+    done = subprocess.run(argv, capture_output=True, text=True, check=False, preexec_fn=low_limit)
+    assert (0, "") == (done.returncode, done.stderr)
+    lines = json.loads(done.stdout)["metrics"]["kvwatch_lines_total"]
+    assert [{"labels": {"source": "llama"}, "value": 300.0 * sample.count(b"\n")}] == lines
+
+
 def test_alerts_in_json_follow_the_contract(capsys: pytest.CaptureFixture[str]) -> None:
     """The write-only sample's alert transition validates and names evidence, cause and fix."""
     sample = Path(__file__).resolve().parents[1] / "samples" / "vllm-write-only-offload.log"

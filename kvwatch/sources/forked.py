@@ -23,7 +23,7 @@ from typing import Any, TypeVar
 
 from kvwatch.model import LogLine
 from kvwatch.sources.framing import Batch, Framer
-from kvwatch.sources.wholefile import DAMAGED, batches, open_log, read_head
+from kvwatch.sources.wholefile import DAMAGED, ClosedAtEnd, batches, open_log, read_head
 
 #: Files smaller than this stay inline: a fork and a pipe cost more than they save.
 FORK_MIN_BYTES = 32 << 20
@@ -160,7 +160,7 @@ class FramedFile:
     def _inline(self) -> Iterator[list[Batch]]:
         try:
             with open_log(self.path) as stream:
-                yield from batches(stream, self.framer, self.max_line)
+                yield from batches(ClosedAtEnd(stream), self.framer, self.max_line)
         except DAMAGED as err:
             self.damage = _damage(err)
         self.truncated = self.framer.truncated

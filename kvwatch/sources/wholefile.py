@@ -15,7 +15,7 @@ import stat
 import zlib
 from collections.abc import Iterator, Sequence
 from pathlib import Path
-from typing import BinaryIO
+from typing import BinaryIO, Protocol
 
 from kvwatch.sources.docker_json import decode_entry, split_logs_t
 from kvwatch.sources.framing import Batch, Framer, Framing, sniff
@@ -96,7 +96,32 @@ def head_text(head: bytes, framing: Framing) -> str:
     return head.decode("utf-8", "replace")
 
 
-def batches(stream: BinaryIO, framer: Framer, max_line: int) -> Iterator[list[Batch]]:
+class Reader(Protocol):
+    """What batches() reads from: a binary stream's read()."""
+
+    def read(self, size: int = -1, /) -> bytes:
+        """Up to `size` bytes; fewer only at the end."""
+
+
+class ClosedAtEnd:
+    """A stream whose read that meets the end closes it. Replay merges its files by time, so each is
+    read until its last event is taken; this way a file smaller than a read is closed after its
+    first, and a thousand rotated logs need not be open at once."""
+
+    def __init__(self, stream: BinaryIO) -> None:
+        self._stream = stream
+
+    def read(self, size: int = -1, /) -> bytes:
+        """Up to `size` bytes (fewer: the end, and the stream is closed); b"" once closed."""
+        if self._stream.closed:
+            return b""
+        data = self._stream.read(size)
+        if size < 0 or len(data) < size:
+            self._stream.close()
+        return data
+
+
+def batches(stream: Reader, framer: Framer, max_line: int) -> Iterator[list[Batch]]:
     """Frame a whole stream, a read at a time; the last line may lack its newline.
 
     The lines wholly inside a read are framed in place; only a line spanning two reads is copied.
