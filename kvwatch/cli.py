@@ -256,8 +256,9 @@ def cmd_replay(args: argparse.Namespace) -> int:
 
 
 def _open_files_for(files: int) -> None:
-    """Raise the soft limit on open files towards the hard one when `files` need more (every file
-    of a replay is open at once: their events are merged by time; the soft limit is often 1024)."""
+    """Raise the soft limit on open files towards the hard one when `files` may need more: a replay
+    merges its files by time, so each file bigger than a read stays open until its last event is
+    taken (a smaller one is closed after its read); the soft limit is often 1024."""
     import resource
 
     soft, hard = resource.getrlimit(resource.RLIMIT_NOFILE)
