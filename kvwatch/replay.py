@@ -93,16 +93,16 @@ def _events(
 ) -> _Stream:
     """One file's events per read; a big file's child (or workers) is started now, if one may be."""
     framed = FramedFile(item.path, framer, MAX_LINE)
-    if framed.parse_ahead:
+    if framed.forks:
         limit = min(children.left, children.workers)
-        if workers := children.take(segmented.workers_for(item.path, run.parser, limit)):
+        if framed.parse_ahead and (
+            workers := children.take(segmented.workers_for(item.path, run.parser, limit))
+        ):
             # a big dense file with cores to spare: parsed in segments by several children
             return _outcome(
                 segmented.parse(item.path, run, workers, MAX_LINE), item, run, damaged, child=False
             )
-        framed.fork = bool(children.take(1))
-    elif framed.frames_ahead:
-        framed.fork = bool(children.take(1))
+        framed.fork = bool(children.take(1))  # (one child frames it, or parses it too; none left: inline)
     if framed.parse_ahead:  # a child frames and parses; only its events and counts come here
         return _outcome(
             in_child(lambda: _parsed(framed.batches(), framed, run), "kvwatch-parser"),

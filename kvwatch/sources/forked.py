@@ -144,16 +144,17 @@ class FramedFile:
         Every line of it goes to the parser and few make an event, so the events cross the pipe
         cheaply where lines would not; `batches()` then frames inline (in that child).
         """
-        return self.fork and _forkable(self.path) and self._every_line()
+        return self.forks and self._every_line()
 
     @property
-    def frames_ahead(self) -> bool:
-        """Whether `batches()` frames this file in a child: a big file where few lines matter."""
-        return self.fork and _forkable(self.path) and not self._every_line()
+    def forks(self) -> bool:
+        """Whether a child works on this file (frames it, or parses it too): a big one, unless `fork`
+        says no."""
+        return self.fork and _forkable(self.path)
 
     def batches(self) -> Iterator[list[Batch]]:
         """The batches of each read, in order: read inline, or from a child started now."""
-        if not self.frames_ahead:
+        if not self.forks or self._every_line():
             return self._inline()
         return self._from_child(in_child(self._framed, "kvwatch-framer"))
 
