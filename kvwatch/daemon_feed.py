@@ -14,9 +14,10 @@ import dataclasses
 import logging
 import threading
 import time
-from collections.abc import Callable, Mapping
+from collections.abc import Callable, Iterator, Mapping, Sequence
 from dataclasses import dataclass
-from typing import Any
+from itertools import groupby
+from typing import Any, cast
 
 from kvwatch.config_types import SourceConfig
 from kvwatch.daemon_sources import Source, open_source
@@ -151,7 +152,7 @@ class Feeder:
             self._watcher.event.clear()  # before the poll: a change during it wakes the next wait
         # A file source hands its lines over undecoded: the pipeline decodes only the lines that
         # hold one of the parser's markers (a few percent of a busy log), found in one scan.
-        poll_raw = getattr(self.source, "poll_raw", None)
+        poll_raw: Callable[[], list[bytes | LogLine]] | None = getattr(self.source, "poll_raw", None)
         try:
             lines = poll_raw() if poll_raw is not None else self.source.poll()
             position = self.source.position()
@@ -163,13 +164,10 @@ class Feeder:
         read_at = time.time()
         # A line with no transport time (plain files, stdin) is stamped with when it was read: the
         # live stand-in for "when it was written" (llama.cpp anchors its relative clock on it).
-        if poll_raw is None:
-            lines = [
-                line if line.time is not None else LogLine(line.source, line.text, read_at) for line in lines
-            ]
-        raw = poll_raw is not None
-        for start in range(0, len(lines), BATCH):
-            self._put(Lines(self, lines[start : start + BATCH], raw=raw, read_at=read_at))
+        # A file source hands plain text over undecoded (bytes), and a docker-framed file decoded.
+        for run, raw in _runs(lines, read_at):
+            for start in range(0, len(run), BATCH):
+                self._put(Lines(self, run[start : start + BATCH], raw=raw, read_at=read_at))
         if lines:
             self._put(Mark(self, position))
             self.last_line_time = read_at
@@ -230,6 +228,22 @@ class Feeder:
         if callable(close):
             close()
         self.source = None
+
+
+def _runs(lines: Sequence[bytes | LogLine], read_at: float) -> Iterator[tuple[list[Any], bool]]:
+    """The lines in runs of one kind, in order: (undecoded bytes, True), or (LogLines, False) with
+    `read_at` as the time of those that have none."""
+    for kind, run in groupby(lines, type):
+        if kind is bytes:
+            yield list(run), True
+        else:
+            decoded = cast("Iterator[LogLine]", run)  # (grouped by type: not bytes)
+            yield [line if line.time is not None else _stamped(line, read_at) for line in decoded], False
+
+
+def _stamped(line: LogLine, read_at: float) -> LogLine:
+    """The line with `read_at` as its transport time."""
+    return LogLine(line.source, line.text, read_at)
 
 
 def _backoff(failures: int) -> float:

@@ -40,25 +40,24 @@ from typing import Any
 from kvwatch.config_types import DockerSettings, SourceConfig
 from kvwatch.model import LogLine
 from kvwatch.parsers.clock import parse_rfc3339
-from kvwatch.sources.docker_json import Entry, EntryJoiner, decode_entry
+from kvwatch.sources.docker_json import (
+    Entry,
+    SavedJoiner,
+    decode_entry,
+    entries_from_json,
+    entries_to_json,
+)
 from kvwatch.sources.filetail import DRAIN_TIMEOUT, LINE_CAP, READ_BUDGET, FileTail, StartAt
 from kvwatch.sources.openfile import FileCounters, open_fd, siblings
 from kvwatch.sources.positions import FilePosition, Identity
 
-__all__ = ["Container", "DockerCounters", "DockerSource", "find_container"]
+__all__ = ["Container", "DockerSource", "find_container"]
 
 log = logging.getLogger(__name__)
 
 #: Physical (JSON) line cap: a 16 KiB entry escapes to at most ~96 KiB; a longer line is not an entry.
 RAW_CAP = 1 << 20
 RESCAN_INTERVAL = 5.0
-
-
-@dataclass(slots=True)
-class DockerCounters(FileCounters):
-    """FileCounters (lines = logical lines returned) plus physical lines that were not docker entries."""
-
-    malformed: int = 0
 
 
 @dataclass(frozen=True, slots=True)
@@ -177,22 +176,7 @@ class _Reader:
     def __init__(self, container: Container, tail: FileTail, line_cap: int, pending: list[Entry]) -> None:
         self.container = container
         self.tail = tail
-        self.joiner = EntryJoiner(line_cap)
-        self.pending: dict[str, list[Entry]] = {}
-        self._cap = line_cap
-        for entry in pending:
-            self.add(entry)
-
-    def add(self, entry: Entry) -> tuple[str, float | None] | None:
-        """Join one entry; keep the entries of an incomplete line for the saved position."""
-        whole = self.joiner.add(entry)
-        if whole is not None:
-            self.pending.pop(entry.stream, None)
-            return whole
-        parts = self.pending.setdefault(entry.stream, [])
-        if sum(len(p.log) for p in parts) < self._cap:  # beyond the cap the joiner drops them too
-            parts.append(entry)
-        return None
+        self.lines = SavedJoiner(line_cap, pending)
 
 
 class DockerSource:
@@ -216,7 +200,7 @@ class DockerSource:
         self.name = name
         self.container = container.lstrip("/")
         self.docker_root = Path(docker_root)
-        self.counters = DockerCounters()
+        self.counters = FileCounters()  # (lines: logical lines returned)
         self.bytes_behind = 0
         self.error: str | None = None
         self.restarts = 0
@@ -273,8 +257,7 @@ class DockerSource:
             if self._saved is not None:
                 return _encode(self.container, self._saved)
             return {"container": self.container, "id": None, "files": [], "pending": []}
-        pending = [e for parts in reader.pending.values() for e in parts]
-        saved = _Saved(reader.container.id, reader.tail.position(), pending)
+        saved = _Saved(reader.container.id, reader.tail.position(), reader.lines.pending())
         return _encode(self.container, saved)
 
     def close(self) -> None:
@@ -300,16 +283,15 @@ class DockerSource:
             if entry is None:
                 self.counters.malformed += 1
                 continue
-            whole = reader.add(entry)
+            whole = reader.lines.add(entry)
             if whole is not None:
                 out.append(LogLine(self.name, whole[0], whole[1]))
         return bool(raw)
 
     def _close(self, reader: _Reader, out: list[LogLine]) -> None:
         """A replaced log read to its end: hand out a line left cut, close the files."""
-        out.extend(LogLine(self.name, text, stamp) for text, stamp in reader.joiner.pending())
-        reader.pending.clear()
-        self._truncated_before += reader.joiner.truncated
+        out.extend(LogLine(self.name, text, stamp) for text, stamp in reader.lines.finish())
+        self._truncated_before += reader.lines.joiner.truncated
         reader.tail.close()
 
     def _sync(self) -> None:
@@ -318,7 +300,7 @@ class DockerSource:
         c.bytes_read, c.rotations, c.truncations = raw.bytes_read, raw.rotations, raw.truncations
         c.partial_lines_dropped = raw.partial_lines_dropped
         readers = [r for r in (self._finishing, self._reader) if r is not None]
-        live = sum(r.joiner.truncated for r in readers)
+        live = sum(r.lines.joiner.truncated for r in readers)
         c.truncated_long_lines = raw.truncated_long_lines + self._truncated_before + live
         self.bytes_behind = sum(r.tail.bytes_behind for r in readers)
         errors = [self._scan_error] if self._scan_error else []
@@ -447,7 +429,7 @@ def _encode(container: str, saved: _Saved) -> dict[str, Any]:
         "container": container,
         "id": saved.id,
         "files": [p.to_json() for p in saved.files],
-        "pending": [{"log": e.log, "stream": e.stream, "time": e.time} for e in saved.pending],
+        "pending": entries_to_json(saved.pending),
     }
 
 
@@ -458,10 +440,7 @@ def _decode(saved: Mapping[str, Any] | None, container: str) -> _Saved | None:
     try:
         cid = saved.get("id")
         files = [FilePosition.from_json(e) for e in saved.get("files", [])]
-        pending = [
-            Entry(str(e["log"]), str(e["stream"]), None if e.get("time") is None else float(e["time"]))
-            for e in saved.get("pending", [])
-        ]
+        pending = entries_from_json(saved.get("pending", []))
     except (KeyError, TypeError, ValueError, AttributeError) as exc:
         log.warning("ignoring malformed saved position for container %s: %r", container, exc)
         return None

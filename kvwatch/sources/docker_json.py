@@ -11,7 +11,9 @@ from __future__ import annotations
 
 import json
 import re
+from collections.abc import Iterable
 from dataclasses import dataclass
+from typing import Any
 
 from kvwatch.parsers.clock import parse_rfc3339
 
@@ -111,6 +113,51 @@ class EntryJoiner:
         self._sizes.clear()
         self._times.clear()
         return out
+
+
+class SavedJoiner:
+    """An EntryJoiner that also keeps the entries of each line not yet complete, for a saved position:
+    a line docker cut at 16 KiB whose head was read before a restart is joined whole after it."""
+
+    def __init__(self, line_cap: int, pending: Iterable[Entry] = ()) -> None:
+        self.joiner = EntryJoiner(line_cap)
+        self._parts: dict[str, list[Entry]] = {}
+        self._cap = line_cap
+        for entry in pending:
+            self.add(entry)
+
+    def add(self, entry: Entry) -> tuple[str, float | None] | None:
+        """Join one entry: (line, time of its first entry) once complete; else keep it for pending()."""
+        whole = self.joiner.add(entry)
+        if whole is not None:
+            self._parts.pop(entry.stream, None)
+            return whole
+        parts = self._parts.setdefault(entry.stream, [])
+        if sum(len(p.log) for p in parts) < self._cap:  # beyond the cap the joiner drops them too
+            parts.append(entry)
+        return None
+
+    def pending(self) -> list[Entry]:
+        """The entries of the lines not yet complete, to save."""
+        return [entry for parts in self._parts.values() for entry in parts]
+
+    def finish(self) -> list[tuple[str, float | None]]:
+        """The incomplete lines as they are (their log ended, or was replaced for good)."""
+        self._parts.clear()
+        return self.joiner.pending()
+
+
+def entries_to_json(entries: Iterable[Entry]) -> list[dict[str, Any]]:
+    """Pending entries in a saved position's form."""
+    return [{"log": e.log, "stream": e.stream, "time": e.time} for e in entries]
+
+
+def entries_from_json(saved: Iterable[Any]) -> list[Entry]:
+    """entries_to_json() read back; KeyError, TypeError or ValueError when malformed."""
+    return [
+        Entry(str(e["log"]), str(e["stream"]), None if e.get("time") is None else float(e["time"]))
+        for e in saved
+    ]
 
 
 def split_logs_t(text: bytes) -> tuple[bytes, float | None]:

@@ -5,6 +5,8 @@ Which start a file gets:
   - first start (no saved positions, or saved for another pattern): the source's `start_at`;
   - a restart, but the file is not in the saved positions: it appeared while kvwatch was down, so it
     is read from its beginning, as is every file that appears while running.
+Each file is read in its framing, told from its head as replay tells it (see
+kvwatch.sources.fileframing): plain text, a docker json-file log or `docker logs -t` output.
 A glob should match live files only (`*.log`, not `*.log*`); if it also matches rotated names, a
 file already being read under its old name is not opened twice (see Claims).
 """
@@ -14,10 +16,12 @@ from __future__ import annotations
 import glob
 import logging
 import os
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from typing import Any
 
 from kvwatch.model import LogLine
+from kvwatch.sources.docker_json import Entry, entries_from_json, entries_to_json
+from kvwatch.sources.fileframing import FileFraming, Framed
 from kvwatch.sources.filetail import (
     DRAIN_TIMEOUT,
     LINE_CAP,
@@ -54,6 +58,8 @@ class FileSource:
         self.bytes_behind = 0
         self.error: str | None = None
         self.tails: dict[str, FileTail] = {}
+        self._framing: dict[str, FileFraming] = {}
+        self._line_cap = line_cap
         self._claims = Claims()
         self._options: dict[str, Any] = {
             "line_cap": line_cap,
@@ -61,13 +67,14 @@ class FileSource:
             "drain_timeout": drain_timeout,
         }
         state = _decode(saved, pattern)
+        pending = _pending(saved) if state is not None else {}
         # Every saved file is claimed before any tail opens a new one: a tail catching up on
         # rotated siblings must not take a file that another tail resumes at its saved offset.
         self._claims.reserved = {
             (p.identity.dev, p.identity.ino) for ps in (state or {}).values() for p in ps
         }
         for path in sorted(state or {}):
-            self._add(path, (state or {})[path], start_at)
+            self._add(path, (state or {})[path], start_at, pending.get(path, []))
         self._claims.reserved.clear()
         for path in self._matches():
             if path not in self.tails:
@@ -75,23 +82,29 @@ class FileSource:
 
     def poll(self) -> list[LogLine]:
         """One step over every file: discover new ones, read each, forget those gone for good."""
-        return [LogLine(self.name, line.decode("utf-8", "replace")) for line in self.poll_raw()]
+        return [
+            line if isinstance(line, LogLine) else LogLine(self.name, line.decode("utf-8", "replace"))
+            for line in self.poll_raw()
+        ]
 
-    def poll_raw(self) -> list[bytes]:
-        """poll() without decoding: the lines as bytes (the daemon decodes only those it parses)."""
+    def poll_raw(self) -> list[Framed]:
+        """poll() without decoding plain text: its lines as bytes (the daemon decodes only those it
+        parses); a docker-framed file's lines come decoded, with docker's time."""
         matches = self._matches()
         for path in matches:
             if path not in self.tails:  # appeared after start: read from its beginning
                 self._add(path, [], "beginning")
-        lines: list[bytes] = []
+        lines: list[Framed] = []
         errors = []
         for path, tail in list(self.tails.items()):
-            lines.extend(tail.poll_raw())
+            framing = self._framing[path]
+            lines.extend(framing.frame(path, tail.poll_raw()))
             if tail.error:
                 errors.append(tail.error)
             if tail.idle() and path not in matches:
                 tail.close()
                 del self.tails[path]
+                lines.extend(self._framing.pop(path).finish())
         self.error = "; ".join(errors) or None
         self.bytes_behind = sum(tail.bytes_behind for tail in self.tails.values())
         return lines
@@ -99,15 +112,22 @@ class FileSource:
     def position(self) -> dict[str, Any]:
         """The JSON object to save (PositionStore.save) once the returned lines are processed."""
         files = {path: [p.to_json() for p in tail.position()] for path, tail in self.tails.items()}
-        return {"pattern": self.pattern, "files": files}
+        saved: dict[str, Any] = {"pattern": self.pattern, "files": files}
+        pending = {path: f.lines.pending() for path, f in self._framing.items()}
+        if any(pending.values()):  # (the head of a line docker cut, read before the position)
+            saved["pending"] = {path: entries_to_json(e) for path, e in pending.items() if e}
+        return saved
 
     def close(self) -> None:
         """Close every file."""
         for tail in self.tails.values():
             tail.close()
 
-    def _add(self, path: str, saved: list[FilePosition] | None, start_at: StartAt) -> None:
-        """Start following `path`."""
+    def _add(
+        self, path: str, saved: list[FilePosition] | None, start_at: StartAt, pending: Sequence[Entry] = ()
+    ) -> None:
+        """Start following `path` (`pending`: the saved entries of a line docker cut)."""
+        self._framing[path] = FileFraming(self.name, self._line_cap, self.counters, pending)
         self.tails[path] = FileTail(
             path,
             self.name,
@@ -123,6 +143,15 @@ class FileSource:
         if not glob.has_magic(self.pattern):
             return [self.pattern]
         return sorted(p for p in glob.glob(self.pattern) if os.path.isfile(p))
+
+
+def _pending(saved: Mapping[str, Any] | None) -> dict[str, list[Entry]]:
+    """The saved entries of cut lines per path ({} when there are none, or they are malformed)."""
+    try:
+        return {str(path): entries_from_json(e) for path, e in (saved or {}).get("pending", {}).items()}
+    except (KeyError, TypeError, ValueError, AttributeError) as exc:
+        log.warning("ignoring malformed saved entries of cut lines: %r", exc)
+        return {}
 
 
 def _decode(saved: Mapping[str, Any] | None, pattern: str) -> dict[str, list[FilePosition]] | None:

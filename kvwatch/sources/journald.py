@@ -29,7 +29,6 @@ import select
 import subprocess
 import time
 from collections.abc import Callable, Mapping
-from dataclasses import dataclass
 from typing import IO, Any
 
 from kvwatch.config_types import JournaldSettings, SourceConfig
@@ -37,7 +36,7 @@ from kvwatch.model import LogLine
 from kvwatch.sources.filetail import LINE_CAP, READ_BUDGET, StartAt
 from kvwatch.sources.openfile import FileCounters
 
-__all__ = ["JournaldCounters", "JournaldSource", "journalctl_argv"]
+__all__ = ["JournaldSource", "journalctl_argv"]
 
 log = logging.getLogger(__name__)
 
@@ -46,13 +45,6 @@ RAW_CAP = 16 << 20
 FIELDS = "MESSAGE,CONTAINER_PARTIAL_MESSAGE,CONTAINER_ID_FULL,PRIORITY"
 BACKOFF_FIRST = 1.0
 BACKOFF_MAX = 60.0
-
-
-@dataclass(slots=True)
-class JournaldCounters(FileCounters):
-    """FileCounters (rotations and truncations stay 0) plus output lines that were not entries."""
-
-    malformed: int = 0
 
 
 def journalctl_argv(
@@ -124,7 +116,7 @@ class JournaldSource:
     ) -> None:
         """Start journalctl now, resuming from `saved` (an earlier position()) when it matches."""
         self.name = name
-        self.counters = JournaldCounters()
+        self.counters = FileCounters()  # (rotations and truncations stay 0)
         self.bytes_behind = 0  # unknown for a journal
         self.error: str | None = None
         self.restarts = 0

@@ -27,6 +27,7 @@ class FileCounters:
     truncations: int = 0
     truncated_long_lines: int = 0
     partial_lines_dropped: int = 0
+    malformed: int = 0  # physical lines that should have been docker or journald entries and are not
 
 
 class OpenFile:

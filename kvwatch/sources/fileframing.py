@@ -1,0 +1,86 @@
+"""One followed file's framing, told from its head as replay tells it (kvwatch.sources.framing.sniff).
+
+A `file` source may point at a container's own log (`/var/lib/docker/containers/ID/ID-json.log`) or at
+`docker logs -t` output saved to a file. Read as plain text, their stats lines would be the raw JSON
+(a parse error each) and their KV Transfer lines would lose their last key, while `kvwatch replay` of
+the same file decodes them: the daemon must read the file as replay does. Plain lines pass through as
+bytes (the pipeline decodes only those it parses); docker entries are decoded here into LogLines that
+carry docker's time, a line docker cut at 16 KiB joined whole, even across a restart (its entries are
+kept in the saved position).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable
+
+from kvwatch.model import LogLine
+from kvwatch.sources.docker_json import Entry, SavedJoiner, decode_entry, simple_entry, split_logs_t
+from kvwatch.sources.framing import Framing, sniff
+from kvwatch.sources.openfile import FileCounters
+from kvwatch.sources.wholefile import HEAD
+
+Framed = bytes | LogLine
+
+
+class FileFraming:
+    """Turns one file's physical lines into what the pipeline reads; decided on the first lines."""
+
+    def __init__(
+        self,
+        source: str,
+        line_cap: int,
+        counters: FileCounters,
+        pending: Iterable[Entry] = (),
+        framing: Framing | None = None,
+    ) -> None:
+        """`framing`: known beforehand (a container's log), else told from the file's head."""
+        self.source = source
+        self.counters = counters
+        self.lines = SavedJoiner(line_cap, pending)
+        # (saved entries of a cut line: the file was docker json-file when they were saved)
+        self.framing = framing or ("docker-json" if self.lines.pending() else None)
+
+    def frame(self, path: str, raw: list[bytes]) -> list[Framed]:
+        """The pipeline's items for these physical lines of the file at `path` (in order)."""
+        if not raw:
+            return []
+        if self.framing is None:
+            self.framing = sniff(_head(path) or b"\n".join(raw[:20]) + b"\n")
+        if self.framing == "plain":
+            return list(raw)
+        source = self.source
+        out: list[Framed] = []
+        if self.framing == "docker-t":
+            for line in raw:
+                body, stamp = split_logs_t(line)
+                out.append(LogLine(source, body.decode("utf-8", "replace").removesuffix("\r"), stamp))
+            return out
+        cut = self.lines.joiner.truncated
+        for line in raw:
+            # The common entry decodes by slicing; a cut line waiting for its end takes the exact way.
+            simple = None if self.lines.joiner.busy else simple_entry(line, 0, len(line))
+            if simple is not None:
+                out.append(LogLine(source, simple[0], simple[1]))
+                continue
+            entry = decode_entry(line)
+            if entry is None:  # (torn, or not docker's: its JSON parsed as a line could give a wrong number)
+                self.counters.malformed += 1
+                continue
+            whole = self.lines.add(entry)
+            if whole is not None:
+                out.append(LogLine(source, *whole))
+        self.counters.truncated_long_lines += self.lines.joiner.truncated - cut
+        return out
+
+    def finish(self) -> list[Framed]:
+        """The file is gone for good: a line docker cut and never completed, as it is."""
+        return [LogLine(self.source, text, stamp) for text, stamp in self.lines.finish()]
+
+
+def _head(path: str) -> bytes:
+    """The file's first bytes (b"" when it cannot be read now: the lines read are sniffed instead)."""
+    try:
+        with open(path, "rb") as stream:
+            return stream.read(HEAD)
+    except OSError:
+        return b""
