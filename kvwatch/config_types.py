@@ -125,9 +125,9 @@ class NotifierConfig:
     def resolve_url(self, env: Mapping[str, str] | None = None) -> Secret:
         """The URL from `url`, `url_file` or `$CREDENTIALS_DIRECTORY/<name>`; SecretError if none."""
         value = self.url.reveal() if self.url is not None else None
-        secret = load_secret(self.name, value=value, file=self.url_file, env=env)
+        secret = load_secret(self.name, value=value, file=self.url_file, env=env, setting="url")
         if secret is None:
-            raise SecretError(f"notifier {self.name}: no url, url_file or $CREDENTIALS_DIRECTORY file")
+            raise SecretError(f"url: give url or url_file, or the file $CREDENTIALS_DIRECTORY/{self.name}")
         return secret
 
 

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import dataclasses
 import datetime as dt
 
 from kvwatch.config_types import (
@@ -13,6 +14,7 @@ from kvwatch.config_types import (
     SilenceConfig,
     SourceConfig,
 )
+from kvwatch.detectors import ALIASES, DetectorSettings
 
 
 def summarize(config: Config) -> str:
@@ -25,18 +27,30 @@ def summarize(config: Config) -> str:
         f"state_dir: {config.state_dir}",
         f"sources: {len(config.sources)}",
         *(f"  {_source(s)}" for s in config.sources),
-        f"detectors: {len(config.detectors)}",
-        *(
-            f"  {d.name}: {'enabled' if d.enabled else 'disabled'}"
-            + "".join(f" {k}={v!r}" for k, v in sorted(d.settings.items()))
-            for d in config.detectors.values()
-        ),
+        *_detectors(config),
         f"notifiers: {len(config.notifiers)}",
         *(f"  {_notifier(n)}" for n in config.notifiers),
         f"silences: {len(config.silences)}",
         *(f"  {_silence(s)}" for s in config.silences),
     ]
     return "\n".join(lines) + "\n"
+
+
+def _detectors(config: Config) -> list[str]:
+    """How many built-in detectors run (every one not disabled, unlisted ones with their defaults),
+    then each `[detectors.<name>]` table as given."""
+    names = [f.name for f in dataclasses.fields(DetectorSettings)]
+    off = [name for name, d in config.detectors.items() if not d.enabled and ALIASES.get(name, name) in names]
+    disabled = f", disabled: {', '.join(off)}" if off else ""
+    return [
+        f"detectors: {len(names) - len(off)} of {len(names)} enabled{disabled}"
+        " (those not listed below run with their defaults)",
+        *(
+            f"  {d.name}: {'enabled' if d.enabled else 'disabled'}"
+            + "".join(f" {k}={v!r}" for k, v in sorted(d.settings.items()))
+            for d in config.detectors.values()
+        ),
+    ]
 
 
 def _source(source: SourceConfig) -> str:

@@ -2,8 +2,8 @@
 
 What config.py cannot check without reading secrets or knowing each detector is checked here, with
 the same exact-field sentences: `detectors.pinned_cache.min_share: must be a number`,
-`notifier[0].url: ...` (never quoting a URL). `kvwatch check-config` and `kvwatch run` both call
-`prepare`, so a config that passes the check also starts.
+`notifier[0].url_file: cannot read /etc/kvwatch/slack-url: ...` (never quoting a URL). `kvwatch
+check-config` and `kvwatch run` both call `prepare`, so a config that passes the check also starts.
 """
 
 from __future__ import annotations
@@ -15,7 +15,7 @@ from typing import Any
 from prometheus_client import Counter
 
 from kvwatch.config_types import Config, ConfigError, NotifierConfig
-from kvwatch.detectors import DetectorSettings
+from kvwatch.detectors import ALIASES, DetectorSettings
 from kvwatch.notify.alertmanager import AlertmanagerNotifier
 from kvwatch.notify.base import Notifier
 from kvwatch.notify.delivery import Delivery
@@ -24,12 +24,6 @@ from kvwatch.notify.secrets import SecretError
 from kvwatch.notify.slack import SlackNotifier
 from kvwatch.notify.webhook import WebhookNotifier
 
-#: Short names the config may use for a DetectorSettings field.
-ALIASES = {
-    "pinned_cache": "pinned_cache_length",
-    "prefix_reuse": "prefix_reuse_broken",
-    "hit_rate_low": "prefix_hit_rate_low",
-}
 _CLASSES: dict[str, Any] = {
     "slack": SlackNotifier,
     "webhook": WebhookNotifier,
@@ -61,7 +55,7 @@ def prepare(config: Config) -> Prepared:
                 continue
             notifiers.append((spec, _CLASSES[spec.type](spec.name, url)))
         except SecretError as exc:
-            problems.append(f"notifier[{i}].url: {exc}")
+            problems.append(f"notifier[{i}].{exc}")  # (the error starts with the setting it is about)
     if problems:
         raise ConfigError(str(config.path or "config"), problems)
     return Prepared(detectors, tuple(notifiers))

@@ -285,7 +285,7 @@ def test_summary(tmp_path: Path) -> None:
         "state_dir: /var/lib/kvwatch\n"
         "sources: 1\n"
         "  v: docker engine=vllm container=c docker_root=/var/lib/docker start_at=end\n"
-        "detectors: 0\n"
+        "detectors: 7 of 7 enabled (those not listed below run with their defaults)\n"
         "notifiers: 1\n"
         "  s: slack url_file=/run/url alerts=A min_severity=info\n"
         "silences: 0\n"

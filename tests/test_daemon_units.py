@@ -224,3 +224,36 @@ def test_source_state_counts_malformed_entries_and_the_sources_own_restarts() ->
         registry.get_sample_value("kvwatch_source_malformed_lines_total", labels),
         registry.get_sample_value("kvwatch_source_restarts_total", labels),
     )
+
+
+def test_check_config_names_the_setting_a_notifier_url_comes_from(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A URL file that cannot be read is `url_file`'s problem; no URL at all says where one may come from."""
+    monkeypatch.delenv("CREDENTIALS_DIRECTORY", raising=False)
+    missing = tmp_path / "slack-url"
+    cfg = tmp_path / "kv.toml"
+    cfg.write_text(
+        f'[[notifier]]\nname = "a"\ntype = "slack"\nurl_file = "{missing}"\n'
+        '[[notifier]]\nname = "b"\ntype = "webhook"\n'
+    )
+    assert 1 == main(["check-config", str(cfg)])
+    err = capsys.readouterr().err
+    assert f"  notifier[0].url_file: cannot read {missing}: No such file or directory\n" in err
+    assert "  notifier[1].url: give url or url_file, or the file $CREDENTIALS_DIRECTORY/b\n" in err
+
+
+def test_check_config_counts_the_detectors_that_run(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """Detectors not listed in the config run with their defaults: the summary says how many run."""
+    cfg = tmp_path / "kv.toml"
+    cfg.write_text("")
+    assert 0 == main(["check-config", str(cfg)])
+    out = capsys.readouterr().out
+    assert "detectors: 7 of 7 enabled (those not listed below run with their defaults)\n" in out
+    cfg.write_text("[detectors.pinned_cache]\nenabled = false\n[detectors.no_signal]\nenabled = true\n")
+    assert 0 == main(["check-config", str(cfg)])
+    out = capsys.readouterr().out
+    assert "detectors: 6 of 7 enabled, disabled: pinned_cache (those not" in out
+    assert "  pinned_cache: disabled\n  no_signal: enabled\n" in out

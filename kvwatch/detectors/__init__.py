@@ -16,6 +16,13 @@ from kvwatch.detectors import (
 from kvwatch.model import Finding
 from kvwatch.window import Windows
 
+#: Short names the config may use for a DetectorSettings field.
+ALIASES = {
+    "pinned_cache": "pinned_cache_length",
+    "prefix_reuse": "prefix_reuse_broken",
+    "hit_rate_low": "prefix_hit_rate_low",
+}
+
 
 @dataclass(frozen=True)
 class DetectorSettings:

@@ -54,16 +54,19 @@ def load_secret(
     value: str | None = None,
     file: str | os.PathLike[str] | None = None,
     env: Mapping[str, str] | None = None,
+    setting: str | None = None,
 ) -> Secret | None:
-    """Resolve `name` from its value, `name_file` or `$CREDENTIALS_DIRECTORY/name`, else None."""
+    """Resolve `name` from its value, `<setting>_file` or `$CREDENTIALS_DIRECTORY/name`, else None;
+    errors name the setting (default: `name`) as the config spells it."""
+    key = setting or name
     if value is not None and file is not None:
-        raise SecretError(f"{name}: set {name} or {name}_file, not both")
+        raise SecretError(f"{key}: set {key} or {key}_file, not both")
     if value is not None:
         if not value.strip():
-            raise SecretError(f"{name}: empty")
+            raise SecretError(f"{key}: empty")
         return Secret(value.strip())
     if file is not None:
-        return _read(f"{name}_file", Path(file))
+        return _read(f"{key}_file", Path(file))
     creds = (os.environ if env is None else env).get("CREDENTIALS_DIRECTORY")
     if creds and "/" not in name and (Path(creds) / name).is_file():
         return _read(f"$CREDENTIALS_DIRECTORY/{name}", Path(creds) / name)
