@@ -95,6 +95,8 @@ class PipelineLoop:
                 for line in item.lines:
                     for event in run.feed(line):  # type: ignore[arg-type]
                         self._apply(event)
+            if isinstance(run.parser, AutoParser):
+                run.counts.add(run.parser.settle())  # (the held lines, once the engine is chosen)
             run.counts.truncated = item.feeder.count("truncated_long_lines")
         elif isinstance(item, Mark):
             self.marks[item.feeder.name] = (item.feeder, item.position)
@@ -148,6 +150,8 @@ class PipelineLoop:
         if item.eof and run is not None:
             for event in run.parser.flush():
                 self._apply(event)
+            if isinstance(run.parser, AutoParser):
+                run.counts.add(run.parser.settle())
             if self.pipeline.last_time is not None:
                 self._tick(self.pipeline.last_time)
         self._sync(only=item.feeder.name, parser=run.parser if run else None)

@@ -18,7 +18,7 @@ from typing import Any, Protocol
 from kvwatch.config_types import FileSettings, SourceConfig
 from kvwatch.model import Event, LogLine
 from kvwatch.parsers import detect_engine, make_parser
-from kvwatch.parsers.base import Parser, ParseResult, ParserSettings
+from kvwatch.parsers.base import ParseError, Parser, ParseResult, ParserSettings
 from kvwatch.parsers.usage import UsageMapping
 from kvwatch.sources.file import FileSource
 from kvwatch.sources.stdin import StdinSource
@@ -109,10 +109,10 @@ class AutoParser:
     """Holds the first lines until `detect_engine` recognises them, then parses them all.
 
     While it holds lines (`holding`), the daemon does not save the source's position: a crash then
-    reads them again instead of losing them. Held lines count as not recognised.
+    reads them again instead of losing them. Held lines count as neither recognised nor errors until
+    the engine is chosen; `settle()` then tells what they came to, so that the source's counts are
+    those of the chosen parser from the first line, as replay's (which sniffs the file's head first).
     """
-
-    markers: tuple[str, ...] = ()
 
     def __init__(self, source: str, settings: ParserSettings, usage: UsageMapping | None = None) -> None:
         """Start undecided."""
@@ -122,6 +122,8 @@ class AutoParser:
         self.inner: Parser | None = None
         self.held: list[LogLine] = []
         self._size = 0
+        self._unsettled = (0, 0)  # recognised lines and parse errors among the held, not yet counted
+        self.markers: tuple[str, ...] = ()  # the chosen parser's; none while undecided (every line held)
 
     @property
     def holding(self) -> bool:
@@ -141,17 +143,37 @@ class AutoParser:
 
     def flush(self) -> list[Event]:
         """End of input: decide (vLLM when unsure) and parse what is held."""
-        events = self._decide("vllm") if self.inner is None else []
+        events: list[Event] | None = []
+        if self.inner is None:
+            events = self._decide("vllm")
+            if events is not None:  # (no line returns them: each recognised one is settle()'s to count)
+                self._unsettled = (self._unsettled[0] + 1, self._unsettled[1])
         assert self.inner is not None
-        return [*(events if isinstance(events, list) else []), *self.inner.flush()]
+        return [*(events or []), *self.inner.flush()]
 
-    def _decide(self, engine: str) -> ParseResult:
-        """Choose the engine and parse the held lines."""
+    def settle(self) -> tuple[int, int, int]:
+        """What the held lines parsed since the last call add to the counts: (0 lines, recognised,
+        errors); the line that returned their events was counted recognised already."""
+        (recognized, errors), self._unsettled = self._unsettled, (0, 0)
+        return 0, recognized, errors
+
+    def _decide(self, engine: str) -> list[Event] | None:
+        """Choose the engine and parse the held lines: their events (None when no line was recognised:
+        then the calling line counts as none, and settle() tells the rest)."""
         self.inner = make_parser(engine, self.source, self.settings, self.usage)
+        self.markers = self.inner.markers
         events: list[Event] = []
+        recognized = errors = 0
         for held in self.held:
             result = self.inner.parse(held)
             if isinstance(result, list):
                 events.extend(result)
+                recognized += 1
+            elif isinstance(result, ParseError):
+                errors += 1
         self.held = []
+        if recognized == 0:
+            self._unsettled = (0, errors)
+            return None
+        self._unsettled = (recognized - 1, errors)  # (one is counted for the line that returns them)
         return events

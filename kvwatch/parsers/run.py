@@ -22,6 +22,7 @@ class SourceRun:
         self.parser = parser
         self.counts = counts
         self._filter: LineFilter | None = None
+        self._markers: tuple[str, ...] = ()
 
     def take(self, batch: Batch) -> list[Event]:
         """Count a batch and parse it when it is a line."""
@@ -80,8 +81,9 @@ class SourceRun:
 
     def feed_raw(self, lines: list[bytes], when: float | None = None) -> list[Event]:
         """Undecoded lines of a plain-text source read at `when`: only those holding a marker are parsed."""
-        if self._filter is None:
-            self._filter = LineFilter(self.parser.markers)
+        markers = self.parser.markers
+        if self._filter is None or markers is not self._markers:  # (an auto parser chose its engine)
+            self._filter, self._markers = LineFilter(markers), markers
         chosen = self._filter.select(lines)
         self.counts.lines += len(lines) - len(chosen)
         events: list[Event] = []

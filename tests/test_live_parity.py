@@ -1,0 +1,67 @@
+"""The live daemon reading every sample log gives the metrics `kvwatch replay` gives for it.
+
+One daemon follows each plain sample (text, docker json-file) as a `file` source with `engine = auto`,
+from its beginning; each sample's replay is the reference. Compared: every kvwatch_* sample labelled
+with the source, except the reader's own `kvwatch_source_*` counters, the `*_timestamp_seconds` gauges
+and `kvwatch_alert_firing`: a daemon with nothing new to read judges its alerts at the wall clock's
+time (a log months old has no signal now), replay at the log's last line.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+from daemon_helpers import ROOT, Kvwatch, wait_until, write_config
+from prometheus_client.parser import text_string_to_metric_families
+
+from kvwatch.cli import main
+
+Samples = dict[tuple[str, tuple[tuple[str, str], ...]], float]
+LOGS = sorted((ROOT / "samples").glob("*.log"))
+
+
+def compared(exposition: str) -> Samples:
+    """The samples this test compares, by name and labels."""
+    out: Samples = {}
+    for family in text_string_to_metric_families(exposition):
+        for s in family.samples:
+            if (
+                s.name.startswith("kvwatch_")
+                and "source" in s.labels
+                and not s.name.startswith(("kvwatch_source_", "kvwatch_alert_firing"))
+                and "timestamp" not in s.name
+            ):
+                out[(s.name, tuple(sorted(s.labels.items())))] = s.value
+    return out
+
+
+def test_every_sample_log_followed_live_gives_the_metrics_replay_gives(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """Same counters, gauges and histograms per source, live as in replay."""
+    assert len(LOGS) >= 20
+    expected: Samples = {}
+    for log in LOGS:
+        assert 0 == main(["replay", "--format", "prom", "--year", "2026", "--source", log.stem, str(log)])
+        expected.update(compared(capsys.readouterr().out))
+    body = "".join(
+        f'[[source]]\nname = "{log.stem}"\nengine = "auto"\ntype = "file"\npath = "{log}"\n'
+        'start_at = "beginning"\nyear = 2026\n'
+        for log in LOGS
+    )
+    kv = Kvwatch(["--config", str(write_config(tmp_path / "kv.toml", body))], tmp_path / "kv.err")
+    lines = {key: value for key, value in expected.items() if key[0] == "kvwatch_lines_total"}
+    assert len(LOGS) == len(lines)
+
+    def caught_up() -> bool:
+        live = compared(kv.get("/metrics")[2])
+        return all(live.get(key) == value for key, value in lines.items())
+
+    wait_until(caught_up, what="every sample read")
+    live = compared(kv.get("/metrics")[2])
+    assert 0 == kv.stop()
+    for log in LOGS:  # (per source: a difference names its sample)
+        mine = {key: value for key, value in live.items() if dict(key[1])["source"] == log.stem}
+        theirs = {key: value for key, value in expected.items() if dict(key[1])["source"] == log.stem}
+        assert theirs == mine, log.name
