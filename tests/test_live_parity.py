@@ -9,6 +9,9 @@ time (a log months old has no signal now), replay at the log's last line.
 
 from __future__ import annotations
 
+import json
+import os
+import threading
 from pathlib import Path
 
 import pytest
@@ -65,3 +68,37 @@ def test_every_sample_log_followed_live_gives_the_metrics_replay_gives(
         mine = {key: value for key, value in live.items() if dict(key[1])["source"] == log.stem}
         theirs = {key: value for key, value in expected.items() if dict(key[1])["source"] == log.stem}
         assert theirs == mine, log.name
+
+
+def logs_t(json_file: Path) -> bytes:
+    """`docker logs -t` output of a json-file log (entry by entry: a cut line keeps its glued stamps)."""
+    out = []
+    for line in json_file.read_bytes().splitlines():
+        entry = json.loads(line)
+        out.append(f"{entry['time']} {entry['log']}".encode())
+    return b"".join(out)
+
+
+@pytest.mark.parametrize("framing", ["docker-json", "docker-t"])
+def test_a_docker_log_piped_to_stdin_gives_the_metrics_replay_gives(
+    framing: str, tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """`tail -F <id>-json.log | kvwatch run --stdin`, or `docker logs -t -f`: read as replay reads it."""
+    log = tmp_path / "vllm.log"
+    sample = ROOT / "samples" / "vllm-docker.log"
+    log.write_bytes(sample.read_bytes() if framing == "docker-json" else logs_t(sample))
+    assert 0 == main(["replay", "--format", "prom", "--year", "2026", "--source", "stdin", str(log)])
+    expected = compared(capsys.readouterr().out)
+    assert 0 < expected[("kvwatch_vllm_stats_lines_total", (("engine", "0"), ("source", "stdin")))]
+    read, write = os.pipe()
+    kv = Kvwatch(["--stdin", "--engine", "vllm"], tmp_path / "kv.err", stdin=read)
+    os.close(read)
+    writer = threading.Thread(target=lambda: os.write(write, log.read_bytes()))
+    writer.start()
+    lines = ("kvwatch_lines_total", (("source", "stdin"),))
+    wait_until(lambda: compared(kv.get("/metrics")[2]).get(lines) == expected[lines], what="every line")
+    live = compared(kv.get("/metrics")[2])
+    writer.join()
+    os.close(write)  # (end of input: the daemon exits)
+    assert 0 == kv.stop()
+    assert expected == live

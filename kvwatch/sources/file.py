@@ -98,7 +98,7 @@ class FileSource:
         errors = []
         for path, tail in list(self.tails.items()):
             framing = self._framing[path]
-            lines.extend(framing.frame(path, tail.poll_raw()))
+            lines.extend(framing.frame(tail.poll_raw(), path))
             if tail.error:
                 errors.append(tail.error)
             if tail.idle() and path not in matches:

@@ -1,12 +1,12 @@
 """One followed file's framing, told from its head as replay tells it (kvwatch.sources.framing.sniff).
 
 A `file` source may point at a container's own log (`/var/lib/docker/containers/ID/ID-json.log`) or at
-`docker logs -t` output saved to a file. Read as plain text, their stats lines would be the raw JSON
-(a parse error each) and their KV Transfer lines would lose their last key, while `kvwatch replay` of
-the same file decodes them: the daemon must read the file as replay does. Plain lines pass through as
-bytes (the pipeline decodes only those it parses); docker entries are decoded here into LogLines that
-carry docker's time, a line docker cut at 16 KiB joined whole, even across a restart (its entries are
-kept in the saved position).
+`docker logs -t` output saved to a file, and `--stdin` may be fed either through a pipe. Read as plain
+text, their stats lines would be the raw JSON (a parse error each) and their KV Transfer lines would
+lose their last key, while `kvwatch replay` of the same file decodes them: the daemon must read the
+file as replay does. Plain lines pass through as bytes (the pipeline decodes only those it parses);
+docker entries are decoded here into LogLines that carry docker's time, a line docker cut at 16 KiB
+joined whole, even across a restart (its entries are kept in the saved position).
 """
 
 from __future__ import annotations
@@ -40,12 +40,14 @@ class FileFraming:
         # (saved entries of a cut line: the file was docker json-file when they were saved)
         self.framing = framing or ("docker-json" if self.lines.pending() else None)
 
-    def frame(self, path: str, raw: list[bytes]) -> list[Framed]:
-        """The pipeline's items for these physical lines of the file at `path` (in order)."""
+    def frame(self, raw: list[bytes], path: str | None = None) -> list[Framed]:
+        """The pipeline's items for these physical lines (in order) of the file at `path`, whose head
+        tells the framing (none, a pipe: the first lines read tell it)."""
         if not raw:
             return []
         if self.framing is None:
-            self.framing = sniff(_head(path) or b"\n".join(raw[:20]) + b"\n")
+            head = _head(path) if path is not None else b""
+            self.framing = sniff(head or b"\n".join(raw[:20]) + b"\n")
         if self.framing == "plain":
             return list(raw)
         source = self.source

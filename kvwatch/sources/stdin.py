@@ -1,5 +1,8 @@
 """The `stdin` source: `llama-server ... 2>&1 | kvwatch run --stdin --engine llamacpp`.
 
+Plain text, or docker's framings read as replay reads them (`tail -F <id>-json.log | ...`, or
+`docker logs -t -f vllm 2>&1 | ...`): told from the first lines read.
+
 Same shape as FileSource: `poll()` is one non-blocking step returning the complete lines read so
 far, `position()` what to save (nothing: a pipe cannot be resumed). At end of input the held
 partial line is handed out as a line and `done` becomes true. `wait(timeout)` blocks until input is
@@ -14,6 +17,7 @@ import sys
 from typing import Any
 
 from kvwatch.model import LogLine
+from kvwatch.sources.fileframing import FileFraming
 from kvwatch.sources.filetail import LINE_CAP, READ_BUDGET
 from kvwatch.sources.openfile import FileCounters
 
@@ -34,6 +38,7 @@ class StdinSource:
         self._cap = line_cap
         self._buf = bytearray()
         self._dropping = False  # the held line passed the cap: discard until its newline
+        self._framing = FileFraming(name, line_cap, self.counters)  # (docker's framings: as replay)
         os.set_blocking(self.fd, False)
 
     def wait(self, timeout: float) -> None:
@@ -63,7 +68,13 @@ class StdinSource:
             self.counters.bytes_read += len(chunk)
             self._split(chunk, raw)
         self.counters.lines += len(raw)
-        return [LogLine(self.name, line.decode("utf-8", "replace")) for line in raw]
+        framed = self._framing.frame(raw)
+        if self.done:
+            framed += self._framing.finish()  # (a line docker cut that nothing will complete)
+        return [
+            line if isinstance(line, LogLine) else LogLine(self.name, line.decode("utf-8", "replace"))
+            for line in framed
+        ]
 
     def position(self) -> dict[str, Any]:
         """Nothing to resume: a pipe is read once."""
