@@ -23,6 +23,7 @@ from kvwatch.config_types import SourceConfig
 from kvwatch.daemon_sources import Source, open_source
 from kvwatch.model import LogLine
 from kvwatch.sources.file import FileSource
+from kvwatch.sources.fileframing import Framed
 from kvwatch.sources.watch import FileWatcher
 
 log = logging.getLogger("kvwatch.source")
@@ -83,6 +84,7 @@ class Feeder:
         self._retired: dict[str, int] = {}
         self._stop = threading.Event()
         self._watcher: FileWatcher | None = None
+        self._watched: list[str] = []  # the patterns the watcher was started on
         self._thread = threading.Thread(target=self._run, name=f"kvwatch-source-{self.name}", daemon=True)
 
     @property
@@ -135,9 +137,7 @@ class Feeder:
             self.opened.set()
             return False
         self.source = source
-        if isinstance(source, FileSource):
-            self._watcher = FileWatcher([source.pattern], POLL_INTERVAL)
-            self._watcher.start()
+        self._watch()
         # A first position at once: a first start at the end of a file is remembered even if
         # no line arrives before the next restart.
         self._put(Mark(self, source.position()))
@@ -152,7 +152,7 @@ class Feeder:
             self._watcher.event.clear()  # before the poll: a change during it wakes the next wait
         # A file source hands its lines over undecoded: the pipeline decodes only the lines that
         # hold one of the parser's markers (a few percent of a busy log), found in one scan.
-        poll_raw: Callable[[], list[bytes | LogLine]] | None = getattr(self.source, "poll_raw", None)
+        poll_raw: Callable[[], list[Framed]] | None = getattr(self.source, "poll_raw", None)
         try:
             lines = poll_raw() if poll_raw is not None else self.source.poll()
             position = self.source.position()
@@ -172,7 +172,25 @@ class Feeder:
             self._put(Mark(self, position))
             self.last_line_time = read_at
         self._report(self.source.error or _missing(self.source))
+        self._watch()
         return bool(lines), bool(getattr(self.source, "done", False))
+
+    def _watch(self) -> None:
+        """Watch the directories of what the source reads (`watched()`: a file source's pattern, a
+        container's log), so that a write wakes the reader at once; again when that changed (the
+        container was re-created)."""
+        watched = getattr(self.source, "watched", None)
+        patterns = watched() if callable(watched) else []
+        if patterns == self._watched:
+            return
+        if self._watcher is not None:
+            self._watcher.stop()
+            self._watcher = None
+        self._watched = []
+        if patterns:
+            self._watcher = FileWatcher(patterns, POLL_INTERVAL)
+            self._watcher.start()
+        self._watched = patterns
 
     def _wait(self) -> None:
         """Sleep until the source may have data: its own wait, the file watcher, or a timer."""
@@ -230,15 +248,19 @@ class Feeder:
         self.source = None
 
 
-def _runs(lines: Sequence[bytes | LogLine], read_at: float) -> Iterator[tuple[list[Any], bool]]:
-    """The lines in runs of one kind, in order: (undecoded bytes, True), or (LogLines, False) with
-    `read_at` as the time of those that have none."""
-    for kind, run in groupby(lines, type):
-        if kind is bytes:
+def _runs(lines: Sequence[Framed], read_at: float) -> Iterator[tuple[list[Any], bool]]:
+    """The items in runs of one kind, in order: (undecoded bytes, True), or (LogLines and counts of
+    lines skipped, False) with `read_at` as the time of the LogLines that have none."""
+    for undecoded, run in groupby(lines, _is_bytes):
+        if undecoded:
             yield list(run), True
         else:
-            decoded = cast("Iterator[LogLine]", run)  # (grouped by type: not bytes)
-            yield [line if line.time is not None else _stamped(line, read_at) for line in decoded], False
+            items = cast("Iterator[LogLine | int]", run)
+            yield [_stamped(x, read_at) if type(x) is LogLine and x.time is None else x for x in items], False
+
+
+def _is_bytes(item: Framed) -> bool:
+    return type(item) is bytes
 
 
 def _stamped(line: LogLine, read_at: float) -> LogLine:

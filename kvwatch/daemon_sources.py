@@ -17,7 +17,7 @@ from typing import Any, Protocol
 
 from kvwatch.config_types import FileSettings, SourceConfig
 from kvwatch.model import Event, LogLine
-from kvwatch.parsers import detect_engine, make_parser
+from kvwatch.parsers import detect_engine, make_parser, markers_of
 from kvwatch.parsers.base import ParseError, Parser, ParseResult, ParserSettings
 from kvwatch.parsers.usage import UsageMapping
 from kvwatch.sources.file import FileSource
@@ -53,12 +53,14 @@ class SourceUnavailableError(RuntimeError):
 def _file(config: SourceConfig, saved: Mapping[str, Any] | None) -> Source:
     """A `file` source."""
     assert isinstance(config.settings, FileSettings)
-    return FileSource(config.name, config.settings.path, start_at=config.settings.start_at, saved=saved)
+    settings = config.settings
+    markers = markers_of(config.engine)
+    return FileSource(config.name, settings.path, start_at=settings.start_at, saved=saved, markers=markers)
 
 
 def _stdin(config: SourceConfig, saved: Mapping[str, Any] | None) -> Source:
     """The `stdin` source (positions do not apply)."""
-    return StdinSource(config.name)
+    return StdinSource(config.name, markers=markers_of(config.engine))
 
 
 def _plugin(module: str, cls: str) -> SourceFactory:
@@ -70,7 +72,7 @@ def _plugin(module: str, cls: str) -> SourceFactory:
             source_class = getattr(found, cls)
         except (ImportError, AttributeError) as exc:
             raise SourceUnavailableError(f"source type {config.type!r} is not available: {exc}") from None
-        made: Source = source_class.from_config(config, saved)
+        made: Source = source_class.from_config(config, saved, markers_of(config.engine))
         return made
 
     return make

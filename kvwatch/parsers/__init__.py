@@ -23,6 +23,18 @@ def make_parser(
     raise ValueError(f"unknown engine {engine!r}; known: {', '.join(ENGINES)}")
 
 
+def markers_of(engine: str) -> tuple[str, ...] | None:
+    """The markers of the engine's parser (every line it can make an event of holds one); None for
+    `auto` or an unknown engine (every line may matter)."""
+    parsers: dict[str, type[VllmParser | LlamacppParser | UsageParser]] = {
+        "vllm": VllmParser,
+        "llamacpp": LlamacppParser,
+        "usage": UsageParser,
+    }
+    chosen = parsers.get(engine)
+    return None if chosen is None else chosen.markers
+
+
 def detect_engine(sample: str) -> str | None:
     """The engine whose log the sample (a file's first lines, decoded) looks like, if any."""
     if looks_like_usage(sample):  # strict (JSON rows with usage), so it goes first

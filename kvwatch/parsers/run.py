@@ -91,8 +91,12 @@ class SourceRun:
             events += self.take(LogLine(self.source, lines[index].decode("utf-8", "replace"), when))
         return events
 
-    def feed(self, line: LogLine) -> list[Event]:
-        """One decoded line (for sources that decode themselves): prefilter, then parse."""
+    def feed(self, line: LogLine | int) -> list[Event]:
+        """One decoded line (for sources that decode themselves): prefilter, then parse; or a count of
+        lines the source skipped (they hold no marker)."""
+        if type(line) is int:
+            return self.take(line)
+        assert isinstance(line, LogLine)
         if not any(marker in line.text for marker in self.parser.markers) and self.parser.markers:
             return self.take(1)
         return self.take(line)

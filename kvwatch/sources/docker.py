@@ -7,11 +7,11 @@ must be `json-file`: anything else is reported in `error` and retried. The log i
 (`<id>-json.log`, empty until the container first starts, when the default path is awaited).
 
 Reading: a FileTail follows the log path (rename rotation to `-json.log.1`, `.2`…, and docker's
-unlink-and-recreate when max-file is 1); each physical line is decoded like replay's Framer does
-(`decode_entry`, then `EntryJoiner` for lines docker cut at 16 KiB), and LogLine.time is the entry's
-time. A physical line that is not a docker entry is not returned: it is counted in
-`counters.malformed`, which the daemon should count as a line with a parse error, as replay counts
-Framer's `Malformed` (the raw JSON of a torn entry fed to a parser could yield a wrong number).
+unlink-and-recreate when max-file is 1); its lines are framed as replay's Framer frames them
+(kvwatch.sources.fileframing): a complete entry holding none of the parser's markers is counted
+undecoded, the others decoded (`EntryJoiner` joins lines docker cut at 16 KiB), and LogLine.time is
+the entry's time. A physical line that is not a docker entry is not returned: it is counted in
+`counters.malformed` (the raw JSON of a torn entry fed to a parser could yield a wrong number).
 
 Recreation: the containers are looked up again every `rescan_interval` seconds, at once when the
 containers directory changes (a new container is a new directory) or the followed log is gone. When
@@ -42,11 +42,10 @@ from kvwatch.model import LogLine
 from kvwatch.parsers.clock import parse_rfc3339
 from kvwatch.sources.docker_json import (
     Entry,
-    SavedJoiner,
-    decode_entry,
     entries_from_json,
     entries_to_json,
 )
+from kvwatch.sources.fileframing import FileFraming, Framed, decoded
 from kvwatch.sources.filetail import DRAIN_TIMEOUT, LINE_CAP, READ_BUDGET, FileTail, StartAt
 from kvwatch.sources.openfile import FileCounters, open_fd, siblings
 from kvwatch.sources.positions import FilePosition, Identity
@@ -171,12 +170,12 @@ class _Saved:
 
 
 class _Reader:
-    """One container's log: a FileTail and the joiner of its cut lines."""
+    """One container's log: a FileTail, and the framing that decodes and joins its entries."""
 
-    def __init__(self, container: Container, tail: FileTail, line_cap: int, pending: list[Entry]) -> None:
+    def __init__(self, container: Container, tail: FileTail, framing: FileFraming) -> None:
         self.container = container
         self.tail = tail
-        self.lines = SavedJoiner(line_cap, pending)
+        self.framing = framing
 
 
 class DockerSource:
@@ -195,9 +194,12 @@ class DockerSource:
         drain_timeout: float = DRAIN_TIMEOUT,
         rescan_interval: float = RESCAN_INTERVAL,
         clock: Callable[[], float] = time.monotonic,
+        markers: tuple[str, ...] | None = None,
     ) -> None:
-        """Find the container now (or keep looking), resuming from `saved` (an earlier position())."""
+        """Find the container now (or keep looking), resuming from `saved` (an earlier position());
+        `markers`: the parser's, to count the entries holding none undecoded (see FileFraming)."""
         self.name = name
+        self._markers = markers
         self.container = container.lstrip("/")
         self.docker_root = Path(docker_root)
         self.counters = FileCounters()  # (lines: logical lines returned)
@@ -216,7 +218,7 @@ class DockerSource:
         self._next_scan = clock()
         self._stamp: int | None = None
         self._scan_error: str | None = None
-        self._held: list[LogLine] = []  # lines of a replaced log closed during a scan
+        self._held: list[Framed] = []  # lines of a replaced log closed during a scan
         self._gone = False  # whether the followed log was missing at the last poll
         self._started = False
         self._scan()
@@ -224,17 +226,31 @@ class DockerSource:
         self._started = True
 
     @classmethod
-    def from_config(cls, config: SourceConfig, saved: Mapping[str, Any] | None) -> DockerSource:
-        """The source a `[[source]]` of type docker describes (the daemon's factory)."""
+    def from_config(
+        cls, config: SourceConfig, saved: Mapping[str, Any] | None, markers: tuple[str, ...] | None = None
+    ) -> DockerSource:
+        """The source a `[[source]]` of type docker describes (the daemon's factory); `markers`: its
+        parser's."""
         settings = config.settings
         if not isinstance(settings, DockerSettings):
             raise TypeError(f"source {config.name!r} is not a docker source")
-        return cls(config.name, settings.container, settings.docker_root, settings.start_at, saved)
+        return cls(
+            config.name,
+            settings.container,
+            settings.docker_root,
+            settings.start_at,
+            saved,
+            markers=markers,
+        )
 
     # ------------------------------------------------------------------ interface
 
     def poll(self) -> list[LogLine]:
         """One step: look for the container when due, finish a replaced log, read the current one."""
+        return decoded(self.name, self.poll_raw())
+
+    def poll_raw(self) -> list[Framed]:
+        """poll() with the lines that hold no marker counted, not decoded (see FileFraming)."""
         if self._due():
             self._scan()
         lines, self._held = self._held, []
@@ -247,8 +263,14 @@ class DockerSource:
         if self._finishing is None and self._reader is not None:
             self._read(self._reader, lines)
         self._sync()
-        self.counters.lines += len(lines)
+        self.counters.lines += sum(line if type(line) is int else 1 for line in lines)
         return lines
+
+    def watched(self) -> list[str]:
+        """What to watch for changes: the directory of each log being read (written at every line),
+        and the containers directory (a container created)."""
+        readers = [r for r in (self._finishing, self._reader) if r is not None]
+        return [*(r.tail.path for r in readers), str(self.docker_root / "containers" / "*")]
 
     def position(self) -> dict[str, Any]:
         """The JSON object to save once the returned lines are processed."""
@@ -257,7 +279,7 @@ class DockerSource:
             if self._saved is not None:
                 return _encode(self.container, self._saved)
             return {"container": self.container, "id": None, "files": [], "pending": []}
-        saved = _Saved(reader.container.id, reader.tail.position(), reader.lines.pending())
+        saved = _Saved(reader.container.id, reader.tail.position(), reader.framing.lines.pending())
         return _encode(self.container, saved)
 
     def close(self) -> None:
@@ -275,23 +297,16 @@ class DockerSource:
 
     # ------------------------------------------------------------------ reading
 
-    def _read(self, reader: _Reader, out: list[LogLine]) -> bool:
-        """Poll one tail and decode its entries into `out`; whether it returned any physical line."""
-        raw = reader.tail.poll()
-        for line in raw:
-            entry = decode_entry(line.text)
-            if entry is None:
-                self.counters.malformed += 1
-                continue
-            whole = reader.lines.add(entry)
-            if whole is not None:
-                out.append(LogLine(self.name, whole[0], whole[1]))
+    def _read(self, reader: _Reader, out: list[Framed]) -> bool:
+        """Poll one tail and frame its entries into `out`; whether it returned any physical line."""
+        raw = reader.tail.poll_raw()
+        out += reader.framing.frame(raw)
         return bool(raw)
 
-    def _close(self, reader: _Reader, out: list[LogLine]) -> None:
+    def _close(self, reader: _Reader, out: list[Framed]) -> None:
         """A replaced log read to its end: hand out a line left cut, close the files."""
-        out.extend(LogLine(self.name, text, stamp) for text, stamp in reader.lines.finish())
-        self._truncated_before += reader.lines.joiner.truncated
+        out += reader.framing.finish()
+        self._truncated_before += reader.framing.lines.joiner.truncated
         reader.tail.close()
 
     def _sync(self) -> None:
@@ -300,7 +315,7 @@ class DockerSource:
         c.bytes_read, c.rotations, c.truncations = raw.bytes_read, raw.rotations, raw.truncations
         c.partial_lines_dropped = raw.partial_lines_dropped
         readers = [r for r in (self._finishing, self._reader) if r is not None]
-        live = sum(r.lines.joiner.truncated for r in readers)
+        live = sum(r.framing.lines.joiner.truncated for r in readers)
         c.truncated_long_lines = raw.truncated_long_lines + self._truncated_before + live
         self.bytes_behind = sum(r.tail.bytes_behind for r in readers)
         errors = [self._scan_error] if self._scan_error else []
@@ -393,7 +408,16 @@ class DockerSource:
             drain_timeout=self._drain,
             clock=self._clock,
         )
-        return _Reader(found, tail, self._cap, pending)
+        framing = FileFraming(
+            self.name,
+            self._cap,
+            self.counters,
+            pending=pending,
+            framing="docker-json",
+            markers=self._markers,
+            count_truncated=False,  # (_sync counts the joiners' cuts)
+        )
+        return _Reader(found, tail, framing)
 
 
 def whole_log(log_path: str) -> list[FilePosition]:

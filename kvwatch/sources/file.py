@@ -21,7 +21,7 @@ from typing import Any
 
 from kvwatch.model import LogLine
 from kvwatch.sources.docker_json import Entry, entries_from_json, entries_to_json
-from kvwatch.sources.fileframing import FileFraming, Framed
+from kvwatch.sources.fileframing import FileFraming, Framed, decoded
 from kvwatch.sources.filetail import (
     DRAIN_TIMEOUT,
     LINE_CAP,
@@ -50,9 +50,12 @@ class FileSource:
         line_cap: int = LINE_CAP,
         read_budget: int = READ_BUDGET,
         drain_timeout: float = DRAIN_TIMEOUT,
+        markers: tuple[str, ...] | None = None,
     ) -> None:
-        """Open the files matching `pattern`, resuming from `saved` (an earlier position())."""
+        """Open the files matching `pattern`, resuming from `saved` (an earlier position()); `markers`:
+        the parser's, to skip docker-framed lines holding none undecoded (see FileFraming)."""
         self.name = name
+        self._markers = markers
         self.pattern = pattern
         self.counters = FileCounters()
         self.bytes_behind = 0
@@ -82,14 +85,12 @@ class FileSource:
 
     def poll(self) -> list[LogLine]:
         """One step over every file: discover new ones, read each, forget those gone for good."""
-        return [
-            line if isinstance(line, LogLine) else LogLine(self.name, line.decode("utf-8", "replace"))
-            for line in self.poll_raw()
-        ]
+        return decoded(self.name, self.poll_raw())
 
     def poll_raw(self) -> list[Framed]:
         """poll() without decoding plain text: its lines as bytes (the daemon decodes only those it
-        parses); a docker-framed file's lines come decoded, with docker's time."""
+        parses); a docker-framed file's lines come decoded, with docker's time, or as a count of lines
+        that hold no marker."""
         matches = self._matches()
         for path in matches:
             if path not in self.tails:  # appeared after start: read from its beginning
@@ -109,6 +110,10 @@ class FileSource:
         self.bytes_behind = sum(tail.bytes_behind for tail in self.tails.values())
         return lines
 
+    def watched(self) -> list[str]:
+        """What to watch for changes: the pattern's directory."""
+        return [self.pattern]
+
     def position(self) -> dict[str, Any]:
         """The JSON object to save (PositionStore.save) once the returned lines are processed."""
         files = {path: [p.to_json() for p in tail.position()] for path, tail in self.tails.items()}
@@ -127,7 +132,9 @@ class FileSource:
         self, path: str, saved: list[FilePosition] | None, start_at: StartAt, pending: Sequence[Entry] = ()
     ) -> None:
         """Start following `path` (`pending`: the saved entries of a line docker cut)."""
-        self._framing[path] = FileFraming(self.name, self._line_cap, self.counters, pending)
+        self._framing[path] = FileFraming(
+            self.name, self._line_cap, self.counters, pending=pending, markers=self._markers
+        )
         self.tails[path] = FileTail(
             path,
             self.name,

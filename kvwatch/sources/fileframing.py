@@ -15,11 +15,14 @@ from collections.abc import Iterable
 
 from kvwatch.model import LogLine
 from kvwatch.sources.docker_json import Entry, SavedJoiner, decode_entry, simple_entry, split_logs_t
-from kvwatch.sources.framing import Framing, sniff
+from kvwatch.sources.framing import Framing, escaped_markers, is_complete, sniff
 from kvwatch.sources.openfile import FileCounters
+from kvwatch.sources.scanner import LineFilter
 from kvwatch.sources.wholefile import HEAD
 
-Framed = bytes | LogLine
+#: What a poll hands the pipeline: a plain line undecoded, a decoded line, or a count of lines that
+#: hold none of the parser's markers (docker's framings: skipped undecoded, as replay skips them).
+Framed = bytes | LogLine | int
 
 
 class FileFraming:
@@ -30,12 +33,21 @@ class FileFraming:
         source: str,
         line_cap: int,
         counters: FileCounters,
+        *,
         pending: Iterable[Entry] = (),
         framing: Framing | None = None,
+        markers: tuple[str, ...] | None = None,
+        count_truncated: bool = True,
     ) -> None:
-        """`framing`: known beforehand (a container's log), else told from the file's head."""
+        """`framing`: known beforehand (a container's log), else told from the file's head. `markers`:
+        the parser's (None: every line may matter); a docker line holding none is counted, not decoded.
+        `count_truncated`: add the lines cut at `line_cap` while joining to `counters` (else the caller
+        reads `lines.joiner.truncated`)."""
         self.source = source
         self.counters = counters
+        self._count_truncated = count_truncated
+        self._markers = markers
+        self._filter: LineFilter | None = None
         self.lines = SavedJoiner(line_cap, pending)
         # (saved entries of a cut line: the file was docker json-file when they were saved)
         self.framing = framing or ("docker-json" if self.lines.pending() else None)
@@ -50,17 +62,37 @@ class FileFraming:
             self.framing = sniff(head or b"\n".join(raw[:20]) + b"\n")
         if self.framing == "plain":
             return list(raw)
+        if self._filter is None and self._markers:
+            found = escaped_markers(self._markers) if self.framing == "docker-json" else self._markers
+            self._filter = LineFilter(found)
+        wanted = None if self._filter is None else set(self._filter.select(raw))
         source = self.source
         out: list[Framed] = []
+        skipped = 0
         if self.framing == "docker-t":
-            for line in raw:
+            for index, line in enumerate(raw):
+                if wanted is not None and index not in wanted:
+                    skipped += 1
+                    continue
+                if skipped:
+                    out.append(skipped)
+                    skipped = 0
                 body, stamp = split_logs_t(line)
                 out.append(LogLine(source, body.decode("utf-8", "replace").removesuffix("\r"), stamp))
-            return out
+            return [*out, skipped] if skipped else out
         cut = self.lines.joiner.truncated
-        for line in raw:
+        for index, line in enumerate(raw):
+            joiner_busy = self.lines.joiner.busy
+            # A complete entry without a marker (in its escaped form) cannot matter: counted undecoded,
+            # as replay's Framer counts it. Not while a cut line waits: the entry may be its end.
+            if wanted is not None and index not in wanted and not joiner_busy and is_complete(line):
+                skipped += 1
+                continue
+            if skipped:
+                out.append(skipped)
+                skipped = 0
             # The common entry decodes by slicing; a cut line waiting for its end takes the exact way.
-            simple = None if self.lines.joiner.busy else simple_entry(line, 0, len(line))
+            simple = None if joiner_busy else simple_entry(line, 0, len(line))
             if simple is not None:
                 out.append(LogLine(source, simple[0], simple[1]))
                 continue
@@ -71,12 +103,22 @@ class FileFraming:
             whole = self.lines.add(entry)
             if whole is not None:
                 out.append(LogLine(source, *whole))
-        self.counters.truncated_long_lines += self.lines.joiner.truncated - cut
-        return out
+        if self._count_truncated:
+            self.counters.truncated_long_lines += self.lines.joiner.truncated - cut
+        return [*out, skipped] if skipped else out
 
     def finish(self) -> list[Framed]:
         """The file is gone for good: a line docker cut and never completed, as it is."""
         return [LogLine(self.source, text, stamp) for text, stamp in self.lines.finish()]
+
+
+def decoded(source: str, items: list[Framed]) -> list[LogLine]:
+    """The lines of framed items, each a LogLine (counts of skipped lines left out)."""
+    return [
+        item if isinstance(item, LogLine) else LogLine(source, item.decode("utf-8", "replace"))
+        for item in items
+        if not isinstance(item, int)
+    ]
 
 
 def _head(path: str) -> bytes:

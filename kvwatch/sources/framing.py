@@ -52,6 +52,11 @@ _COMPLETE = b'\\n","stream":"'
 _FAKE_COMPLETE = b'\\\\n","stream":"'
 
 
+def is_complete(raw: bytes) -> bool:
+    """Whether a json-file line is certainly a complete entry (its log ends in an escaped newline)."""
+    return _COMPLETE in raw and _FAKE_COMPLETE not in raw
+
+
 def marker_pattern(markers: tuple[str, ...]) -> re.Pattern[bytes] | None:
     """One bytes regex for the parser's markers; None when every line must be parsed."""
     if not markers:
@@ -120,7 +125,7 @@ class Framer:
             yield LogLine(self.source, _decode(raw), None)
 
     def _feed_json(self, raw: bytes) -> Iterator[Batch]:
-        certain = _COMPLETE in raw and _FAKE_COMPLETE not in raw and not self._joiner.busy
+        certain = is_complete(raw) and not self._joiner.busy
         if certain and not self._wanted_raw(raw):
             yield 1
             return

@@ -153,8 +153,11 @@ class JournaldSource:
         self._start()
 
     @classmethod
-    def from_config(cls, config: SourceConfig, saved: Mapping[str, Any] | None) -> JournaldSource:
-        """The source a `[[source]]` of type journald describes (the daemon's factory)."""
+    def from_config(
+        cls, config: SourceConfig, saved: Mapping[str, Any] | None, markers: tuple[str, ...] | None = None
+    ) -> JournaldSource:
+        """The source a `[[source]]` of type journald describes (the daemon's factory; journalctl
+        decodes every entry, so the parser's `markers` are not used here)."""
         s = config.settings
         if not isinstance(s, JournaldSettings):
             raise TypeError(f"source {config.name!r} is not a journald source")

@@ -17,7 +17,7 @@ import sys
 from typing import Any
 
 from kvwatch.model import LogLine
-from kvwatch.sources.fileframing import FileFraming
+from kvwatch.sources.fileframing import FileFraming, Framed, decoded
 from kvwatch.sources.filetail import LINE_CAP, READ_BUDGET
 from kvwatch.sources.openfile import FileCounters
 
@@ -27,8 +27,14 @@ CHUNK = 64 * 1024
 class StdinSource:
     """Lines from a file descriptor (standard input by default) until end of input."""
 
-    def __init__(self, name: str, fd: int | None = None, line_cap: int = LINE_CAP) -> None:
-        """Read `fd` (default: stdin) without blocking."""
+    def __init__(
+        self,
+        name: str,
+        fd: int | None = None,
+        line_cap: int = LINE_CAP,
+        markers: tuple[str, ...] | None = None,
+    ) -> None:
+        """Read `fd` (default: stdin) without blocking; `markers`: the parser's (see FileFraming)."""
         self.name = name
         self.fd = sys.stdin.fileno() if fd is None else fd
         self.counters = FileCounters()
@@ -38,7 +44,7 @@ class StdinSource:
         self._cap = line_cap
         self._buf = bytearray()
         self._dropping = False  # the held line passed the cap: discard until its newline
-        self._framing = FileFraming(name, line_cap, self.counters)  # (docker's framings: as replay)
+        self._framing = FileFraming(name, line_cap, self.counters, markers=markers)  # (docker's too)
         os.set_blocking(self.fd, False)
 
     def wait(self, timeout: float) -> None:
@@ -48,6 +54,10 @@ class StdinSource:
 
     def poll(self) -> list[LogLine]:
         """Read what is available now (up to READ_BUDGET bytes); never raises."""
+        return decoded(self.name, self.poll_raw())
+
+    def poll_raw(self) -> list[Framed]:
+        """poll() as FileSource.poll_raw() gives it: plain lines undecoded, docker lines decoded."""
         raw: list[bytes] = []
         budget = READ_BUDGET
         while budget > 0 and not self.done:
@@ -71,10 +81,7 @@ class StdinSource:
         framed = self._framing.frame(raw)
         if self.done:
             framed += self._framing.finish()  # (a line docker cut that nothing will complete)
-        return [
-            line if isinstance(line, LogLine) else LogLine(self.name, line.decode("utf-8", "replace"))
-            for line in framed
-        ]
+        return framed
 
     def position(self) -> dict[str, Any]:
         """Nothing to resume: a pipe is read once."""

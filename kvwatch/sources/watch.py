@@ -82,7 +82,8 @@ def _watch_dir(pattern: str) -> tuple[str, bool]:
     """The directory to watch for a path or glob, and whether recursively.
 
     A directory with a glob in it, or not created yet, is watched from its nearest plain, existing
-    ancestor, recursively, so a log directory that appears later still wakes the loop.
+    ancestor, recursively, so a log directory that appears later still wakes the loop (the root
+    directory only for itself).
     """
     directory = os.path.dirname(os.path.abspath(pattern))
     recursive = False
@@ -91,4 +92,6 @@ def _watch_dir(pattern: str) -> tuple[str, bool]:
         if parent == directory:
             break
         directory, recursive = parent, True
-    return directory, recursive
+    # Never the whole filesystem (a path under a directory that does not exist, e.g. a wrong
+    # docker_root): scheduling that walks every directory, and every write anywhere would wake us.
+    return directory, recursive and os.path.dirname(directory) != directory
