@@ -85,6 +85,11 @@ class Feeder:
         self._stop = threading.Event()
         self._watcher: FileWatcher | None = None
         self._watched: list[str] = []  # the patterns the watcher was started on
+        # The parser's markers once an auto parser chose its engine: set by the pipeline thread, handed
+        # to the source by this one (before a poll), so that the source skips lines as it would with
+        # the engine named in the config.
+        self.markers: tuple[str, ...] | None = None
+        self._given: tuple[str, ...] | None = None
         self._thread = threading.Thread(target=self._run, name=f"kvwatch-source-{self.name}", daemon=True)
 
     @property
@@ -150,6 +155,12 @@ class Feeder:
         assert self.source is not None
         if self._watcher is not None:
             self._watcher.event.clear()  # before the poll: a change during it wakes the next wait
+        markers = self.markers
+        if markers is not self._given:
+            set_markers = getattr(self.source, "set_markers", None)
+            if callable(set_markers):
+                set_markers(markers)
+            self._given = markers
         # A file source hands its lines over undecoded: the pipeline decodes only the lines that
         # hold one of the parser's markers (a few percent of a busy log), found in one scan.
         poll_raw: Callable[[], list[Framed]] | None = getattr(self.source, "poll_raw", None)
@@ -186,7 +197,6 @@ class Feeder:
         if self._watcher is not None:
             self._watcher.stop()
             self._watcher = None
-        self._watched = []
         if patterns:
             self._watcher = FileWatcher(patterns, POLL_INTERVAL)
             self._watcher.start()
@@ -237,6 +247,8 @@ class Feeder:
         if self._watcher is not None:
             self._watcher.stop()
             self._watcher = None
+        # (a source opened again is watched again, and handed the markers again)
+        self._watched, self._given = [], None
         counters = getattr(self.source, "counters", None)
         for field in dataclasses.fields(counters) if dataclasses.is_dataclass(counters) else ():
             value = getattr(counters, field.name)

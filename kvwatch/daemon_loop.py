@@ -97,6 +97,8 @@ class PipelineLoop:
                         self._apply(event)
             if isinstance(run.parser, AutoParser):
                 run.counts.add(run.parser.settle())  # (the held lines, once the engine is chosen)
+                if run.parser.inner is not None and item.feeder.markers is None:
+                    item.feeder.markers = run.parser.markers  # (the feeder hands them to its source)
             run.counts.truncated = item.feeder.count("truncated_long_lines")
         elif isinstance(item, Mark):
             self.marks[item.feeder.name] = (item.feeder, item.position)

@@ -448,6 +448,43 @@ def test_the_reader_wakes_on_a_write_to_the_log_and_follows_a_recreated_containe
             feeder._step()
         assert str(new.log_path) in source.watched()
         assert wakes(feeder, new)
+        feeder._close()  # (a source that failed is opened again: it is watched again)
+        assert feeder._open()
+        assert wakes(feeder, new)
+    finally:
+        feeder._close()
+
+
+def stepped(feeder: Any, items: list[Any]) -> list[Any]:
+    """Step the feeder until it queues lines (5 s at most); the items of its queued Lines."""
+    from kvwatch.daemon_feed import Lines
+
+    deadline = time.monotonic() + 5.0
+    while not any(isinstance(item, Lines) for item in items) and time.monotonic() < deadline:
+        feeder._step()
+    lines = [x for item in items if isinstance(item, Lines) for x in item.lines]
+    items.clear()
+    return lines
+
+
+def test_an_auto_source_counts_the_lines_without_a_marker_once_its_engine_is_chosen(root: Path) -> None:
+    """engine = auto: every entry decoded until the pipeline chose the engine; from then on the
+    source is handed the parser's markers and counts the entries that hold none undecoded."""
+    from kvwatch.config import parse_config
+    from kvwatch.daemon_feed import Feeder
+    from kvwatch.parsers.vllm import VllmParser
+
+    box = Container(root, NAME, "2026-08-18T00:00:00.1Z")
+    data = {"source": [{"name": "gpu0", "type": "docker", "container": NAME, "docker_root": str(root)}]}
+    items: list[Any] = []
+    feeder = Feeder(parse_config(data, root).sources[0], lambda: None, items.append)
+    assert feeder._open()
+    try:
+        box.lines(2)
+        assert box.written == [line.text for line in stepped(feeder, items)]
+        feeder.markers = VllmParser.markers  # (what the pipeline thread does once the engine is chosen)
+        box.lines(3)
+        assert [3] == stepped(feeder, items)
     finally:
         feeder._close()
 

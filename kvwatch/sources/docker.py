@@ -266,6 +266,13 @@ class DockerSource:
         self.counters.lines += sum(line if type(line) is int else 1 for line in lines)
         return lines
 
+    def set_markers(self, markers: tuple[str, ...] | None) -> None:
+        """The parser's markers, once known (an auto source chose its engine): see FileFraming."""
+        self._markers = markers
+        for reader in (self._finishing, self._reader):
+            if reader is not None:
+                reader.framing.set_markers(markers)
+
     def watched(self) -> list[str]:
         """What to watch for changes: the directory of each log being read (written at every line),
         and the containers directory (a container created)."""

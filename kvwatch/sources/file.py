@@ -110,6 +110,12 @@ class FileSource:
         self.bytes_behind = sum(tail.bytes_behind for tail in self.tails.values())
         return lines
 
+    def set_markers(self, markers: tuple[str, ...] | None) -> None:
+        """The parser's markers, once known (an auto source chose its engine): see FileFraming."""
+        self._markers = markers
+        for framing in self._framing.values():
+            framing.set_markers(markers)
+
     def watched(self) -> list[str]:
         """What to watch for changes: the pattern's directory."""
         return [self.pattern]

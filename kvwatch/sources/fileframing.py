@@ -52,6 +52,10 @@ class FileFraming:
         # (saved entries of a cut line: the file was docker json-file when they were saved)
         self.framing = framing or ("docker-json" if self.lines.pending() else None)
 
+    def set_markers(self, markers: tuple[str, ...] | None) -> None:
+        """The parser's markers, once known (an auto source chose its engine)."""
+        self._markers, self._filter = markers, None
+
     def frame(self, raw: list[bytes], path: str | None = None) -> list[Framed]:
         """The pipeline's items for these physical lines (in order) of the file at `path`, whose head
         tells the framing (none, a pipe: the first lines read tell it)."""

@@ -83,6 +83,10 @@ class StdinSource:
             framed += self._framing.finish()  # (a line docker cut that nothing will complete)
         return framed
 
+    def set_markers(self, markers: tuple[str, ...] | None) -> None:
+        """The parser's markers, once known (an auto source chose its engine): see FileFraming."""
+        self._framing.set_markers(markers)
+
     def position(self) -> dict[str, Any]:
         """Nothing to resume: a pipe is read once."""
         return {}
