@@ -4,7 +4,9 @@ One daemon follows each plain sample (text, docker json-file) as a `file` source
 from its beginning; each sample's replay is the reference. Compared: every kvwatch_* sample labelled
 with the source, except the reader's own `kvwatch_source_*` counters, the `*_timestamp_seconds` gauges
 and `kvwatch_alert_firing`: a daemon with nothing new to read judges its alerts at the wall clock's
-time (a log months old has no signal now), replay at the log's last line.
+time (a log months old has no signal now), replay at the log's last line. The docker sample is also
+piped to `--stdin` (as json-file entries and as `docker logs -t` output) and followed as a container's
+log by a `docker` source.
 """
 
 from __future__ import annotations
@@ -100,5 +102,29 @@ def test_a_docker_log_piped_to_stdin_gives_the_metrics_replay_gives(
     live = compared(kv.get("/metrics")[2])
     writer.join()
     os.close(write)  # (end of input: the daemon exits)
+    assert 0 == kv.stop()
+    assert expected == live
+
+
+def test_a_container_followed_by_a_docker_source_gives_the_metrics_replay_gives(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """The docker sample as a container's json-file log under a docker root, engine auto."""
+    from test_docker_source import Container
+
+    sample = ROOT / "samples" / "vllm-docker.log"
+    assert 0 == main(["replay", "--format", "prom", "--year", "2026", "--source", "gpu", str(sample)])
+    expected = compared(capsys.readouterr().out)
+    box = Container(tmp_path / "docker", "vllm", "2026-08-19T06:39:00.1Z")
+    assert box.fh is not None
+    box.fh.write(sample.read_bytes())
+    body = (
+        f'[[source]]\nname = "gpu"\ntype = "docker"\ncontainer = "vllm"\n'
+        f'docker_root = "{tmp_path / "docker"}"\nstart_at = "beginning"\nyear = 2026\n'
+    )
+    kv = Kvwatch(["--config", str(write_config(tmp_path / "kv.toml", body))], tmp_path / "kv.err")
+    lines = ("kvwatch_lines_total", (("source", "gpu"),))
+    wait_until(lambda: compared(kv.get("/metrics")[2]).get(lines) == expected[lines], what="every line")
+    live = compared(kv.get("/metrics")[2])
     assert 0 == kv.stop()
     assert expected == live
