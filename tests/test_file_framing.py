@@ -132,3 +132,28 @@ def test_runs_keep_the_order_and_stamp_lines_without_a_time() -> None:
         ([LogLine("s", "c", 5.0), LogLine("s", "d", 9.0)], False),
         ([b"e"], True),
     ] == runs
+
+
+def test_lines_without_a_marker_are_counted_undecoded_as_replay_counts_them(tmp_path: Path) -> None:
+    """With the parser's markers: a complete entry holding none is a count; the rest as before."""
+    from kvwatch.parsers.vllm import VllmParser
+
+    long = "x" * 20_000
+    log = tmp_path / "c-json.log"
+    log.write_bytes(
+        entry("GET /health 200\n")
+        + entry("GET /metrics 200\n")
+        + entry(STATS + "\n")
+        + entry(long[:16384])  # a cut line: its end is decoded though it holds no marker
+        + entry(long[16384:] + "\n")
+        + entry("a <tag> line\n")
+    )
+    source = FileSource("c", str(log), start_at="beginning", markers=VllmParser.markers)
+    got = source.poll_raw()
+    texts = [x if isinstance(x, int) else x.text for x in got]  # type: ignore[union-attr]
+    assert [2, STATS, long, 1] == texts
+
+    plain = tmp_path / "t.log"
+    plain.write_text(f"2026-08-18T01:12:10Z GET /health\n2026-08-18T01:12:11Z {STATS}\n")
+    logs_t = FileSource("t", str(plain), start_at="beginning", markers=VllmParser.markers)
+    assert [1, STATS] == [x if isinstance(x, int) else x.text for x in logs_t.poll_raw()]  # type: ignore[union-attr]

@@ -66,39 +66,52 @@ class FileFraming:
             self.framing = sniff(head or b"\n".join(raw[:20]) + b"\n")
         if self.framing == "plain":
             return list(raw)
+        wanted = self._wanted(raw)
+        return self._logs_t(raw, wanted) if self.framing == "docker-t" else self._json(raw, wanted)
+
+    def _wanted(self, raw: list[bytes]) -> set[int] | None:
+        """The indices of the lines holding a marker (in a json-file line, in its escaped form); None
+        when every line may matter."""
         if self._filter is None and self._markers:
             found = escaped_markers(self._markers) if self.framing == "docker-json" else self._markers
             self._filter = LineFilter(found)
-        wanted = None if self._filter is None else set(self._filter.select(raw))
-        source = self.source
+        return None if self._filter is None else set(self._filter.select(raw))
+
+    def _logs_t(self, raw: list[bytes], wanted: set[int] | None) -> list[Framed]:
+        """`docker logs -t` lines: the stamp is the time; a line without a marker is counted."""
         out: list[Framed] = []
         skipped = 0
-        if self.framing == "docker-t":
-            for index, line in enumerate(raw):
-                if wanted is not None and index not in wanted:
-                    skipped += 1
-                    continue
-                if skipped:
-                    out.append(skipped)
-                    skipped = 0
-                body, stamp = split_logs_t(line)
-                out.append(LogLine(source, body.decode("utf-8", "replace").removesuffix("\r"), stamp))
-            return [*out, skipped] if skipped else out
-        cut = self.lines.joiner.truncated
         for index, line in enumerate(raw):
-            joiner_busy = self.lines.joiner.busy
+            if wanted is not None and index not in wanted:
+                skipped += 1
+                continue
+            if skipped:
+                out.append(skipped)
+                skipped = 0
+            body, stamp = split_logs_t(line)
+            out.append(LogLine(self.source, body.decode("utf-8", "replace").removesuffix("\r"), stamp))
+        return [*out, skipped] if skipped else out
+
+    def _json(self, raw: list[bytes], wanted: set[int] | None) -> list[Framed]:
+        """json-file entries, decoded and joined; a complete one without a marker is counted."""
+        out: list[Framed] = []
+        skipped = 0
+        joiner = self.lines.joiner
+        cut = joiner.truncated
+        for index, line in enumerate(raw):
+            busy = joiner.busy
             # A complete entry without a marker (in its escaped form) cannot matter: counted undecoded,
             # as replay's Framer counts it. Not while a cut line waits: the entry may be its end.
-            if wanted is not None and index not in wanted and not joiner_busy and is_complete(line):
+            if wanted is not None and index not in wanted and not busy and is_complete(line):
                 skipped += 1
                 continue
             if skipped:
                 out.append(skipped)
                 skipped = 0
             # The common entry decodes by slicing; a cut line waiting for its end takes the exact way.
-            simple = None if joiner_busy else simple_entry(line, 0, len(line))
+            simple = None if busy else simple_entry(line, 0, len(line))
             if simple is not None:
-                out.append(LogLine(source, simple[0], simple[1]))
+                out.append(LogLine(self.source, simple[0], simple[1]))
                 continue
             entry = decode_entry(line)
             if entry is None:  # (torn, or not docker's: its JSON parsed as a line could give a wrong number)
@@ -106,9 +119,9 @@ class FileFraming:
                 continue
             whole = self.lines.add(entry)
             if whole is not None:
-                out.append(LogLine(source, *whole))
+                out.append(LogLine(self.source, *whole))
         if self._count_truncated:
-            self.counters.truncated_long_lines += self.lines.joiner.truncated - cut
+            self.counters.truncated_long_lines += joiner.truncated - cut
         return [*out, skipped] if skipped else out
 
     def finish(self) -> list[Framed]:
