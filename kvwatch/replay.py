@@ -1,8 +1,10 @@
 """`kvwatch replay`: drive the pipeline over whole files on event time; also the golden-test harness.
 
-Each file is its own source with its own parser; their events are merged by event time before they
-reach metrics and detectors, so several files replay as one timeline. Detectors tick on event time at
-every `tick_every` seconds of log time and once at the end, as the daemon's scheduler would.
+A log's rotated files (`x.log.2`, `x.log.1.gz`, `x.log` in one directory) are read in turn, oldest
+first, with one parser, as the daemon follows a rotation; every other file has a parser of its own.
+The logs' events are merged by event time before they reach metrics and detectors, so several files
+replay as one timeline. Detectors tick on event time at every `tick_every` seconds of log time and
+once at the end, as the daemon's scheduler would.
 
 A big file's child (see kvwatch.sources.forked) starts reading as soon as its parser is made, before
 the pipeline's own modules (prometheus_client, the detectors) are imported: they load meanwhile.
@@ -11,6 +13,8 @@ the pipeline's own modules (prometheus_client, the detectors) are imported: they
 from __future__ import annotations
 
 import heapq
+import os
+import re
 from collections.abc import Generator, Iterable, Iterator, Sequence
 from dataclasses import dataclass, field
 from itertools import chain
@@ -19,7 +23,7 @@ from typing import TYPE_CHECKING
 from kvwatch import segmented
 from kvwatch.model import Alert, Event, SourceCounts
 from kvwatch.parsers import detect_engine, make_parser
-from kvwatch.parsers.base import ParserSettings
+from kvwatch.parsers.base import Parser, ParserSettings
 from kvwatch.parsers.run import SourceRun
 from kvwatch.segmented import Outcome
 from kvwatch.sources.forked import FramedFile, in_child
@@ -34,9 +38,11 @@ if TYPE_CHECKING:
     from kvwatch.report.summary import Summary
 
 MAX_LINE = 1 << 20
+_ROTATED = re.compile(r"\.(\d+)(?:\.gz)?$")
 
-#: One file's events, a read at a time (closing it ends the file's child, if it has one).
-_Stream = Generator[list[Event], None, None]
+#: One file's events, a read at a time (closing it ends the file's child, if it has one); then the
+#: parser as the file left it, when a child parsed the file (None: the replay's own parser did).
+_Stream = Generator[list[Event], None, Parser | None]
 
 
 @dataclass
@@ -46,6 +52,10 @@ class ReplayInput:
     path: str
     source: str
     engine: str
+
+
+#: A file to replay, told its framing and given its source's run (parser and counts).
+_Prepared = tuple[ReplayInput, Framing, SourceRun]
 
 
 @dataclass
@@ -89,9 +99,19 @@ class _Children:
 
 
 def _events(
-    item: ReplayInput, run: SourceRun, framer: Framer, damaged: list[str], children: _Children
+    item: ReplayInput,
+    run: SourceRun,
+    framer: Framer,
+    damaged: list[str],
+    children: _Children,
+    *,
+    flush: bool = True,
 ) -> _Stream:
-    """One file's events per read; a big file's child (or workers) is started now, if one may be."""
+    """One file's events per read; a big file's child (or workers) is started now, if one may be.
+
+    The stream returns the parser as the file left it when a child parsed the file (None: `run`'s
+    own did); without `flush` the parser is not flushed at the end (the log goes on in another file).
+    """
     framed = FramedFile(item.path, framer, MAX_LINE)
     if framed.forks:
         limit = min(children.left, children.workers)
@@ -99,19 +119,20 @@ def _events(
             workers := children.take(segmented.workers_for(item.path, run.parser, limit))
         ):
             # a big dense file with cores to spare: parsed in segments by several children
-            return _outcome(
-                segmented.parse(item.path, run, workers, MAX_LINE), item, run, damaged, child=False
-            )
+            work = segmented.parse(item.path, run, workers, MAX_LINE, flush)
+            return _outcome(work, item, run, damaged, child=False)
         framed.fork = bool(children.take(1))  # (one child frames it, or parses it too; none left: inline)
     if framed.parse_ahead:  # a child frames and parses; only its events and counts come here
         return _outcome(
-            in_child(lambda: _parsed(framed.batches(), framed, run), "kvwatch-parser"),
+            in_child(lambda: _parsed(framed.batches(), framed, run, flush, child=True), "kvwatch-parser"),
             item,
             run,
             damaged,
             child=True,
         )
-    return _outcome(_parsed(framed.batches(), framed, run), item, run, damaged, child=False)
+    return _outcome(
+        _parsed(framed.batches(), framed, run, flush, child=False), item, run, damaged, child=False
+    )
 
 
 def _outcome(
@@ -123,26 +144,84 @@ def _outcome(
     child: bool,
 ) -> _Stream:
     """`work`'s events; then what it came to, in the counts (which a child made on its own copy)."""
-    added, truncated, damage = yield from work
+    added, truncated, damage, parser = yield from work
     counts = run.counts
     if child:  # (added to, not set: a source's counts may be shared by a log and its rotated predecessor)
         counts.add(added)
     counts.truncated += truncated
     if damage is not None:
         damaged.append(f"{item.path}: {damage}")
+    return parser
 
 
 def _parsed(
-    batches: Iterator[list[Batch]], framed: FramedFile, run: SourceRun
+    batches: Iterator[list[Batch]], framed: FramedFile, run: SourceRun, flush: bool, *, child: bool
 ) -> Generator[list[Event], None, Outcome]:
-    """One file's events per read, then the parser's flush; returns what it added to the line counts."""
+    """One file's events per read, then the parser's flush; returns what it added to the line counts
+    (and, in a child, the parser as the file left it)."""
     counts = run.counts
     before = counts.parsed()
     for group in batches:
         yield run.take_many(group)
-    yield run.parser.flush()
+    if flush:
+        yield run.parser.flush()
     after = counts.parsed()
-    return (after[0] - before[0], after[1] - before[1], after[2] - before[2]), framed.truncated, framed.damage
+    added = (after[0] - before[0], after[1] - before[1], after[2] - before[2])
+    return added, framed.truncated, framed.damage, run.parser if child else None
+
+
+def _rotations(prepared: list[_Prepared]) -> list[list[_Prepared]]:
+    """The files grouped into logs: the rotations of one log (same directory, same name without
+    rotation and compression suffixes, same source and engine) oldest first (`x.log.2`, `x.log.1`,
+    `x.log`); every other file a log of its own. In the order the logs are first named."""
+    logs: dict[tuple[str, str, str, str], list[_Prepared]] = {}
+    for entry in prepared:
+        item = entry[0]
+        key = (os.path.dirname(os.path.abspath(item.path)), source_name(item.path), item.source, item.engine)
+        logs.setdefault(key, []).append(entry)
+    return [sorted(files, key=lambda entry: _age(entry[0].path)) for files in logs.values()]
+
+
+def _age(path: str) -> int:
+    """A rotated file's place, oldest first: `x.log.N` (or `x.log.N.gz`) before `x.log.N-1`, the live
+    `x.log` last."""
+    found = _ROTATED.search(os.path.basename(path))
+    return -int(found.group(1)) if found else 0
+
+
+def _log_events(files: list[_Prepared], damaged: list[str], children: _Children) -> _Stream:
+    """One log's events: its files in turn, as the daemon follows a rotation, one parser carried
+    from each file to the next (a request in progress at a rotation is not lost). The first file's
+    child, if it gets one, is started now; the next file's when the one before is read."""
+    item, framing, run = files[0]
+    left = children.left
+    first = _events(item, run, _framer(item, framing, run), damaged, children, flush=len(files) == 1)
+    if len(files) == 1:
+        return first
+    return _chained(first, left - children.left, files, damaged, children)
+
+
+def _chained(
+    first: _Stream, taken: int, files: list[_Prepared], damaged: list[str], children: _Children
+) -> _Stream:
+    """_log_events' generator: each file's events, the parser handed on; a file's children, ended
+    with it, go back to the budget for the next file."""
+    run = files[0][2]
+    parser = yield from first
+    for index, (item, framing, _) in enumerate(files[1:], start=2):
+        children.left += taken
+        if parser is not None:  # (a child parsed the file before: its parser goes on)
+            run.parser = parser
+        left = children.left
+        stream = _events(item, run, _framer(item, framing, run), damaged, children, flush=index == len(files))
+        taken = left - children.left
+        parser = yield from stream
+    return parser
+
+
+def _framer(item: ReplayInput, framing: Framing, run: SourceRun) -> Framer:
+    """A file's framer, with its parser's markers."""
+    return Framer(item.source, framing, run.parser.markers, MAX_LINE)
 
 
 def replay(
@@ -161,7 +240,7 @@ def replay(
     # Every file opened and its parser made, then the streams started (a big file's child begins
     # reading), then the pipeline built while they read.
     counts: dict[str, SourceCounts] = {}
-    prepared: list[tuple[ReplayInput, Framing, SourceRun]] = []
+    prepared: list[_Prepared] = []
     for item in inputs:
         framing, _ = sniff_file(item.path)
         parser = make_parser(item.engine, item.source, settings)
@@ -172,9 +251,8 @@ def replay(
     streams: list[_Stream] = []
     children = _Children(jobs or max(segmented.MAX_WORKERS, segmented.cores()), jobs or segmented.MAX_WORKERS)
     try:
-        for item, framing, run in prepared:
-            framer = Framer(item.source, framing, run.parser.markers, MAX_LINE)
-            streams.append(_events(item, run, framer, damaged, children))
+        for files in _rotations(prepared):
+            streams.append(_log_events(files, damaged, children))
         return _replay(prepared, streams, damaged, detectors, tick_every)
     finally:
         for stream in streams:
@@ -182,7 +260,7 @@ def replay(
 
 
 def _replay(
-    prepared: list[tuple[ReplayInput, Framing, SourceRun]],
+    prepared: list[_Prepared],
     streams: list[_Stream],
     damaged: list[str],
     detectors: DetectorSettings | None,

@@ -51,9 +51,10 @@ WARM_UP = 256 << 10
 #: The head the parent parses itself first: the server's start-up lines, which every guess starts from.
 HEAD = 256 << 10
 
-#: What parsing a file added to its source's counts (SourceCounts.parsed()), the lines truncated, and
-#: damage (why a compressed file ended early, see kvwatch.sources.forked): replay's outcome of a file.
-Outcome = tuple[tuple[int, int, int], int, str | None]
+#: What parsing a file added to its source's counts (SourceCounts.parsed()), the lines truncated,
+#: damage (why a compressed file ended early, see kvwatch.sources.forked), and the parser as the file
+#: left it when children parsed its end (None: the caller's own parser did): replay's outcome of a file.
+Outcome = tuple[tuple[int, int, int], int, str | None, Parser | None]
 
 
 @runtime_checkable
@@ -206,7 +207,7 @@ def _parse_range(
 
 
 def _worker(
-    path: str, run: SourceRun, segments: list[tuple[int, int]], mine: range, max_line: int
+    path: str, run: SourceRun, segments: list[tuple[int, int]], mine: range, max_line: int, *, flush: bool
 ) -> Generator[_Start | _Segment, None, None]:
     """(In a worker) its segments, each parsed from a guessed start state (the first one: the true one)."""
     parser, state = run.parser, _segmentable(run.parser)
@@ -230,7 +231,7 @@ def _worker(
         for made, framer in _parse_range(path, SourceRun(run.source, parser, counts), start, stop, max_line):
             events += made
             truncated = framer.truncated
-        if index == last:
+        if index == last and flush:
             events += parser.flush()
         asked = state.questions()
         end, at = _key(state), stop
@@ -246,7 +247,7 @@ def _worker(
 
 
 def _in_one_go(
-    path: str, run: SourceRun, start: int, stop: int, max_line: int
+    path: str, run: SourceRun, start: int, stop: int, max_line: int, *, flush: bool
 ) -> Generator[list[Event], None, Outcome]:
     """(In a child) [start, stop) parsed in one go from the parser's state, then its flush."""
     counts = run.counts
@@ -254,19 +255,23 @@ def _in_one_go(
     for made, framer in _parse_range(path, run, start, stop, max_line):
         yield made
         truncated = framer.truncated
-    yield run.parser.flush()
-    return counts.parsed(), truncated, None
+    if flush:
+        yield run.parser.flush()
+    return counts.parsed(), truncated, None, run.parser
 
 
-def parse(path: str, run: SourceRun, workers: int, max_line: int) -> Generator[list[Event], None, Outcome]:
+def parse(
+    path: str, run: SourceRun, workers: int, max_line: int, flush: bool = True
+) -> Generator[list[Event], None, Outcome]:
     """The file's events in order, parsed in segments by `workers` forked workers (started now).
 
     The head is parsed here first and counted in `run.counts`, as are the segments taken; returns
-    ((0, 0, 0), truncated, None): nothing for the caller to add.
+    ((0, 0, 0), truncated, None, the parser as the file left it): nothing for the caller to add.
+    Without `flush`, the parser is not flushed at the end (a rotated log goes on in the next file).
     """
     stop = os.path.getsize(path)
     head_end = _line_start(path, min(HEAD, stop), 0)
-    job = _Job(path, run, boundaries(path, head_end, workers), max_line, workers)
+    job = _Job(path, run, boundaries(path, head_end, workers), max_line, workers, flush)
     for made, framer in _parse_range(path, run, 0, head_end, max_line):
         job.head.append(made)
         job.truncated = framer.truncated
@@ -283,6 +288,7 @@ class _Job:
     segments: list[tuple[int, int]]
     max_line: int
     workers: int
+    flush: bool = True  # the parser flushed at the file's end (not when the log goes on in another file)
     misses: int = 0  # rounds in a row before this one whose first guess was wrong (see _resume)
     head: list[list[Event]] = field(default_factory=list)
     truncated: int = 0
@@ -300,6 +306,7 @@ class _Job:
                     self.segments,
                     range(w, len(self.segments), count),
                     self.max_line,
+                    flush=self.flush,
                 ),
                 f"kvwatch-parser-{w}",
             )
@@ -320,50 +327,61 @@ class _Job:
                 guess = begun.guess
                 exact = guess is None or guess == truth
                 if not exact and not parser.may_hold(guess, truth):
-                    yield from self._resume(index, state, truth)  # (at once, not when it is parsed)
-                    break
+                    final = yield from self._resume(index, state, truth)  # (at once, not when it is parsed)
+                    return (0, 0, 0), self.truncated, None, final
                 done = next(worker)
                 assert isinstance(done, _Segment) and done.index == index
                 end = done.end if exact else parser.reconcile(guess, truth, done.asked, done.end)
                 if end is None:
-                    yield from self._resume(index, state, truth)
-                    break
+                    final = yield from self._resume(index, state, truth)
+                    return (0, 0, 0), self.truncated, None, final
                 yield done.events
                 counts.add(done.counts)
                 self.truncated += done.truncated
                 truth, state = end, done.state
-            return (0, 0, 0), self.truncated, None
+            return (0, 0, 0), self.truncated, None, _restored(state, truth)
         finally:
             for worker in self.started:
                 worker.close()  # (a worker still parsing is killed)
 
-    def _resume(self, index: int, state: bytes, truth: object) -> Generator[list[Event], None, None]:
+    def _resume(self, index: int, state: bytes, truth: object) -> Generator[list[Event], None, Parser]:
         """A wrong guess at segment `index`: the workers stop, and segment `index` on is parsed from
         the true state (`state`, the parser as the segment before left it, with the loose part of
         `truth`). By new workers, forked with that state: a server restart, whose new clock no
         worker can guess, costs a round of segments. In one child when one segment is left, or
         when this was the third round in a row whose first guess was wrong (a log whose state
-        cannot be guessed: each round would parse one segment and waste the others)."""
+        cannot be guessed: each round would parse one segment and waste the others). Returns the
+        parser as the file left it."""
         for worker in self.started:
             worker.close()
-        parser = pickle.loads(state)
-        _segmentable(parser).adopt(truth)
+        parser = _restored(state, truth)
         rest = self.segments[index:]
         misses = self.misses + 1 if index == 1 else 0
         if len(rest) < 2 or misses > 2:
-            yield from self._rest(index, parser)
-            return
+            return (yield from self._rest(index, parser))
         run = SourceRun(self.run.source, parser, self.run.counts)
-        job = _Job(self.path, run, rest, self.max_line, self.workers, misses)
+        job = _Job(self.path, run, rest, self.max_line, self.workers, self.flush, misses)
         job.start()
-        _, cut, _ = yield from job.events()
+        _, cut, _, final = yield from job.events()
         self.truncated += cut
+        assert final is not None
+        return final
 
-    def _rest(self, index: int, parser: Parser) -> Generator[list[Event], None, None]:
-        """Segment `index` on parsed in one child by `parser`, as without segments."""
+    def _rest(self, index: int, parser: Parser) -> Generator[list[Event], None, Parser]:
+        """Segment `index` on parsed in one child by `parser`, as without segments; returns the
+        parser as the file left it."""
         run = SourceRun(self.run.source, parser, SourceCounts())
         start, stop = self.segments[index][0], self.segments[-1][1]
-        work = partial(_in_one_go, self.path, run, start, stop, self.max_line)
-        added, cut, _ = yield from in_child(work, "kvwatch-parser")
+        work = partial(_in_one_go, self.path, run, start, stop, self.max_line, flush=self.flush)
+        added, cut, _, final = yield from in_child(work, "kvwatch-parser")
         self.run.counts.add(added)
         self.truncated += cut
+        assert final is not None
+        return final
+
+
+def _restored(state: bytes, truth: object) -> Parser:
+    """The parser pickled in `state`, with the loose part of the true state key `truth`."""
+    parser: Parser = pickle.loads(state)
+    _segmentable(parser).adopt(truth)
+    return parser

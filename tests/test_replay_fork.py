@@ -240,6 +240,20 @@ def test_files_of_one_source_parsed_in_children_add_up(children: list[str], tmp_
     assert ["parser llama.log.2.gz", "parser llama.log.1", "parser llama.log"] == children
 
 
+def test_the_files_of_a_rotated_log_take_the_child_in_turn(children: list[str], tmp_path: Path) -> None:
+    """With one child allowed, a log's rotated files are read one after another, each in the child
+    the file before it left: none is read inline for want of one, and the result is the inline one."""
+    healthy = (SAMPLES / "llamacpp-healthy-two-slots.log").read_text()
+    for name in ("llama.log.2", "llama.log.1", "llama.log"):
+        (tmp_path / name).write_text(healthy)
+    paths = [str(tmp_path / name) for name in ("llama.log", "llama.log.1", "llama.log.2")]
+    expected = _inline(paths)
+    result = replay(plan(paths, "llamacpp", None), SETTINGS, DetectorSettings(), jobs=1)
+    counts = {n: (c.lines, c.recognized, c.errors, c.truncated) for n, c in result.summary.counts.items()}
+    assert expected == (golden_lines(result.registry, result.alerts), counts, result.damaged)
+    assert ["parser llama.log.2", "parser llama.log.1", "parser llama.log"] == children
+
+
 def test_a_child_starts_before_the_pipeline_is_imported(tmp_path: Path) -> None:
     """A big file's child is forked as soon as its parser is made: prometheus_client and the detectors
     load in the parent while it reads (a fresh interpreter, as `kvwatch replay` starts)."""

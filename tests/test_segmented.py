@@ -107,9 +107,10 @@ def in_segments(path: Path, workers: int) -> Outcome:
         try:
             events += next(work)
         except StopIteration as end:
-            added, truncated, damage = end.value
+            added, truncated, damage, final = end.value
             break
     assert (added, damage) == ((0, 0, 0), None)  # (counted in run.counts already)
+    assert final is not None  # (the parser as the file left it, for a rotated log's next file)
     counts = run.counts
     return events, (counts.lines, counts.recognized, counts.errors, truncated)
 

@@ -1,0 +1,98 @@
+"""A log and its rotated files replay as the one log the daemon followed across the rotations."""
+
+from __future__ import annotations
+
+import sys
+from pathlib import Path
+
+import pytest
+
+from kvwatch.cli import main
+from kvwatch.model import SourceCounts
+from kvwatch.parsers import make_parser
+from kvwatch.parsers.base import ParserSettings
+from kvwatch.parsers.run import SourceRun
+from kvwatch.replay import ReplayInput, _age, _rotations
+
+ROOT = Path(__file__).resolve().parents[1]
+SAMPLES = sorted((ROOT / "samples").glob("*.log"))
+
+
+def golden(capsys: pytest.CaptureFixture[str], *args: str) -> str:
+    """`kvwatch replay --format golden --year 2026 --source log ARGS`."""
+    assert 0 == main(["replay", "--format", "golden", "--year", "2026", "--source", "log", *args])
+    return capsys.readouterr().out
+
+
+def cut(sample: Path, tmp_path: Path, at: float) -> list[Path]:
+    """The sample cut at a share of its lines into `log.2`, `log.1` and `log`, newest first (the order
+    a shell's `log*` gives)."""
+    lines = sample.read_bytes().splitlines(keepends=True)
+    first, second = int(len(lines) * at), int(len(lines) * (at + 1) / 2)
+    parts = {"log.2": lines[:first], "log.1": lines[first:second], "log": lines[second:]}
+    for name, part in parts.items():
+        (tmp_path / name).write_bytes(b"".join(part))
+    return [tmp_path / "log", tmp_path / "log.1", tmp_path / "log.2"]
+
+
+@pytest.mark.parametrize("sample", SAMPLES, ids=lambda p: p.name)
+def test_a_sample_cut_into_rotated_files_replays_as_the_whole(
+    sample: Path, tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """Cut anywhere (mid-request, between a stats line and its KV line): the same metrics and alerts
+    as the whole file, whatever order the files are named in."""
+    whole = golden(capsys, str(sample))
+    for at in (0.3, 0.5):
+        files = cut(sample, tmp_path, at)
+        assert whole == golden(capsys, *map(str, files)), at
+        assert whole == golden(capsys, *map(str, reversed(files))), at
+
+
+def test_big_rotated_llamacpp_files_parsed_by_children_hand_their_parser_on(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """A file parsed in segments by workers, or by one child, hands its parser to the next file."""
+    from kvwatch import segmented
+    from kvwatch.sources import forked
+
+    sys.path.insert(0, str(ROOT / "bench"))
+    import gen_llamacpp
+
+    log = tmp_path / "llama.log"
+    with log.open("w") as out:
+        gen_llamacpp.generate(out, 12000, None, 1)
+    whole = golden(capsys, str(log))
+    monkeypatch.setattr(forked, "FORK_MIN_BYTES", 256 << 10)
+    monkeypatch.setattr(segmented, "MIN_SEGMENT", 64 << 10)
+    monkeypatch.setattr(segmented, "MAX_SEGMENT", 64 << 10)
+    monkeypatch.setattr(segmented, "cores", lambda: 2)
+    rotated = tmp_path / "rotated"
+    rotated.mkdir()
+    for at in (0.3, 0.7):  # the big file first (segments, no flush), then last
+        files = [str(p) for p in cut(log, rotated, at)]
+        for jobs in ("2", "1"):  # workers in segments; one child
+            assert whole == golden(capsys, "--jobs", jobs, *files), (at, jobs)
+
+
+def test_rotations_are_told_by_directory_name_and_suffix() -> None:
+    """Oldest first by the rotation number (gzip or not); the same name in another directory (another
+    host's log) or of another engine is another log, merged by time but parsed apart."""
+    run = SourceRun("vllm", make_parser("vllm", "vllm", ParserSettings()), SourceCounts())
+    paths = [
+        "/a/vllm.log",
+        "/a/vllm.log.10.gz",
+        "/b/vllm.log",
+        "/a/vllm.log.2",
+        "/a/vllm.log.1",
+        "/a/vllm.log.3",
+    ]
+    engines = ["vllm"] * 5 + ["llamacpp"]
+    logs = _rotations(
+        [(ReplayInput(p, "vllm", e), "plain", run) for p, e in zip(paths, engines, strict=True)]
+    )
+    assert [
+        ["/a/vllm.log.10.gz", "/a/vllm.log.2", "/a/vllm.log.1", "/a/vllm.log"],
+        ["/b/vllm.log"],
+        ["/a/vllm.log.3"],
+    ] == [[item.path for item, _, _ in files] for files in logs]
+    assert (-10, -1, 0) == (_age("x.log.10.gz"), _age("x-json.log.1"), _age("x-json.log"))
