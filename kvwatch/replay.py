@@ -28,7 +28,7 @@ from kvwatch.parsers.run import SourceRun
 from kvwatch.segmented import Outcome
 from kvwatch.sources.forked import FramedFile, in_child
 from kvwatch.sources.framing import Batch, Framer, Framing
-from kvwatch.sources.wholefile import sniff_file, source_name
+from kvwatch.sources.wholefile import container_name, sniff_file, source_name
 
 if TYPE_CHECKING:
     from prometheus_client import CollectorRegistry
@@ -71,14 +71,15 @@ class ReplayResult:
 
 
 def plan(paths: Sequence[str], engine: str, source: str | None) -> list[ReplayInput]:
-    """Name each file's source and choose its engine (`auto`: by its first 64 KiB)."""
+    """Name each file's source (a container's log after the container) and choose its engine (`auto`:
+    by its first 64 KiB)."""
     inputs = []
     for path in paths:
         chosen = engine
         if engine == "auto":
             _, text = sniff_file(path)
             chosen = detect_engine(text) or "vllm"
-        inputs.append(ReplayInput(path, source or source_name(path), chosen))
+        inputs.append(ReplayInput(path, source or container_name(path) or source_name(path), chosen))
     return inputs
 
 

@@ -96,3 +96,24 @@ def test_rotations_are_told_by_directory_name_and_suffix() -> None:
         ["/a/vllm.log.3"],
     ] == [[item.path for item, _, _ in files] for files in logs]
     assert (-10, -1, 0) == (_age("x.log.10.gz"), _age("x-json.log.1"), _age("x-json.log"))
+
+
+def test_a_containers_logs_are_one_source_named_after_the_container(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """`kvwatch replay /var/lib/docker/containers/ID/ID-json.log*`: the source is the container's
+    name (as the daemon's docker source would be configured), not its 64-digit id."""
+    from test_docker_source import Container
+
+    box = Container(tmp_path / "docker", "vllm-main", "2026-08-19T06:39:00.1Z")
+    assert box.fh is not None
+    box.fh.close()
+    sample = ROOT / "samples" / "vllm-docker.log"
+    logs = cut(sample, tmp_path, 0.5)
+    for log, name in zip(logs, ("", ".1", ".2"), strict=True):
+        log.rename(box.dir / f"{box.id}-json.log{name}")
+    assert 0 == main(["replay", "--format", "golden", "--year", "2026", str(sample)])
+    whole = capsys.readouterr().out.replace('source="vllm-docker"', 'source="vllm-main"')
+    rotated = sorted(str(p) for p in box.dir.glob("*-json.log*"))
+    assert 0 == main(["replay", "--format", "golden", "--year", "2026", *rotated])
+    assert whole == capsys.readouterr().out
