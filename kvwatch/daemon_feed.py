@@ -155,14 +155,9 @@ class Feeder:
         assert self.source is not None
         if self._watcher is not None:
             self._watcher.event.clear()  # before the poll: a change during it wakes the next wait
-        markers = self.markers
-        if markers is not self._given:
-            set_markers = getattr(self.source, "set_markers", None)
-            if callable(set_markers):
-                set_markers(markers)
-            self._given = markers
-        # A file source hands its lines over undecoded: the pipeline decodes only the lines that
-        # hold one of the parser's markers (a few percent of a busy log), found in one scan.
+        self._hand_markers()
+        # File, docker and stdin sources hand plain text over undecoded (the pipeline decodes only
+        # the lines holding one of the parser's markers, found in one scan), docker's framings decoded.
         poll_raw: Callable[[], list[Framed]] | None = getattr(self.source, "poll_raw", None)
         try:
             lines = poll_raw() if poll_raw is not None else self.source.poll()
@@ -175,7 +170,6 @@ class Feeder:
         read_at = time.time()
         # A line with no transport time (plain files, stdin) is stamped with when it was read: the
         # live stand-in for "when it was written" (llama.cpp anchors its relative clock on it).
-        # A file source hands plain text over undecoded (bytes), and a docker-framed file decoded.
         for run, raw in _runs(lines, read_at):
             for start in range(0, len(run), BATCH):
                 self._put(Lines(self, run[start : start + BATCH], raw=raw, read_at=read_at))
@@ -185,6 +179,15 @@ class Feeder:
         self._report(self.source.error or _missing(self.source))
         self._watch()
         return bool(lines), bool(getattr(self.source, "done", False))
+
+    def _hand_markers(self) -> None:
+        """Give the source the parser's markers once an auto parser chose its engine (see markers)."""
+        markers = self.markers
+        if markers is not self._given:
+            set_markers = getattr(self.source, "set_markers", None)
+            if callable(set_markers):
+                set_markers(markers)
+            self._given = markers
 
     def _watch(self) -> None:
         """Watch the directories of what the source reads (`watched()`: a file source's pattern, a
