@@ -18,6 +18,7 @@ import re
 from collections.abc import Generator, Iterable, Iterator, Sequence
 from dataclasses import dataclass, field
 from itertools import chain
+from pathlib import Path
 from typing import TYPE_CHECKING
 
 from kvwatch import segmented
@@ -28,7 +29,7 @@ from kvwatch.parsers.run import SourceRun
 from kvwatch.segmented import Outcome
 from kvwatch.sources.forked import FramedFile, in_child
 from kvwatch.sources.framing import Batch, Framer, Framing
-from kvwatch.sources.wholefile import container_name, sniff_file, source_name
+from kvwatch.sources.wholefile import sniff_file, source_name
 
 if TYPE_CHECKING:
     from prometheus_client import CollectorRegistry
@@ -38,6 +39,7 @@ if TYPE_CHECKING:
     from kvwatch.report.summary import Summary
 
 MAX_LINE = 1 << 20
+_CONTAINER_LOG = re.compile(r"^([0-9a-f]{64})-json\.log(?:\.\d+)?(?:\.gz)?$")
 _ROTATED = re.compile(r"\.(\d+)(?:\.gz)?$")
 
 #: One file's events, a read at a time (closing it ends the file's child, if it has one); then the
@@ -81,6 +83,20 @@ def plan(paths: Sequence[str], engine: str, source: str | None) -> list[ReplayIn
             chosen = detect_engine(text) or "vllm"
         inputs.append(ReplayInput(path, source or container_name(path) or source_name(path), chosen))
     return inputs
+
+
+def container_name(path: str) -> str | None:
+    """The name of the container whose json-file log this is (`<root>/containers/<id>/<id>-json.log`,
+    rotated or not), from its config.v2.json, as `docker ps` shows it; None for any other file, or
+    when the config cannot be read."""
+    log = Path(path)
+    found = _CONTAINER_LOG.match(log.name)
+    if found is None or log.parent.name != found.group(1):
+        return None
+    from kvwatch.sources.docker import load_container  # (only for such a file: start-up stays lean)
+
+    container = load_container(log.parent)
+    return container.name if container is not None and container.name else None
 
 
 @dataclass

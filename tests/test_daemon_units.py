@@ -116,18 +116,26 @@ def test_journal_lines_carry_a_priority_and_no_time() -> None:
     assert "<4>kvwatch: source a: down" == JournalFormatter("%(name)s: %(message)s").format(record)
 
 
+def check_config(tmp_path: Path, capsys: pytest.CaptureFixture[str], text: str) -> tuple[int, str, str]:
+    """`kvwatch check-config` on a config of `text`: (exit status, stdout, stderr)."""
+    cfg = tmp_path / "kv.toml"
+    cfg.write_text(text)
+    status = main(["check-config", str(cfg)])
+    captured = capsys.readouterr()
+    return status, captured.out, captured.err
+
+
 def test_check_config_prints_the_summary_or_each_problem(
     tmp_path: Path, capsys: pytest.CaptureFixture[str]
 ) -> None:
     """check-config: exit 0 and the summary; exit 1 and each problem, never the URL."""
-    cfg = tmp_path / "kv.toml"
-    cfg.write_text('[[notifier]]\nname = "n"\ntype = "webhook"\nurl = "https://hooks.example/SECRET"\n')
-    assert 0 == main(["check-config", str(cfg)])
-    out = capsys.readouterr().out
+    notifier = '[[notifier]]\nname = "n"\ntype = "webhook"\nurl = "https://hooks.example/SECRET"\n'
+    status, out, _ = check_config(tmp_path, capsys, notifier)
+    assert 0 == status
     assert ("notifiers: 1" in out, "SECRET" in out) == (True, False)
-    cfg.write_text('[[source]]\nname = "a"\ntype = "docker"\n[[notifier]]\nname = "n"\ntype = "webhook"\n')
-    assert 1 == main(["check-config", str(cfg)])
-    err = capsys.readouterr().err
+    bad = '[[source]]\nname = "a"\ntype = "docker"\n[[notifier]]\nname = "n"\ntype = "webhook"\n'
+    status, _, err = check_config(tmp_path, capsys, bad)
+    assert 1 == status
     assert 'source[0].container: required for type "docker"' in err
 
 
@@ -232,13 +240,12 @@ def test_check_config_names_the_setting_a_notifier_url_comes_from(
     """A URL file that cannot be read is `url_file`'s problem; no URL at all says where one may come from."""
     monkeypatch.delenv("CREDENTIALS_DIRECTORY", raising=False)
     missing = tmp_path / "slack-url"
-    cfg = tmp_path / "kv.toml"
-    cfg.write_text(
+    notifiers = (
         f'[[notifier]]\nname = "a"\ntype = "slack"\nurl_file = "{missing}"\n'
         '[[notifier]]\nname = "b"\ntype = "webhook"\n'
     )
-    assert 1 == main(["check-config", str(cfg)])
-    err = capsys.readouterr().err
+    status, _, err = check_config(tmp_path, capsys, notifiers)
+    assert 1 == status
     assert f"  notifier[0].url_file: cannot read {missing}: No such file or directory\n" in err
     assert "  notifier[1].url: give url or url_file, or the file $CREDENTIALS_DIRECTORY/b\n" in err
 
@@ -247,13 +254,11 @@ def test_check_config_counts_the_detectors_that_run(
     tmp_path: Path, capsys: pytest.CaptureFixture[str]
 ) -> None:
     """Detectors not listed in the config run with their defaults: the summary says how many run."""
-    cfg = tmp_path / "kv.toml"
-    cfg.write_text("")
-    assert 0 == main(["check-config", str(cfg)])
-    out = capsys.readouterr().out
+    status, out, _ = check_config(tmp_path, capsys, "")
+    assert 0 == status
     assert "detectors: 7 of 7 enabled (those not listed below run with their defaults)\n" in out
-    cfg.write_text("[detectors.pinned_cache]\nenabled = false\n[detectors.no_signal]\nenabled = true\n")
-    assert 0 == main(["check-config", str(cfg)])
-    out = capsys.readouterr().out
+    listed = "[detectors.pinned_cache]\nenabled = false\n[detectors.no_signal]\nenabled = true\n"
+    status, out, _ = check_config(tmp_path, capsys, listed)
+    assert 0 == status
     assert "detectors: 6 of 7 enabled, disabled: pinned_cache (those not" in out
     assert "  pinned_cache: disabled\n  no_signal: enabled\n" in out

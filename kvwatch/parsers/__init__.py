@@ -7,7 +7,12 @@ from kvwatch.parsers.llamacpp import LlamacppParser, looks_like_llamacpp
 from kvwatch.parsers.usage import UsageMapping, UsageParser, looks_like_usage
 from kvwatch.parsers.vllm import VllmParser, looks_like_vllm
 
-ENGINES = ("vllm", "llamacpp", "usage")
+_PARSERS: dict[str, type[VllmParser | LlamacppParser | UsageParser]] = {
+    "vllm": VllmParser,
+    "llamacpp": LlamacppParser,
+    "usage": UsageParser,
+}
+ENGINES = tuple(_PARSERS)
 
 
 def make_parser(
@@ -26,12 +31,7 @@ def make_parser(
 def markers_of(engine: str) -> tuple[str, ...] | None:
     """The markers of the engine's parser (every line it can make an event of holds one); None for
     `auto` or an unknown engine (every line may matter)."""
-    parsers: dict[str, type[VllmParser | LlamacppParser | UsageParser]] = {
-        "vllm": VllmParser,
-        "llamacpp": LlamacppParser,
-        "usage": UsageParser,
-    }
-    chosen = parsers.get(engine)
+    chosen = _PARSERS.get(engine)
     return None if chosen is None else chosen.markers
 
 

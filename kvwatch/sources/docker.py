@@ -206,8 +206,7 @@ class DockerSource:
         self.bytes_behind = 0
         self.error: str | None = None
         self.restarts = 0
-        self._raw = FileCounters()  # the tails' physical-line counters
-        self._truncated_before = 0  # lines cut by joiners already closed
+        self._raw = FileCounters()  # the tails' and framings' counters (_sync copies them)
         self._index = ContainerIndex(docker_root)
         self._start_at = start_at
         self._cap, self._budget, self._drain = line_cap, read_budget, drain_timeout
@@ -313,17 +312,15 @@ class DockerSource:
     def _close(self, reader: _Reader, out: list[Framed]) -> None:
         """A replaced log read to its end: hand out a line left cut, close the files."""
         out += reader.framing.finish()
-        self._truncated_before += reader.framing.lines.joiner.truncated
         reader.tail.close()
 
     def _sync(self) -> None:
-        """Copy the tails' physical counters (lines are counted as returned); gather the errors."""
+        """Copy the tails' and framings' counters (lines are counted as returned); gather the errors."""
         c, raw = self.counters, self._raw
         c.bytes_read, c.rotations, c.truncations = raw.bytes_read, raw.rotations, raw.truncations
-        c.partial_lines_dropped = raw.partial_lines_dropped
+        c.partial_lines_dropped, c.malformed = raw.partial_lines_dropped, raw.malformed
+        c.truncated_long_lines = raw.truncated_long_lines  # (the tails' cuts and the joiners')
         readers = [r for r in (self._finishing, self._reader) if r is not None]
-        live = sum(r.framing.lines.joiner.truncated for r in readers)
-        c.truncated_long_lines = raw.truncated_long_lines + self._truncated_before + live
         self.bytes_behind = sum(r.tail.bytes_behind for r in readers)
         errors = [self._scan_error] if self._scan_error else []
         errors += [r.tail.error for r in readers if r.tail.error]
@@ -416,13 +413,7 @@ class DockerSource:
             clock=self._clock,
         )
         framing = FileFraming(
-            self.name,
-            self._cap,
-            self.counters,
-            pending=pending,
-            framing="docker-json",
-            markers=self._markers,
-            count_truncated=False,  # (_sync counts the joiners' cuts)
+            self.name, self._cap, self._raw, pending=pending, framing="docker-json", markers=self._markers
         )
         return _Reader(found, tail, framing)
 

@@ -62,7 +62,6 @@ class FileSource:
         self.error: str | None = None
         self.tails: dict[str, FileTail] = {}
         self._framing: dict[str, FileFraming] = {}
-        self._line_cap = line_cap
         self._claims = Claims()
         self._options: dict[str, Any] = {
             "line_cap": line_cap,
@@ -139,7 +138,7 @@ class FileSource:
     ) -> None:
         """Start following `path` (`pending`: the saved entries of a line docker cut)."""
         self._framing[path] = FileFraming(
-            self.name, self._line_cap, self.counters, pending=pending, markers=self._markers
+            self.name, self._options["line_cap"], self.counters, pending=pending, markers=self._markers
         )
         self.tails[path] = FileTail(
             path,

@@ -37,15 +37,12 @@ class FileFraming:
         pending: Iterable[Entry] = (),
         framing: Framing | None = None,
         markers: tuple[str, ...] | None = None,
-        count_truncated: bool = True,
     ) -> None:
         """`framing`: known beforehand (a container's log), else told from the file's head. `markers`:
         the parser's (None: every line may matter); a docker line holding none is counted, not decoded.
-        `count_truncated`: add the lines cut at `line_cap` while joining to `counters` (else the caller
-        reads `lines.joiner.truncated`)."""
+        `counters` get the malformed lines and the lines cut at `line_cap` while joining."""
         self.source = source
         self.counters = counters
-        self._count_truncated = count_truncated
         self._markers = markers
         self._filter: LineFilter | None = None
         self.lines = SavedJoiner(line_cap, pending)
@@ -120,8 +117,7 @@ class FileFraming:
             whole = self.lines.add(entry)
             if whole is not None:
                 out.append(LogLine(self.source, *whole))
-        if self._count_truncated:
-            self.counters.truncated_long_lines += joiner.truncated - cut
+        self.counters.truncated_long_lines += joiner.truncated - cut
         return [*out, skipped] if skipped else out
 
     def finish(self) -> list[Framed]:

@@ -8,7 +8,6 @@ from __future__ import annotations
 
 import gzip
 import io
-import json
 import os
 import re
 import shutil
@@ -34,27 +33,6 @@ def source_name(path: str) -> str:
         if stripped == name or not stripped:
             return name
         name = stripped
-
-
-_CONTAINER_LOG = re.compile(r"^([0-9a-f]{64})-json\.log(?:\.\d+)?(?:\.gz)?$")
-
-
-def container_name(path: str) -> str | None:
-    """The name of the container whose json-file log this is (`<root>/containers/<id>/<id>-json.log`,
-    rotated or not), from its config.v2.json, as `docker ps` shows it; None for any other file, or
-    when the config cannot be read."""
-    log = Path(path)
-    found = _CONTAINER_LOG.match(log.name)
-    if found is None or log.parent.name != found.group(1):
-        return None
-    try:
-        config = json.loads((log.parent / "config.v2.json").read_bytes())
-    except (OSError, ValueError):
-        return None
-    name = config.get("Name") if isinstance(config, dict) else None
-    if not isinstance(name, str) or not name.strip("/"):
-        return None
-    return name.lstrip("/")
 
 
 def spooled(paths: Sequence[str], directory: str) -> list[str]:
