@@ -36,7 +36,7 @@ def problems(tmp_path: Path, text: str) -> list[str]:
 
 def test_example_config_loads() -> None:
     """The shipped, commented example is a valid config that uses every source type but stdin."""
-    config = load_config(ROOT / "kvwatch.example.toml")
+    config = load_config(ROOT / "kvwatch" / "assets" / "kvwatch.example.toml")
     assert ServerConfig("127.0.0.1", 7433, None) == config.server
     assert ["docker", "file", "journald"] == [s.type for s in config.sources]
     assert ["write_only_offload", "pinned_cache"] == list(config.detectors)

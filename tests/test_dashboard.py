@@ -1,4 +1,4 @@
-"""grafana/kvwatch.json: importable, and every panel's query returns data from a real Prometheus.
+"""kvwatch/assets/kvwatch.json: importable, and every panel's query returns data from a real Prometheus.
 
 The end-to-end test runs the real daemon (`python -m kvwatch run`) on copies of the bundled samples
 and a real Prometheus scraping it every second. The samples are appended in CHUNKS steps, each one
@@ -36,7 +36,7 @@ from prometheus_helpers import (
 )
 
 ROOT = Path(__file__).resolve().parents[1]
-DASHBOARD = ROOT / "grafana" / "kvwatch.json"
+DASHBOARD = ROOT / "kvwatch" / "assets" / "kvwatch.json"
 SAMPLES = ROOT / "samples"
 CHUNKS = 4
 TITLES = [

@@ -1,4 +1,4 @@
-"""grafana/kvwatch-rules.yml: promtool accepts the rules, and their unit tests (fires and silent) pass."""
+"""kvwatch/assets/kvwatch-rules.yml: promtool accepts the rules, and their unit tests (fires and silent) pass."""
 
 from __future__ import annotations
 
@@ -7,7 +7,7 @@ import shutil
 import subprocess
 from pathlib import Path
 
-GRAFANA = Path(__file__).resolve().parents[1] / "grafana"
+GRAFANA = Path(__file__).resolve().parents[1] / "kvwatch" / "assets"
 RULES = GRAFANA / "kvwatch-rules.yml"
 RULE_TESTS = GRAFANA / "kvwatch-rules.test.yml"
 

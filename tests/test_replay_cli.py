@@ -32,12 +32,8 @@ LINES = [
 
 
 def contract_dir() -> Path:
-    """Where shared/contract lives (beside the checkout, as CI lays it)."""
-    for base in Path(__file__).resolve().parents:
-        candidate = base / "shared" / "contract"
-        if candidate.is_dir():
-            return candidate
-    raise AssertionError("shared/contract not found beside the checkout")
+    """The contracts others rely on, kept in the repository: docs/contract."""
+    return Path(__file__).resolve().parents[1] / "docs" / "contract"
 
 
 @pytest.fixture

@@ -1,4 +1,4 @@
-"""systemd/kvwatch.service: hardened (exposure <= 2.0), clean under `systemd-analyze verify`, consistent.
+"""kvwatch/assets/kvwatch.service: hardened (exposure <= 2.0), clean under `systemd-analyze verify`, consistent.
 
 `systemd-analyze` comes from Debian's `systemd` package; without it these tests fail, never skip.
 `verify` checks that ExecStart= and ExecReload= exist, so it runs with `--root` on a temporary root
@@ -16,7 +16,7 @@ from pathlib import Path
 from kvwatch.config import load_config
 
 ROOT = Path(__file__).resolve().parents[1]
-UNIT = ROOT / "systemd" / "kvwatch.service"
+UNIT = ROOT / "kvwatch" / "assets" / "kvwatch.service"
 SYSTEM_UNITS = Path("/usr/lib/systemd/system")
 
 
