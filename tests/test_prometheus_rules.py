@@ -1,4 +1,4 @@
-"""kvwatch/assets/kvwatch-rules.yml: promtool accepts the rules, and their unit tests (fires and silent) pass."""
+"""kvwatch/assets/kvwatch-rules.yml: promtool accepts the rules, and their unit tests (fires, silent) pass."""
 
 from __future__ import annotations
 

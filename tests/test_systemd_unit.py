@@ -1,4 +1,4 @@
-"""kvwatch/assets/kvwatch.service: hardened (exposure <= 2.0), clean under `systemd-analyze verify`, consistent.
+"""kvwatch/assets/kvwatch.service: hardened (exposure <= 2.0), clean under `systemd-analyze verify`.
 
 `systemd-analyze` comes from Debian's `systemd` package; without it these tests fail, never skip.
 `verify` checks that ExecStart= and ExecReload= exist, so it runs with `--root` on a temporary root

@@ -1,1 +1,1 @@
-"""Files kvwatch ships for its users: the Grafana dashboard, Prometheus rules, systemd unit, example config."""
+"""Files kvwatch ships for its users: Grafana dashboard, Prometheus rules, systemd unit, example config."""
