@@ -81,7 +81,11 @@ def detector_settings(config: Config, problems: list[str]) -> DetectorSettings:
                 values[key] = float(value) if isinstance(defaults[key], float) else value
             else:
                 problems.append(f"detectors.{name}.{key}: must be {_kind(defaults[key])}")
-        settings = dataclasses.replace(settings, **{attr: dataclasses.replace(current, **values)})
+        chosen = dataclasses.replace(current, **values)
+        check = getattr(chosen, "problems", None)  # (a detector whose settings constrain each other)
+        if check is not None and len(values) > 1:
+            problems += [f"detectors.{name}.{problem}" for problem in check()]
+        settings = dataclasses.replace(settings, **{attr: chosen})
     return settings
 
 

@@ -40,6 +40,8 @@ class RequestPoint:
     full_reprocess: bool = False
     selection: str = ""
     derived: bool = False
+    slot: int | None = None
+    conversation: str = ""  # the conversation the engine shows it continues ("": not known)
 
 
 @dataclass
@@ -62,7 +64,10 @@ class SourceWindow:
     last_event: float | None = None
     last_stats: VllmStats | None = None
     started: float | None = None
-    derived_requests: int = 0
+    derived_requests: int = 0  # llama.cpp records derived from timings, of requests seen whole
+    exact_requests: int = 0  # ... and read from the reuse lines (both since the server's last start)
+    joined_requests: int = 0  # derived records of requests whose start was not seen (read mid-request)
+    conversations: dict[int, int] = field(default_factory=dict)  # slot -> its conversation number
 
 
 class Windows:
@@ -135,7 +140,22 @@ class Windows:
         return engine
 
     def _llama(self, window: SourceWindow, event: LlamaRequest) -> None:
-        window.derived_requests += event.derived
+        # A request whose slot pick was not seen began before the first line read (a daemon started at
+        # the end of a -lv 4 log): its reuse lines were missed, which says nothing of the verbosity.
+        if not event.derived:
+            window.exact_requests += 1
+        elif event.selection == "unknown":
+            window.joined_requests += 1
+        else:
+            window.derived_requests += 1
+        # The slot's next request continues its conversation when llama.cpp placed it there by
+        # similarity to what the slot holds; any other pick (LRU, by id, a prompt restored from the host
+        # cache) may bring another conversation, so it starts a new one.
+        slot = event.slot
+        number = window.conversations.get(slot, 0)
+        if event.selection != "lcp" or event.prompt_cache_rescue:
+            number += 1
+            window.conversations[slot] = number
         if event.prompt_tokens is None or event.reused_tokens is None:
             return
         point = RequestPoint(
@@ -145,6 +165,8 @@ class Windows:
             full_reprocess=event.full_reprocess,
             selection=event.selection,
             derived=event.derived,
+            slot=slot,
+            conversation=f"slot {slot} #{number}",
         )
         self._add_request((("source", event.source),), point)
 
@@ -178,6 +200,8 @@ class Windows:
         window.engines.clear()
         window.last_stats = None
         window.started = event.time
+        window.derived_requests = window.exact_requests = window.joined_requests = 0
+        window.conversations.clear()
         if event.engine_kind == "vllm":
             for key in ("stats_disabled", "api_server_count", "offload_excluded_groups"):
                 window.facts.pop(key, None)

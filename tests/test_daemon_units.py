@@ -98,6 +98,36 @@ def test_detector_settings_come_from_the_config_with_exact_errors(tmp_path: Path
     ] == ["detectors.nope: unknown detector", *err.value.problems[1:]]
 
 
+def test_detector_thresholds_are_checked_with_the_field_and_reason(tmp_path: Path) -> None:
+    """The waste and conversation rules' keys have defaults, take values, and refuse unusable ones."""
+    defaults = prepare(parse_config({}, tmp_path)).detectors
+    assert (4096, 3, 3, 2) == (
+        defaults.prefix_reuse_broken.large_prompt,
+        defaults.prefix_reuse_broken.waste_requests,
+        defaults.pinned_cache_length.conversation_requests,
+        defaults.pinned_cache_length.same_within,
+    )
+    good = {"prefix_reuse": {"large_prompt": 8192}, "pinned_cache_length": {"conversation_requests": 4}}
+    chosen = prepare(parse_config({"detectors": good}, tmp_path)).detectors
+    assert (8192, 4) == (
+        chosen.prefix_reuse_broken.large_prompt,
+        chosen.pinned_cache_length.conversation_requests,
+    )
+    bad = {
+        "prefix_reuse": {"large_prompt": 0, "waste_requests": 7},
+        "pinned_cache": {"conversation_requests": 1, "same_within": -1, "block_size": 2.5},
+    }
+    with pytest.raises(ConfigError) as err:
+        prepare(parse_config({"detectors": bad}, tmp_path))
+    assert [
+        "detectors.prefix_reuse.large_prompt: must be at least 1 (got 0)",
+        "detectors.prefix_reuse.waste_requests: must be at most requests (6), got 7",
+        "detectors.pinned_cache.block_size: must be an integer",
+        "detectors.pinned_cache.conversation_requests: must be at least 2 (got 1)",
+        "detectors.pinned_cache.same_within: must be at least 0 (got -1)",
+    ] == err.value.problems
+
+
 def test_rate_limit_holds_back_a_flood_and_says_how_many() -> None:
     """Over the burst a template is dropped; the first one after the period counts the suppressed."""
     clock = [0.0]

@@ -3,9 +3,11 @@
 from __future__ import annotations
 
 import random
+from pathlib import Path
 
 import pytest
 
+from kvwatch.cli import main
 from kvwatch.detectors import hit_rate_low, no_signal, pinned_cache, prefix_reuse, write_only_offload
 from kvwatch.model import (
     EngineFact,
@@ -236,3 +238,237 @@ def test_pinned_cache_precheck_never_hides_a_pinned_group() -> None:
             assert not pinned, (points, cfg)
         checked += pinned
     assert skipped > 1000 and checked > 100
+
+
+SAMPLES = Path(__file__).resolve().parents[1] / "samples"
+
+
+def replayed(tmp_path: Path, sample: str, first_line: int) -> str:
+    """The golden-format replay of a sample log read from line `first_line` (1-based) on."""
+    lines = (SAMPLES / sample).read_text().splitlines(keepends=True)
+    cut = tmp_path / sample
+    cut.write_text("".join(lines[first_line - 1 :]))
+    assert 0 == main(["replay", "--format", "golden", "--year", "2026", str(cut)])
+    return cut.name
+
+
+@pytest.mark.parametrize(
+    ("sample", "first_line", "fires"),
+    [
+        # a -lv 4 log read from the middle of task 0's prompt evaluation (its pick and reuse lines unseen):
+        # one record derived from timings, then complete ones; -lv 4 it is
+        ("llamacpp-healthy-two-slots.log", 188, False),
+        # the same log read from its start, with the pick: nothing derived at all
+        ("llamacpp-healthy-two-slots.log", 1, False),
+        # default verbosity read from the middle of a request: the requests seen whole still tell
+        ("llamacpp-default-verbosity.log", 13, True),
+    ],
+)
+def test_no_signal_weighs_what_it_saw(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str], sample: str, first_line: int, fires: bool
+) -> None:
+    """Default verbosity is judged on the requests seen whole, and one complete record settles it."""
+    replayed(tmp_path, sample, first_line)
+    out = capsys.readouterr().out
+    assert fires == ("firing no_signal" in out), out
+    assert "kvwatch_llamacpp_requests_total" in out  # the records themselves were read
+
+
+def test_no_signal_counts_a_request_joined_midway_apart() -> None:
+    """A derived record with no pick seen is a joined request; exact ones outweigh derived ones."""
+    cfg = no_signal.Settings()
+    joined = LlamaRequest("l", T0, 1, 0, 570, 0, 570, "unknown", derived=True)
+    exact = LlamaRequest("l", T0 + 2, 0, 13, 566, 0, 566, "lru")
+    whole = LlamaRequest("l", T0 + 4, 1, 26, 657, 581, 76, "lcp", 0.884, 1.0, derived=True)
+    assert [] == no_signal.detect(windows_of([joined]), T0, cfg)
+    assert [] == no_signal.detect(windows_of([joined, exact]), T0 + 2, cfg)
+    (finding,) = no_signal.detect(windows_of([joined, whole]), T0 + 4, cfg)
+    assert {"derived_requests": 1, "exact_requests": 0, "joined_requests": 1} == finding.evidence
+    assert [] == no_signal.detect(windows_of([joined, whole, exact]), T0 + 4, cfg)
+    # a restart (say, from default verbosity to -lv 4) forgets what the old process printed
+    restarted = [whole, ServerRestart("l", T0 + 5, "llamacpp"), exact]
+    assert [] == no_signal.detect(windows_of(restarted), T0 + 6, cfg)
+    assert ["info"] == [
+        f.severity
+        for f in no_signal.detect(
+            windows_of([exact, ServerRestart("l", T0 + 5, "llamacpp"), whole]), T0 + 6, cfg
+        )
+    ]
+
+
+def turn(
+    i: int, prompt: int, reused: int, pick: str = "lcp", slot: int = 0, *, reprocess: bool = False
+) -> LlamaRequest:
+    """One turn of an agent session on llama-server, 20 s apart, with the pick that placed it."""
+    sim, keep = (round(reused / prompt, 3), 1.0) if pick == "lcp" else (None, None)
+    seconds = round((prompt - reused) / 440.0, 3)  # incident 4's pace: 24k tokens in 55 s
+    return LlamaRequest(
+        "l", T0 + 20 * i, slot, 100 + 13 * i, prompt, reused, prompt - reused, pick,  # type: ignore[arg-type]
+        sim_best=sim, f_keep=keep, full_reprocess=reprocess, prompt_eval_seconds=seconds,
+    )  # fmt: skip
+
+
+def healthy(start: int, prompts: list[int], slot: int = 0) -> list[Event]:
+    """Turns that reuse the whole previous prompt (and its reply), as a working cache does."""
+    return [
+        turn(start + k, p, prompts[k - 1] + 25 if k else p - 40, slot=slot) for k, p in enumerate(prompts)
+    ]
+
+
+#: Incident 4: ~24.5k-token prompts, 30-50 new tokens a turn, 21 tokens reused, the slot picked by LRU.
+SEED = [24479 + 37 * k for k in range(6)]
+
+
+def seed_turns(count: int, start: int = 0, slot: int = 0) -> list[Event]:
+    """The seeds' shape: every turn re-processes the whole prompt but the 21 tokens before the header."""
+    return [turn(start + k, SEED[k], 21, "lru", slot) for k in range(count)]
+
+
+@pytest.mark.parametrize(
+    ("case", "events", "expected"),
+    [
+        ("seeds, two turns", seed_turns(2), []),
+        ("seeds, three turns", seed_turns(3), ["prefix_reuse_broken"]),
+        ("seeds, five turns", seed_turns(5), ["prefix_reuse_broken"]),
+        # SWA model: `forcing full prompt re-processing`, nothing reused, three times
+        (
+            "swa, three turns",
+            [turn(k, 24000 + 40 * k, 0, "lru", reprocess=True) for k in range(3)],
+            ["prefix_reuse_broken"],
+        ),
+        # a session reusing its previous turn, then /compact: one cold large prompt, then healthy again
+        (
+            "isolated compaction",
+            [*healthy(0, [30000, 30400, 30900]), turn(3, 9800, 0, "lru"), *healthy(4, [10300, 10800])],
+            [],
+        ),
+        # an MCP server adds tools: the tool list leads the prompt, so one turn reuses almost nothing
+        (
+            "tool-list change",
+            [*healthy(0, [20000, 20300]), turn(2, 21900, 45), *healthy(3, [22200, 22600, 23000])],
+            [],
+        ),
+        # both in one window: two full re-processings stay below three
+        (
+            "compaction and tool change",
+            [
+                *healthy(0, [30000]),
+                turn(1, 9800, 0, "lru"),
+                *healthy(2, [10300]),
+                turn(3, 12100, 45),
+                *healthy(4, [12500, 12900]),
+            ],
+            [],
+        ),
+        # two users on two slots: two broken turns on slot 0 and one on slot 1 are no slot's third
+        ("spread over slots", [*seed_turns(2), *seed_turns(1, start=2, slot=1)], []),
+        # small prompts re-processed in full waste little
+        ("small prompts", [turn(k, 3000 + 40 * k, 21, "lru") for k in range(3)], []),
+    ],
+)
+def test_prefix_reuse_broken_by_waste(case: str, events: list[Event], expected: list[str]) -> None:
+    """The third full re-processing of a large prompt on one slot fires; one or two after a change do not."""
+    assert expected == fires(prefix_reuse.detect, events, prefix_reuse.Settings())
+
+
+def test_prefix_reuse_broken_by_waste_says_so() -> None:
+    """The evidence names the rule, the slot and the numbers; `large_prompt` sets what is large."""
+    (finding,) = prefix_reuse.detect(windows_of(seed_turns(3)), T0 + 40, prefix_reuse.Settings())
+    assert {
+        "rule": "waste",
+        "slot": 0,
+        "requests": 3,
+        "large_prompt": 4096,
+        "wasted_requests": 3,
+        "reused_tokens": [21, 21, 21],
+        "prompt_tokens": SEED[:3],
+        "reprocessed_tokens": sum(SEED[:3]) - 63,
+        "reuse_ratio": round(63 / sum(SEED[:3]), 4),
+        "full_reprocess": 0,
+        "lru_selections": 3,
+        "derived_from_timings": False,
+    } == finding.evidence
+    assert finding.summary.startswith("3 of the last 3 prompts on slot 0 were large and re-processed in full")
+    assert [] == fires(prefix_reuse.detect, seed_turns(3), prefix_reuse.Settings(large_prompt=30000))
+    (six,) = prefix_reuse.detect(windows_of(seed_turns(6)), T0 + 100, prefix_reuse.Settings())
+    assert "share" == six.evidence["rule"]  # six poor prompts of six: the first rule, as before
+
+
+#: An agent session pinned at 943 tokens (the prompt changes right after them) with prompts of 1.1k-1.6k.
+PINNED = [1102, 1240, 1385, 1511, 1598]
+
+
+def pinned_session(turns: int, cached: list[int] | None = None) -> list[Event]:
+    """A cold first turn, then turns placed on slot 0 by similarity that reuse 943 tokens each."""
+    reused = cached or [943] * (turns - 1)
+    return [turn(0, 1060, 0, "lru"), *(turn(k + 1, PINNED[k], reused[k]) for k in range(turns - 1))]
+
+
+@pytest.mark.parametrize(
+    ("case", "events", "expected"),
+    [
+        ("pinned, two turns at 943", pinned_session(3), []),
+        ("pinned, three turns at 943", pinned_session(4), ["pinned_cache_length"]),
+        ("pinned, four turns at 943", pinned_session(5), ["pinned_cache_length"]),
+        ("within 2 tokens", pinned_session(4, [943, 945, 944]), ["pinned_cache_length"]),
+        ("3 tokens apart", pinned_session(4, [943, 946, 944]), []),
+        # a healthy session reuses its previous turn: the cached length grows with the prompt
+        ("healthy session", healthy(0, [1102, 1240, 1385, 1511, 1598]), []),
+        # the prompt does not grow: the same request retried is no conversation moving on
+        ("retried", [turn(0, 1060, 0, "lru"), *(turn(k, 1240, 943) for k in range(1, 4))], []),
+        # an LRU pick is no evidence of one conversation: each may be another user's first turn
+        ("lru picks", [turn(0, 1060, 0, "lru"), *(turn(k + 1, PINNED[k], 943, "lru") for k in range(4))], []),
+        # many users behind one 943-token system prompt on two slots: each newcomer reuses the system
+        # prompt, each user's next turns their own history
+        (
+            "shared system prompt across users",
+            [
+                *healthy(0, [1102, 1240]),
+                turn(2, 1188, 943, slot=1),
+                turn(3, 1450, 1213, slot=1),
+                turn(4, 1050, 943),
+                turn(5, 1300, 1075),
+                turn(6, 1120, 943, slot=1),
+                turn(7, 1390, 1145, slot=1),
+                turn(8, 1260, 943),
+                turn(9, 1500, 1285),
+            ],
+            [],
+        ),
+    ],
+)
+def test_pinned_cache_length_in_one_conversation(case: str, events: list[Event], expected: list[str]) -> None:
+    """Three turns of one conversation on the same length while the prompt grows fire, whatever C / prompt."""
+    assert expected == fires(pinned_cache.detect, events, pinned_cache.Settings())
+
+
+def test_pinned_cache_length_in_one_conversation_says_so() -> None:
+    """The evidence names the rule and the conversation and shows the lengths; the metric shows C."""
+    from kvwatch.metrics.derived import PinnedCollector
+
+    windows = windows_of(pinned_session(4))
+    (finding,) = pinned_cache.detect(windows, T0 + 60, pinned_cache.Settings())
+    assert {
+        "rule": "conversation",
+        "conversation": "slot 0 #1",
+        "cached_tokens": 943,
+        "blocks": "943 (not a multiple of 16)",
+        "requests": 3,
+        "cached_lengths": [943, 943, 943],
+        "prompt_tokens": PINNED[:3],
+        "same_within_tokens": 2,
+        "mean_prompt_tokens": round(sum(PINNED[:3]) / 3, 1),
+        "measured_hit_rate": round(3 * 943 / sum(PINNED[:3]), 4),
+    } == finding.evidence
+    assert "3 consecutive requests of one conversation (slot 0 #1) reused 943 tokens each" in finding.summary
+    (tokens, _) = PinnedCollector(windows, pinned_cache.Settings).collect()
+    assert [943.0] == [s.value for s in tokens.samples]
+    # with a known block size, lengths within one block are one length
+    blocky = pinned_session(4, [936, 943, 950])
+    assert [] == fires(pinned_cache.detect, blocky, pinned_cache.Settings())
+    assert ["pinned_cache_length"] == fires(pinned_cache.detect, blocky, pinned_cache.Settings(block_size=16))
+
+
+def test_pinned_cache_length_without_a_known_conversation_keeps_the_share_rule() -> None:
+    """Gateway records carry no conversation: three pinned growing requests are not enough there."""
+    assert [] == fires(pinned_cache.detect, usage_day([943] * 4, PINNED[:4]), pinned_cache.Settings())

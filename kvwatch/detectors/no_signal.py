@@ -2,7 +2,10 @@
 
 - a vLLM source whose stats logging is off (`--disable-log-stats`, or more than one API server: the
   default for data-parallel vLLM >= 0.15 logs `disabling stats logging`);
-- a llama.cpp source at default verbosity (reuse derived from timing lines, less exact; severity info);
+- a llama.cpp source at default verbosity (reuse derived from timing lines, less exact; severity info):
+  judged on what was seen since the server's last start. Requests seen whole with no reuse lines say
+  so; one complete record from the reuse lines says the opposite (-lv 4), and a request already under
+  way when reading began (no slot pick seen, e.g. `start_at = "end"`) says nothing either way;
 - a vLLM source silent for longer than `silence` seconds while its last stats line showed traffic (its
   normal idle silence follows a `0.0 tokens/s` line and is not judged).
 """
@@ -61,7 +64,11 @@ def _verbosity(source: str, win: SourceWindow) -> Finding:
         summary="llama-server runs at default verbosity: reused tokens are derived from timings, less exact",
         cause="llama.cpp >= b9305 logs `new prompt` and `memory_seq_rm` only at -lv 4.",
         fix=FIX_VERBOSITY,
-        evidence={"derived_requests": win.derived_requests},
+        evidence={
+            "derived_requests": win.derived_requests,
+            "exact_requests": win.exact_requests,
+            "joined_requests": win.joined_requests,
+        },
     )
 
 
@@ -92,7 +99,7 @@ def detect(windows: Windows, now: float, cfg: Settings) -> list[Finding]:
         finding: Finding | None = None
         if win.kind == "vllm":
             finding = _stats_off(source, win) or _silent(source, win, now, cfg)
-        elif win.kind == "llamacpp" and win.derived_requests:
+        elif win.kind == "llamacpp" and win.derived_requests and not win.exact_requests:
             finding = _verbosity(source, win)
         if finding is not None:
             findings.append(finding)

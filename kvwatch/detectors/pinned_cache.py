@@ -10,10 +10,17 @@ average at least `min_growth` x C, and they grow: either their rank correlation 
 sessions, each far beyond the shared C). Unrelated prompts that only share a system prompt are about
 as long as it and do not grow. Known limit: unrelated prompts several times longer than a shared
 system prompt (retrieval, say) look the same; raise `far_growth` or disable the detector there.
+
+Where requests are known to be one conversation (llama.cpp: the same slot picked by similarity turn
+after turn), a second rule (evidence `rule` "conversation", the first "share") fires earlier and
+whatever C is against the prompt: its last `conversation_requests` requests reused the same length
+(within one block when the block size is known, else within `same_within` tokens) while the prompt
+grew each time. A healthy conversation reuses its previous turn, so its cached length grows too.
 """
 
 from __future__ import annotations
 
+import dataclasses
 from collections import Counter
 from collections.abc import Sequence
 from dataclasses import dataclass
@@ -52,6 +59,19 @@ class Settings:
     min_trend: float = 0.3
     far_growth: float = 4.0
     block_size: int = 0  # 0: unknown, say the largest power-of-two block that divides C
+    conversation_requests: int = 3
+    same_within: int = 2
+
+    def problems(self) -> list[str]:
+        """What makes these settings unusable, as `key: reason`."""
+        found = []
+        if self.conversation_requests < 2:
+            found.append(f"conversation_requests: must be at least 2 (got {self.conversation_requests})")
+        if self.same_within < 0:
+            found.append(f"same_within: must be at least 0 (got {self.same_within})")
+        if self.block_size < 0:
+            found.append(f"block_size: must be at least 0 (got {self.block_size})")
+        return found
 
 
 @dataclass(frozen=True)
@@ -123,6 +143,7 @@ def _finding(labels: Labels, points: Sequence[RequestPoint], a: Assessment, cfg:
     mean_all = prompt_sum / len(recent)
     measured = sum(p.cached for p in recent) / prompt_sum if prompt_sum else 0.0
     evidence = {
+        "rule": "share",
         "cached_tokens": a.cached,
         "blocks": blocks(a.cached, cfg.block_size),
         "pinned_share": a.share,
@@ -147,6 +168,87 @@ def _finding(labels: Labels, points: Sequence[RequestPoint], a: Assessment, cfg:
     )
 
 
+@dataclass(frozen=True)
+class Run:
+    """The newest requests of one conversation that reused the same length while its prompt grew."""
+
+    conversation: str
+    points: tuple[RequestPoint, ...]
+    tolerance: int
+
+    @property
+    def cached(self) -> int:
+        """The pinned length: the newest request's cached tokens."""
+        return self.points[-1].cached
+
+
+def _tail(points: Sequence[RequestPoint], cfg: Settings) -> tuple[RequestPoint, ...]:
+    """A conversation's newest requests (newest last) with one cached length and growing prompts."""
+    newest = points[-1]
+    if newest.cached <= 0 or newest.cached >= newest.prompt:
+        return ()
+    low = high = newest.cached
+    run = [newest]
+    for point in reversed(points[:-1]):
+        low, high = min(low, point.cached), max(high, point.cached)
+        if point.prompt >= run[-1].prompt or not _same(low, high, cfg):
+            break
+        run.append(point)
+    return tuple(run[::-1])
+
+
+def _same(low: int, high: int, cfg: Settings) -> bool:
+    """Whether cached lengths from `low` to `high` are one length: within a block, else `same_within`."""
+    return high - low < cfg.block_size if cfg.block_size else high - low <= cfg.same_within
+
+
+def conversation_run(points: Sequence[RequestPoint], cfg: Settings) -> Run | None:
+    """The longest pinned run ending a conversation among the group's recent requests, if one is long
+    enough (only requests that carry a conversation are judged)."""
+    conversations: dict[str, list[RequestPoint]] = {}
+    for point in list(points)[-cfg.max_requests :]:
+        if point.conversation:
+            conversations.setdefault(point.conversation, []).append(point)
+    best: Run | None = None
+    for name, turns in conversations.items():
+        run = _tail(turns, cfg)
+        if len(run) >= cfg.conversation_requests and (best is None or len(run) > len(best.points)):
+            best = Run(name, run, cfg.block_size - 1 if cfg.block_size else cfg.same_within)
+    return best
+
+
+def _conversation_finding(labels: Labels, run: Run, cfg: Settings) -> Finding:
+    prompts = [p.prompt for p in run.points]
+    cached = [p.cached for p in run.points]
+    measured = sum(cached) / sum(prompts)
+    mean = sum(prompts) / len(prompts)
+    evidence = {
+        "rule": "conversation",
+        "conversation": run.conversation,
+        "cached_tokens": run.cached,
+        "blocks": blocks(run.cached, cfg.block_size),
+        "requests": len(run.points),
+        "cached_lengths": cached,
+        "prompt_tokens": prompts,
+        "same_within_tokens": run.tolerance,
+        "mean_prompt_tokens": round(mean, 1),
+        "measured_hit_rate": round(measured, 4),
+    }
+    return Finding(
+        alert="pinned_cache_length",
+        labels=labels,
+        severity="warning",
+        summary=(
+            f"{len(run.points)} consecutive requests of one conversation ({run.conversation}) reused "
+            f"{run.cached} tokens each while the prompt grew from {prompts[0]} to {prompts[-1]} "
+            f"(hit rate {measured:.1%})"
+        ),
+        cause=CAUSE.format(c=run.cached),
+        fix=FIX,
+        evidence=evidence,
+    )
+
+
 def _may_be_pinned(points: Sequence[RequestPoint], cfg: Settings) -> bool:
     """False when assess() cannot find the group pinned: too few requests, or its most common
     non-zero cached length covers too few of them (most groups, most ticks: a cheaper count)."""
@@ -159,18 +261,25 @@ def _may_be_pinned(points: Sequence[RequestPoint], cfg: Settings) -> bool:
     return bool(counts) and counts.most_common(1)[0][1] / len(recent) >= cfg.min_share
 
 
+def group_settings(windows: Windows, labels: Labels, cfg: Settings) -> Settings:
+    """The settings for one request group: the block size its source printed unless one is set."""
+    block = cfg.block_size or int(windows.source(dict(labels)["source"]).facts.get("block_size", 0))
+    return dataclasses.replace(cfg, block_size=block) if block != cfg.block_size else cfg
+
+
 def detect(windows: Windows, now: float, cfg: Settings) -> list[Finding]:
     """A finding for every request group whose cached length is pinned right now."""
     if not cfg.enabled:
         return []
     findings = []
     for labels, points in sorted(windows.requests.items()):
-        if not _may_be_pinned(points, cfg):
-            continue
-        verdict = assess(points, cfg)
-        if verdict.pinned:
-            block = cfg.block_size or int(windows.source(dict(labels)["source"]).facts.get("block_size", 0))
-            findings.append(
-                _finding(labels, points, verdict, Settings(**{**cfg.__dict__, "block_size": block}))
-            )
+        group_cfg = group_settings(windows, labels, cfg)
+        if _may_be_pinned(points, cfg):
+            verdict = assess(points, cfg)
+            if verdict.pinned:
+                findings.append(_finding(labels, points, verdict, group_cfg))
+                continue
+        run = conversation_run(points, group_cfg)
+        if run is not None:
+            findings.append(_conversation_finding(labels, run, group_cfg))
     return findings

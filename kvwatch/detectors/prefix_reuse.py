@@ -1,5 +1,11 @@
 """`prefix_reuse_broken` (llama.cpp): consecutive sizeable prompts reuse almost nothing (incident 4).
 
+Two rules, evidence `rule`: "share" when at least `min_share` of the last `requests` prompts of at least
+`min_prompt` tokens reused at most `max_reuse` of themselves; "waste" when, on one slot, `waste_requests`
+of its last `requests` such prompts were large (at least `large_prompt` tokens) and fully re-processed
+(at most `max_reuse` reused): the third 24k-token re-processing fires, while one after a compaction or a
+tool-list change (the prefix changes once, then is reused again) does not.
+
 It judges effective reuse (n_past, the tokens actually kept), never a low or missing sim_best: the host
 prompt cache can rescue a low-similarity pick, and a broken prefix usually shows as an LRU pick with no
 similarity line at all. `cache reuse is not supported - ignoring n_cache_reuse` is the unrelated
@@ -42,6 +48,21 @@ class Settings:
     min_prompt: int = 256
     max_reuse: float = 0.1
     min_share: float = 0.8
+    large_prompt: int = 4096
+    waste_requests: int = 3
+
+    def problems(self) -> list[str]:
+        """What makes these settings unusable, as `key: reason`."""
+        found = []
+        if self.large_prompt < 1:
+            found.append(f"large_prompt: must be at least 1 (got {self.large_prompt})")
+        if self.waste_requests < 1:
+            found.append(f"waste_requests: must be at least 1 (got {self.waste_requests})")
+        elif self.waste_requests > self.requests:
+            found.append(
+                f"waste_requests: must be at most requests ({self.requests}), got {self.waste_requests}"
+            )
+        return found
 
 
 def _last_sizeable(points: Sequence[RequestPoint], cfg: Settings) -> list[RequestPoint]:
@@ -58,17 +79,22 @@ def _last_sizeable(points: Sequence[RequestPoint], cfg: Settings) -> list[Reques
     return found[::-1]
 
 
+def _poor(point: RequestPoint, cfg: Settings) -> bool:
+    return point.full_reprocess or point.cached <= cfg.max_reuse * point.prompt
+
+
 def _judge(source: str, points: Sequence[RequestPoint], cfg: Settings) -> Finding | None:
     sizeable = _last_sizeable(points, cfg)
     if len(sizeable) < cfg.requests:
         return None
-    poor = [p for p in sizeable if p.full_reprocess or p.cached <= cfg.max_reuse * p.prompt]
+    poor = [p for p in sizeable if _poor(p, cfg)]
     if len(poor) < cfg.min_share * len(sizeable):
         return None
     reprocessed = sum(p.full_reprocess for p in sizeable)
     prompt = sum(p.prompt for p in sizeable)
     reused = sum(p.cached for p in sizeable)
     evidence = {
+        "rule": "share",
         "requests": len(sizeable),
         "poor_reuse_requests": len(poor),
         "reused_tokens": [p.cached for p in sizeable],
@@ -92,6 +118,61 @@ def _judge(source: str, points: Sequence[RequestPoint], cfg: Settings) -> Findin
     )
 
 
+def _per_slot(points: Sequence[RequestPoint], cfg: Settings) -> dict[int | None, list[RequestPoint]]:
+    """Each slot's last `requests` points of at least `min_prompt` tokens, oldest first."""
+    slots: dict[int | None, list[RequestPoint]] = {}
+    for point in reversed(points):
+        if point.prompt >= cfg.min_prompt:
+            found = slots.setdefault(point.slot, [])
+            if len(found) < cfg.requests:
+                found.append(point)
+    return {slot: found[::-1] for slot, found in slots.items()}
+
+
+def _waste(source: str, points: Sequence[RequestPoint], cfg: Settings) -> Finding | None:
+    """The slot with the most full re-processings of large prompts, when it has `waste_requests`."""
+    worst: tuple[int | None, list[RequestPoint], list[RequestPoint]] | None = None
+    for slot, recent in sorted(
+        _per_slot(points, cfg).items(), key=lambda item: (item[0] is None, item[0] or 0)
+    ):
+        wasted = [p for p in recent if p.prompt >= cfg.large_prompt and _poor(p, cfg)]
+        if len(wasted) >= cfg.waste_requests and (worst is None or len(wasted) > len(worst[2])):
+            worst = slot, recent, wasted
+    if worst is None:
+        return None
+    slot, recent, wasted = worst
+    reprocessed = sum(p.full_reprocess for p in wasted)
+    prompt = sum(p.prompt for p in wasted)
+    reused = sum(p.cached for p in wasted)
+    where = "" if slot is None else f" on slot {slot}"
+    evidence = {
+        "rule": "waste",
+        "slot": slot,
+        "requests": len(recent),
+        "large_prompt": cfg.large_prompt,
+        "wasted_requests": len(wasted),
+        "reused_tokens": [p.cached for p in wasted],
+        "prompt_tokens": [p.prompt for p in wasted],
+        "reprocessed_tokens": prompt - reused,
+        "reuse_ratio": round(reused / prompt, 4) if prompt else 0.0,
+        "full_reprocess": reprocessed,
+        "lru_selections": sum(p.selection == "lru" for p in wasted),
+        "derived_from_timings": any(p.derived for p in wasted),
+    }
+    return Finding(
+        alert="prefix_reuse_broken",
+        labels=(("source", source),),
+        severity="warning",
+        summary=(
+            f"{len(wasted)} of the last {len(recent)} prompts{where} were large and re-processed in full "
+            f"({reused} of {prompt} tokens reused, {prompt - reused} computed again)"
+        ),
+        cause=CAUSE_REPROCESS if reprocessed * 2 >= len(wasted) else CAUSE_PREFIX,
+        fix=FIX,
+        evidence=evidence,
+    )
+
+
 def detect(windows: Windows, now: float, cfg: Settings) -> list[Finding]:
     """A finding for every llama.cpp source whose prefix reuse is broken right now."""
     if not cfg.enabled:
@@ -101,7 +182,7 @@ def detect(windows: Windows, now: float, cfg: Settings) -> list[Finding]:
         source = dict(labels)["source"]
         if len(labels) != 1 or windows.source(source).kind != "llamacpp":
             continue
-        finding = _judge(source, points, cfg)
+        finding = _judge(source, points, cfg) or _waste(source, points, cfg)
         if finding is not None:
             findings.append(finding)
     return findings

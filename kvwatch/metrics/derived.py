@@ -49,9 +49,13 @@ class PinnedCollector(Collector):
         cfg = self.settings()
         for labels, points in sorted(self.windows.requests.items()):
             verdict = pinned_cache.assess(points, cfg)
-            tokens.samples.append(
-                Sample(tokens.name, dict(labels), float(verdict.cached if verdict.pinned else 0))
-            )
+            length = verdict.cached if verdict.pinned else 0
+            if not length:  # (one conversation pinned, by the detector's second rule)
+                run = pinned_cache.conversation_run(
+                    points, pinned_cache.group_settings(self.windows, labels, cfg)
+                )
+                length = run.cached if run is not None else 0
+            tokens.samples.append(Sample(tokens.name, dict(labels), float(length)))
             share.samples.append(Sample(share.name, dict(labels), verdict.share))
         yield tokens
         yield share
