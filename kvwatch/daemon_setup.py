@@ -83,7 +83,7 @@ def detector_settings(config: Config, problems: list[str]) -> DetectorSettings:
                 problems.append(f"detectors.{name}.{key}: must be {_kind(defaults[key])}")
         chosen = dataclasses.replace(current, **values)
         check = getattr(chosen, "problems", None)  # (a detector whose settings constrain each other)
-        if check is not None and len(values) > 1:
+        if check is not None:
             problems += [f"detectors.{name}.{problem}" for problem in check()]
         settings = dataclasses.replace(settings, **{attr: chosen})
     return settings

@@ -16,6 +16,8 @@ after turn), a second rule (evidence `rule` "conversation", the first "share") f
 whatever C is against the prompt: its last `conversation_requests` requests reused the same length
 (within one block when the block size is known, else within `same_within` tokens) while the prompt
 grew each time. A healthy conversation reuses its previous turn, so its cached length grows too.
+Known limit: three newcomers in a row, each placed on one slot for the system prompt they share with
+what it holds and each with a longer prompt, look the same (their next turns break the run).
 """
 
 from __future__ import annotations
