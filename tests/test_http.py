@@ -91,15 +91,16 @@ def test_healthz_is_503_when_the_pipeline_is_not_healthy() -> None:
         ex.stop()
 
 
-def test_a_stuck_pipeline_makes_scrapes_fail_not_hang(monkeypatch: pytest.MonkeyPatch) -> None:
-    """A scrape waits for the pipeline's lock a bounded time, then answers 503."""
+def test_a_stuck_pipeline_makes_scrapes_and_the_page_fail_not_hang(monkeypatch: pytest.MonkeyPatch) -> None:
+    """A scrape and the landing page wait for the pipeline's lock a bounded time, then answer 503."""
     import kvwatch.exporter
 
     monkeypatch.setattr(kvwatch.exporter, "SCRAPE_WAIT", 0.05)
     ex = serve()
     try:
         with ex.lock:
-            assert 503 == get(ex.url + "metrics")[0]
+            assert (503, 503) == (get(ex.url + "metrics")[0], get(ex.url)[0])
+        assert 200 == get(ex.url)[0]
     finally:
         ex.stop()
 
