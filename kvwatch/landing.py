@@ -35,9 +35,11 @@ margin:10px 0}
 .sev{font-size:12px;font-weight:700;text-transform:uppercase;padding:1px 6px;border-radius:3px;color:#fff;
 background:#5d6675} .critical .sev{background:#b3261e} .warning .sev{background:#c77700}
 .info .sev{background:#1f5fbf} .summary{font-weight:600;margin:6px 0}
-dl{display:grid;grid-template-columns:max-content 1fr;gap:2px 14px;margin:4px 0 8px}
+dl{display:grid;grid-template-columns:max-content 1fr max-content 1fr;gap:2px 14px;margin:4px 0 8px;
+align-items:baseline}
 dt{font-family:ui-monospace,monospace;font-size:13px;color:#394150} dd{margin:0}
 .label{font-weight:600;margin:8px 0 2px} p{margin:2px 0} .ok{color:#17753a;font-weight:600}
+.firing{color:#b3261e;font-weight:700}
 """
 
 
@@ -159,8 +161,8 @@ def landing_page(
         "<meta name='viewport' content='width=device-width,initial-scale=1'>"
         f"<title>kvwatch: {len(alerts)} firing</title><style>{_CSS}</style></head><body>"
         f"<header><h1>kvwatch {escape(version)}</h1>"
-        f"<span>{len(alerts)} alert{'' if len(alerts) == 1 else 's'} firing · "
-        f"{up}/{len(sources)} sources up</span>"
+        f"<span><span class='{'firing' if alerts else 'ok'}'>{len(alerts)} alert"
+        f"{'' if len(alerts) == 1 else 's'} firing</span> · {up}/{len(sources)} sources up</span>"
         "<nav><a href='metrics'>/metrics</a><a href='healthz'>/healthz</a></nav></header>"
         "<p class='muted'>Prefix-cache and KV-offload health from inference-engine logs. "
         f"Rendered {stamp}; reloads every {refresh:d} s.</p>"
