@@ -120,11 +120,13 @@ def test_basic_auth_guards_every_path(tmp_path: Path) -> None:
     good = {"Authorization": "Basic " + base64.b64encode(b"prom:pw").decode()}
     bad = {"Authorization": "Basic " + base64.b64encode(b"prom:nope").decode()}
     try:
-        assert [401, 401, 200, 200] == [
+        assert [401, 401, 401, 200, 200, 200] == [
             get(ex.url + "metrics")[0],
             get(ex.url + "metrics", bad)[0],
+            get(ex.url)[0],
             get(ex.url + "metrics", good)[0],
             get(ex.url + "healthz", good)[0],
+            get(ex.url, good)[0],
         ]
     finally:
         ex.stop()
