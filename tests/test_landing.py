@@ -3,8 +3,12 @@
 from __future__ import annotations
 
 import html
+import os
 import re
-from datetime import datetime, timezone
+from datetime import datetime, timedelta, timezone
+from pathlib import Path
+
+from daemon_helpers import Kvwatch, shifted_sample, wait_until
 
 from kvwatch.landing import SourceRow, evidence_value, landing_page
 from kvwatch.model import Alert
@@ -119,3 +123,23 @@ def test_everything_from_logs_config_and_alerts_is_escaped() -> None:
     page = landing_page(HOSTILE, [bad], [(hostile, False)], NOW)
     assert "<script" not in page.lower()
     assert text(page).count(HOSTILE) == 12
+
+
+def test_a_live_daemon_shows_the_engine_auto_chose_and_the_last_line(tmp_path: Path) -> None:
+    """`kvwatch run --stdin`: `auto (deciding)` and no line before input; then the engine and the time."""
+    end = datetime.now(timezone.utc).replace(microsecond=0) - timedelta(seconds=30)
+    shifted_sample(tmp_path / "vllm.log", end)
+    read, write = os.pipe()
+    kv = Kvwatch(["--stdin"], tmp_path / "kv.err", stdin=read)
+    os.close(read)
+    # The port listens before the sources open.
+    wait_until(lambda: "1/1 sources up" in text(kv.get("/")[2]), what="the source open")
+    assert "stdin stdin auto (deciding) up no line yet 0 0 0" in text(kv.get("/")[2])
+    with os.fdopen(write, "w") as pipe:
+        pipe.write((tmp_path / "vllm.log").read_text())
+        pipe.flush()
+        wait_until(lambda: kv.value("kvwatch_lines_recognized_total", {"source": "stdin"}) == 134)
+        page = text(kv.get("/")[2])
+    assert f"stdin stdin auto: vllm up {end:%Y-%m-%d %H:%M:%S}Z (" in page, page
+    assert 0 == kv.proc.wait(10)
+    kv.err.close()
