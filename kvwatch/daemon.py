@@ -36,7 +36,8 @@ from kvwatch.daemon_feed import Feeder
 from kvwatch.daemon_loop import STOP, WAKE, Call, PipelineLoop
 from kvwatch.daemon_metrics import SourceStateCollector
 from kvwatch.daemon_setup import Prepared, build_deliveries, prepare
-from kvwatch.exporter import Exporter, landing_page, warn_if_exposed
+from kvwatch.exporter import Exporter, warn_if_exposed
+from kvwatch.landing import SourceRow, landing_page
 from kvwatch.metrics import Metrics
 from kvwatch.notify.delivery import notifications_counter
 from kvwatch.pipeline import Pipeline
@@ -196,12 +197,22 @@ class Daemon:
         return True, "ok"
 
     def _page(self) -> str:
-        """The landing page."""
-        rows = [
-            (f.name, f.config.type, f.up, f.error or f"{f.count('lines')} lines read")
-            for f in sorted(self.feeders.values(), key=lambda f: f.name)
-        ]
-        return landing_page(__version__, rows)
+        """The landing page (the exporter calls it under the pipeline's lock)."""
+        now = time.time()
+        windows, counts = self.pipeline.windows.sources, self.pipeline.metrics.sources.counts
+        rows = []
+        for f in sorted(list(self.feeders.values()), key=lambda f: f.name):
+            window, count = windows.get(f.name), counts.get(f.name)
+            engine: str = f.config.engine
+            if engine == "auto":
+                engine = f"auto: {window.kind}" if window is not None and window.kind else "auto (deciding)"
+            lines, recognized, errors = count.parsed() if count is not None else (0, 0, 0)
+            last = window.last_event if window is not None else None
+            row = SourceRow(f.name, f.config.type, engine, f.up, f.error, last, lines, recognized, errors)
+            rows.append(row)
+        silences = self.alerts.silences
+        firing = [(a, any(s.mutes(a, now) for s in silences)) for a in self.pipeline.book.firing()]
+        return landing_page(__version__, rows, firing, now)
 
     def _status_line(self) -> str:
         """`STATUS=` for systemctl status: sources up, lines per second, alerts firing."""

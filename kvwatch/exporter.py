@@ -1,9 +1,9 @@
 """The HTTP side: `/metrics` (Prometheus text or OpenMetrics by `Accept`), `/` and `/healthz`.
 
-A scrape takes the pipeline's lock, so it never sees a half-applied batch (and collectors never
-iterate a dict the pipeline thread is changing); it gives up with 503 after SCRAPE_WAIT seconds
-rather than hang on a stuck pipeline. `/healthz` never takes the lock. With a web config, every
-path needs basic auth and the socket speaks TLS.
+A scrape, and the landing page (kvwatch.landing), take the pipeline's lock, so they never see a
+half-applied batch (and never iterate a dict the pipeline thread is changing); they give up with 503
+after SCRAPE_WAIT seconds rather than hang on a stuck pipeline. `/healthz` never takes the lock.
+With a web config, every path needs basic auth and the socket speaks TLS.
 """
 
 from __future__ import annotations
@@ -12,8 +12,7 @@ import gzip
 import ipaddress
 import logging
 import threading
-from collections.abc import Callable, Sequence
-from html import escape
+from collections.abc import Callable
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from typing import Any
 
@@ -95,21 +94,33 @@ class _Handler(BaseHTTPRequestHandler):
             ok, text = ex.health()
             self._send(200 if ok else 503, "text/plain; charset=utf-8", (text + "\n").encode())
         elif path == "/":
-            self._send(200, "text/html; charset=utf-8", ex.page().encode("utf-8"))
+            self._page()
         else:
             self._send(404, "text/plain; charset=utf-8", b"Not found\n")
+
+    def _locked(self, make: Callable[[], bytes]) -> bytes | None:
+        """`make()` under the pipeline's lock; None (503 sent) when the lock is not had in SCRAPE_WAIT."""
+        ex = self.exporter
+        if not ex.lock.acquire(timeout=SCRAPE_WAIT):
+            self._send(503, "text/plain; charset=utf-8", b"pipeline busy or stuck\n")
+            return None
+        try:
+            return make()
+        finally:
+            ex.lock.release()
+
+    def _page(self) -> None:
+        """The landing page, built from the pipeline's state under its lock."""
+        body = self._locked(lambda: self.exporter.page().encode("utf-8"))
+        if body is not None:
+            self._send(200, "text/html; charset=utf-8", body)
 
     def _metrics(self) -> None:
         """The exposition in the format the client accepts."""
         encoder, content_type = choose_encoder(self.headers.get("Accept", ""))
-        ex = self.exporter
-        if not ex.lock.acquire(timeout=SCRAPE_WAIT):
-            self._send(503, "text/plain; charset=utf-8", b"pipeline busy or stuck\n")
+        body = self._locked(lambda: encoder(self.exporter.registry))
+        if body is None:
             return
-        try:
-            body = encoder(ex.registry)
-        finally:
-            ex.lock.release()
         extra = {}
         if "gzip" in self.headers.get("Accept-Encoding", ""):
             body, extra = gzip.compress(body), {"Content-Encoding": "gzip"}
@@ -127,23 +138,6 @@ class _Handler(BaseHTTPRequestHandler):
 
     def log_message(self, format: str, *args: Any) -> None:
         """Requests are not logged (a scrape every 15 s would flood the journal)."""
-
-
-def landing_page(version: str, rows: Sequence[tuple[str, str, bool, str]]) -> str:
-    """The page at `/`: links, the version, and each source's (name, type, up, state) row."""
-    cells = "".join(
-        f"<tr><td>{escape(name)}</td><td>{escape(kind)}</td><td>{'up' if up else 'down'}</td>"
-        f"<td>{escape(state)}</td></tr>"
-        for name, kind, up, state in rows
-    )
-    return (
-        "<!doctype html><html><head><meta charset='utf-8'><title>kvwatch</title></head><body>"
-        f"<h1>kvwatch {escape(version)}</h1>"
-        "<p>Prefix-cache and KV-offload health from inference-engine logs.</p>"
-        "<ul><li><a href='metrics'>metrics</a></li><li><a href='healthz'>healthz</a></li></ul>"
-        "<h2>Sources</h2><table><tr><th>source</th><th>type</th><th>state</th><th>detail</th></tr>"
-        f"{cells}</table></body></html>\n"
-    )
 
 
 def warn_if_exposed(address: str, auth: bool) -> None:

@@ -12,6 +12,7 @@ import threading
 import time
 import urllib.request
 from collections.abc import Callable, Mapping
+from datetime import datetime, timezone
 from pathlib import Path
 
 from prometheus_client.parser import text_string_to_metric_families
@@ -33,6 +34,21 @@ def free_port() -> int:
     with socket.socket() as sock:
         sock.bind(("127.0.0.1", 0))
         return int(sock.getsockname()[1])
+
+
+STAMP = re.compile(r"\b(\d\d)-(\d\d) (\d\d):(\d\d):(\d\d)\b")
+
+
+def shifted_sample(dest: Path, end: datetime, name: str = "vllm-write-only-offload.log") -> None:
+    """Copy a vLLM sample with its year-less times moved so its last line is at `end` (UTC)."""
+    text = (ROOT / "samples" / name).read_text()
+
+    def when(m: re.Match[str]) -> datetime:
+        month, day, hh, mm, ss = map(int, m.groups())
+        return datetime(end.year, month, day, hh, mm, ss, tzinfo=timezone.utc)
+
+    shift = end - when(list(STAMP.finditer(text))[-1])
+    dest.write_text(STAMP.sub(lambda m: (when(m) + shift).strftime("%m-%d %H:%M:%S"), text))
 
 
 def write_config(path: Path, body: str, state: Path | None = None) -> Path:

@@ -3,27 +3,12 @@
 from __future__ import annotations
 
 import json
-import re
 import time
 from datetime import datetime, timedelta, timezone
 from pathlib import Path
 
-from daemon_helpers import ROOT, Kvwatch, file_source, wait_until, write_config
+from daemon_helpers import Kvwatch, file_source, shifted_sample, wait_until, write_config
 from notify_helpers import Receiver
-
-STAMP = re.compile(r"\b(\d\d)-(\d\d) (\d\d):(\d\d):(\d\d)\b")
-
-
-def shifted_sample(dest: Path, end: datetime) -> None:
-    """Copy the sample with its year-less times moved so its last line is at `end` (UTC)."""
-    text = (ROOT / "samples" / "vllm-write-only-offload.log").read_text()
-
-    def when(m: re.Match[str]) -> datetime:
-        month, day, hh, mm, ss = map(int, m.groups())
-        return datetime(end.year, month, day, hh, mm, ss, tzinfo=timezone.utc)
-
-    shift = end - when(list(STAMP.finditer(text))[-1])
-    dest.write_text(STAMP.sub(lambda m: (when(m) + shift).strftime("%m-%d %H:%M:%S"), text))
 
 
 def test_write_only_offload_alert_reaches_a_webhook_once_across_a_restart(tmp_path: Path) -> None:

@@ -91,15 +91,16 @@ def test_healthz_is_503_when_the_pipeline_is_not_healthy() -> None:
         ex.stop()
 
 
-def test_a_stuck_pipeline_makes_scrapes_fail_not_hang(monkeypatch: pytest.MonkeyPatch) -> None:
-    """A scrape waits for the pipeline's lock a bounded time, then answers 503."""
+def test_a_stuck_pipeline_makes_scrapes_and_the_page_fail_not_hang(monkeypatch: pytest.MonkeyPatch) -> None:
+    """A scrape and the landing page wait for the pipeline's lock a bounded time, then answer 503."""
     import kvwatch.exporter
 
     monkeypatch.setattr(kvwatch.exporter, "SCRAPE_WAIT", 0.05)
     ex = serve()
     try:
         with ex.lock:
-            assert 503 == get(ex.url + "metrics")[0]
+            assert (503, 503) == (get(ex.url + "metrics")[0], get(ex.url)[0])
+        assert 200 == get(ex.url)[0]
     finally:
         ex.stop()
 
@@ -119,11 +120,13 @@ def test_basic_auth_guards_every_path(tmp_path: Path) -> None:
     good = {"Authorization": "Basic " + base64.b64encode(b"prom:pw").decode()}
     bad = {"Authorization": "Basic " + base64.b64encode(b"prom:nope").decode()}
     try:
-        assert [401, 401, 200, 200] == [
+        assert [401, 401, 401, 200, 200, 200] == [
             get(ex.url + "metrics")[0],
             get(ex.url + "metrics", bad)[0],
+            get(ex.url)[0],
             get(ex.url + "metrics", good)[0],
             get(ex.url + "healthz", good)[0],
+            get(ex.url, good)[0],
         ]
     finally:
         ex.stop()

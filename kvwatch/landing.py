@@ -1,0 +1,172 @@
+"""The page at `/`: each source with its last line's time, the firing alerts with cause, evidence and fix.
+
+`landing_page` is a pure function of a snapshot the daemon takes under the pipeline's lock (`SourceRow`s
+and the AlertBook's firing `Alert`s, the very objects the notifiers get) and of the wall clock `now`.
+Every text from a log, a config or an alert is HTML-escaped; the page shows no notifier and no prompt.
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Sequence
+from dataclasses import dataclass
+from datetime import datetime, timezone
+from html import escape
+from typing import Any
+
+from kvwatch.model import Alert
+from kvwatch.notify.payload import jsonable
+
+#: Seconds between the browser's reloads of the page.
+REFRESH = 15
+
+_CSS = """
+body{font:15px/1.45 system-ui,sans-serif;margin:0 auto;max-width:1180px;padding:12px 24px;color:#1d2330}
+header{display:flex;align-items:baseline;gap:18px;flex-wrap:wrap;border-bottom:1px solid #d5dae3}
+h1{font-size:22px;margin:8px 0} h2{font-size:18px;margin:22px 0 8px}
+nav a{margin-right:14px} .muted{color:#5d6675;font-size:13px}
+table{border-collapse:collapse;width:100%} th,td{text-align:left;padding:5px 10px;vertical-align:top}
+th{background:#eef1f6;font-weight:600} tr+tr td{border-top:1px solid #e3e7ee} td.n{text-align:right}
+.up{color:#17753a;font-weight:600} .down{color:#b3261e;font-weight:600}
+.alert{border:1px solid #d5dae3;border-left:6px solid #5d6675;border-radius:4px;padding:8px 16px;
+margin:10px 0}
+.alert.critical{border-left-color:#b3261e} .alert.warning{border-left-color:#c77700}
+.alert.info{border-left-color:#1f5fbf} .alert h3{margin:4px 0;font-size:17px}
+.sev{font-size:12px;font-weight:700;text-transform:uppercase;padding:1px 6px;border-radius:3px;color:#fff;
+background:#5d6675} .critical .sev{background:#b3261e} .warning .sev{background:#c77700}
+.info .sev{background:#1f5fbf} .summary{font-weight:600;margin:6px 0}
+dl{display:grid;grid-template-columns:max-content 1fr max-content 1fr;gap:2px 14px;margin:4px 0 8px;
+align-items:baseline}
+dt{font-family:ui-monospace,monospace;font-size:13px;color:#394150} dd{margin:0}
+.label{font-weight:600;margin:8px 0 2px} p{margin:2px 0} .ok{color:#17753a;font-weight:600}
+.firing{color:#b3261e;font-weight:700}
+"""
+
+
+@dataclass(frozen=True, slots=True)
+class SourceRow:
+    """What the page shows of one source; `last_event` is the event time of its newest event."""
+
+    name: str
+    type: str
+    engine: str
+    up: bool
+    problem: str | None
+    last_event: float | None
+    lines: int
+    recognized: int
+    errors: int
+
+
+def ago(seconds: float) -> str:
+    """A wall-clock distance, e.g. `12 s ago`, `5 min ago`, `3 h ago`, `2 d ago` (`in 4 s` if ahead)."""
+    if seconds < 0:
+        return f"in {-seconds:.0f} s"
+    for unit, size, upto in (("s", 1, 120), ("min", 60, 7200), ("h", 3600, 172800)):
+        if seconds < upto:
+            return f"{seconds // size:.0f} {unit} ago"
+    return f"{seconds // 86400:.0f} d ago"
+
+
+def when(at: float, now: float) -> str:
+    """An event time and how long ago that is by the wall clock: `2026-12-01 21:03:10Z (12 s ago)`."""
+    stamp = datetime.fromtimestamp(at, timezone.utc).strftime("%Y-%m-%d %H:%M:%SZ")
+    return f"{stamp} ({ago(now - at)})"
+
+
+def _size(count: float) -> str:
+    """Bytes (at least 1000) in decimal units: `58.2 GB`."""
+    value = float(count) / 1000
+    for unit in ("KB", "MB", "GB"):
+        if abs(value) < 1000:
+            return f"{value:.1f} {unit}"
+        value /= 1000
+    return f"{value:,.1f} TB"
+
+
+def number(value: float) -> str:
+    """A number for reading: thousands separated, at most four significant digits below 1000."""
+    if isinstance(value, int) or value.is_integer():
+        return f"{value:,.0f}"
+    if abs(value) >= 1000:
+        return f"{value:,.1f}"
+    return f"{value:.4g}"
+
+
+def evidence_value(key: str, value: Any) -> str:
+    """One evidence value as text: numbers formatted (bytes also in GB, seconds with `s`), lists joined."""
+    if isinstance(value, bool) or value is None:
+        return json.dumps(value)
+    if isinstance(value, int | float):
+        if "bytes" in key:
+            text = number(value) + " B"
+            return text if abs(value) < 1000 else f"{text} ({_size(value)})"
+        return number(value) + (" s" if key.endswith("seconds") else "")
+    if isinstance(value, list):
+        return ", ".join(evidence_value(key, item) for item in value)
+    if isinstance(value, dict):
+        return "; ".join(f"{k}: {evidence_value(str(k), v)}" for k, v in value.items())
+    return str(value)
+
+
+def _source_row(row: SourceRow, now: float) -> str:
+    """One `<tr>` of the sources table."""
+    state = "<span class='up'>up</span>" if row.up else "<span class='down'>down</span>"
+    if row.problem:
+        state += f"<br><span class='muted'>{escape(row.problem)}</span>"
+    last = when(row.last_event, now) if row.last_event is not None else "no line yet"
+    cells = [escape(row.name), escape(row.type), escape(row.engine), state, escape(last)]
+    counts = [f"<td class='n'>{count:,}</td>" for count in (row.lines, row.recognized, row.errors)]
+    return "<tr>" + "".join(f"<td>{cell}</td>" for cell in cells) + "".join(counts) + "</tr>"
+
+
+def _alert(alert: Alert, silenced: bool, now: float) -> str:
+    """One firing alert as a card: what, where, since when, summary, cause, evidence, fix."""
+    labels = ", ".join(f"{k}={v}" for k, v in sorted(alert.labels.items()))
+    note = " · silenced: not notified" if silenced else ""
+    evidence = "".join(
+        f"<dt>{escape(str(key))}</dt><dd>{escape(evidence_value(str(key), value))}</dd>"
+        for key, value in jsonable(alert.evidence).items()
+    )
+    severity = escape(alert.severity)
+    return (
+        f"<section class='alert {severity}'>"
+        f"<h3><span class='sev'>{severity}</span> {escape(alert.alert)}</h3>"
+        f"<p class='muted'>{escape(labels)} · firing since {escape(when(alert.at, now))}{note}</p>"
+        f"<p class='summary'>{escape(alert.summary)}</p>"
+        f"<p class='label'>Cause</p><p>{escape(alert.cause)}</p>"
+        f"<p class='label'>Evidence</p><dl>{evidence}</dl>"
+        f"<p class='label'>Fix</p><p>{escape(alert.fix)}</p></section>"
+    )
+
+
+def landing_page(
+    version: str,
+    sources: Sequence[SourceRow],
+    alerts: Sequence[tuple[Alert, bool]],
+    now: float,
+    refresh: int = REFRESH,
+) -> str:
+    """The HTML of `/`: sources, the firing (alert, silenced) pairs, links; reloads every `refresh` s."""
+    up = sum(row.up for row in sources)
+    cards = "".join(_alert(alert, silenced, now) for alert, silenced in alerts)
+    rows = "".join(_source_row(row, now) for row in sources)
+    head = "".join(
+        f"<th>{name}</th>" for name in ("source", "type", "engine", "state", "last line (event time)")
+    ) + "".join(f"<th class='n'>{name}</th>" for name in ("lines read", "recognised", "parse errors"))
+    stamp = datetime.fromtimestamp(now, timezone.utc).strftime("%Y-%m-%d %H:%M:%SZ")
+    return (
+        "<!doctype html><html lang='en'><head><meta charset='utf-8'>"
+        f"<meta http-equiv='refresh' content='{refresh:d}'>"
+        "<meta name='viewport' content='width=device-width,initial-scale=1'>"
+        f"<title>kvwatch: {len(alerts)} firing</title><style>{_CSS}</style></head><body>"
+        f"<header><h1>kvwatch {escape(version)}</h1>"
+        f"<span><span class='{'firing' if alerts else 'ok'}'>{len(alerts)} alert"
+        f"{'' if len(alerts) == 1 else 's'} firing</span> · {up}/{len(sources)} sources up</span>"
+        "<nav><a href='metrics'>/metrics</a><a href='healthz'>/healthz</a></nav></header>"
+        "<p class='muted'>Prefix-cache and KV-offload health from inference-engine logs. "
+        f"Rendered {stamp}; reloads every {refresh:d} s.</p>"
+        f"<h2>Firing alerts</h2>{cards or '<p class=ok>no alert firing</p>'}"
+        f"<h2>Sources</h2><table><tr>{head}</tr>{rows}</table>"
+        "</body></html>\n"
+    )

@@ -1,0 +1,145 @@
+"""The landing page as a function: sources with their last line, firing alerts, escaping, evidence."""
+
+from __future__ import annotations
+
+import html
+import os
+import re
+from datetime import datetime, timedelta, timezone
+from pathlib import Path
+
+from daemon_helpers import Kvwatch, shifted_sample, wait_until
+
+from kvwatch.landing import SourceRow, evidence_value, landing_page
+from kvwatch.model import Alert
+
+NOW = datetime(2026, 12, 1, 21, 3, 22, tzinfo=timezone.utc).timestamp()
+HOSTILE = "<script>alert(1)</script>"
+
+
+def text(page: str) -> str:
+    """What a person reads: the body's text, tags stripped, entities decoded, spaces collapsed."""
+    body = page.split("<body>", 1)[1]
+    return " ".join(html.unescape(re.sub(r"<[^>]+>", " ", body)).split())
+
+
+def row(name: str = "vllm", last: float | None = NOW - 12, up: bool = True) -> SourceRow:
+    """A source row."""
+    return SourceRow(name, "file", "vllm", up, None if up else "FileNotFoundError: x", last, 589, 134, 2)
+
+
+def alert(**changes: object) -> Alert:
+    """A firing write_only_offload alert."""
+    fields: dict[str, object] = {
+        "alert": "write_only_offload",
+        "labels": {"source": "vllm", "engine": "0"},
+        "severity": "warning",
+        "state": "firing",
+        "at": NOW - 300,
+        "summary": "KV offload stored 58.2 GB and loaded nothing back",
+        "cause": "The excluded KV groups never store their trailing chunk.",
+        "fix": "Take the upstream fix, or turn the offload off.",
+        "evidence": {"stored_bytes_total": 58242908160, "lookups_window": 1893, "span_seconds": 230.0},
+    }
+    fields.update(changes)
+    return Alert(**fields)  # type: ignore[arg-type]
+
+
+def test_a_source_row_shows_its_last_line_time_and_counts() -> None:
+    """Name, type, engine, up, the last event time with its age, and the three counts."""
+    page = text(landing_page("1.2.3", [row()], [], NOW))
+    assert "vllm file vllm up 2026-12-01 21:03:10Z (12 s ago) 589 134 2" in page
+    assert "kvwatch 1.2.3" in page
+
+
+def test_no_line_yet_and_a_down_source_with_its_reason() -> None:
+    """A source without an event says so; a down one says why."""
+    page = text(landing_page("1", [row("a", last=None), row("b", last=NOW - 7200, up=False)], [], NOW))
+    assert "a file vllm up no line yet 589" in page
+    assert "b file vllm down FileNotFoundError: x 2026-12-01 19:03:22Z (2 h ago)" in page
+    assert "1/2 sources up" in page
+
+
+def test_no_alert_firing() -> None:
+    """Without firing alerts the page says so, and still links the metrics and health pages."""
+    page = landing_page("1", [row()], [], NOW)
+    assert "Firing alerts no alert firing Sources" in text(page)
+    assert ("<a href='metrics'>/metrics</a>", "<a href='healthz'>/healthz</a>") == tuple(
+        re.findall(r"<a href='[a-z]+'>[^<]+</a>", page)
+    )
+    assert "<meta http-equiv='refresh' content='15'>" in page
+
+
+def test_a_firing_alert_shows_what_the_notifiers_get() -> None:
+    """Name, severity, labels, since when, summary, cause, evidence and fix of the alert object."""
+    page = text(landing_page("1", [row()], [(alert(), False)], NOW))
+    assert (
+        "warning write_only_offload engine=0, source=vllm · firing since 2026-12-01 20:58:22Z (5 min ago) "
+        "KV offload stored 58.2 GB and loaded nothing back "
+        "Cause The excluded KV groups never store their trailing chunk. "
+        "Evidence stored_bytes_total 58,242,908,160 B (58.2 GB) lookups_window 1,893 span_seconds 230 s "
+        "Fix Take the upstream fix, or turn the offload off."
+    ) in page
+    assert "1 alert firing" in page and "silenced" not in page
+
+
+def test_a_silenced_alert_says_it_is_not_notified() -> None:
+    """A firing alert a silence mutes is shown, marked."""
+    assert "silenced: not notified" in text(landing_page("1", [], [(alert(), True)], NOW))
+
+
+def test_evidence_values_are_formatted_for_reading() -> None:
+    """Integers grouped, floats to four digits, bytes also in units, seconds with `s`, lists joined."""
+    cases = [
+        ("requests", 10, "10"),
+        ("lookups", 1234567, "1,234,567"),
+        ("implied_hit_rate", 0.0664, "0.0664"),
+        ("prompt_growth_rank_correlation", 0.90512, "0.9051"),
+        ("prompt_throughput_mean", 23767.7, "23,767.7"),
+        ("loaded_bytes_window", 0, "0 B"),
+        ("stored_bytes", 1500.0, "1,500 B (1.5 KB)"),
+        ("stored_bytes", 3 * 10**12, "3,000,000,000,000 B (3.0 TB)"),
+        ("span_seconds", 230.0, "230 s"),
+        ("prompt_range", [614, 943], "614, 943"),
+        ("groups", {"full": 1, "swa": 2}, "full: 1; swa: 2"),
+        ("enabled", True, "true"),
+        ("missing", None, "null"),
+        ("excluded_kv_groups", "EAGLE/MTP [2]", "EAGLE/MTP [2]"),
+    ]
+    assert [want for _, _, want in cases] == [evidence_value(key, value) for key, value, _ in cases]
+
+
+def test_everything_from_logs_config_and_alerts_is_escaped() -> None:
+    """A hostile source name, label, summary, cause, fix or evidence key/value stays inert text."""
+    hostile = alert(
+        alert=HOSTILE,
+        labels={"source": HOSTILE},
+        summary=HOSTILE,
+        cause=HOSTILE,
+        fix=HOSTILE,
+        evidence={HOSTILE: HOSTILE, "list": [HOSTILE]},
+    )
+    bad = SourceRow(HOSTILE, "file", HOSTILE, False, HOSTILE, None, 0, 0, 0)
+    page = landing_page(HOSTILE, [bad], [(hostile, False)], NOW)
+    assert "<script" not in page.lower()
+    assert text(page).count(HOSTILE) == 12
+
+
+def test_a_live_daemon_shows_the_engine_auto_chose_and_the_last_line(tmp_path: Path) -> None:
+    """`kvwatch run --stdin`: `auto (deciding)` and no line before input; then the engine and the time."""
+    end = datetime.now(timezone.utc).replace(microsecond=0) - timedelta(seconds=30)
+    shifted_sample(tmp_path / "vllm.log", end)
+    read, write = os.pipe()
+    kv = Kvwatch(["--stdin"], tmp_path / "kv.err", stdin=read)
+    os.close(read)
+    # The port listens before the sources open.
+    wait_until(lambda: "1/1 sources up" in text(kv.get("/")[2]), what="the source open")
+    assert "stdin stdin auto (deciding) up no line yet 0 0 0" in text(kv.get("/")[2])
+    with os.fdopen(write, "w") as pipe:
+        pipe.write((tmp_path / "vllm.log").read_text())
+        pipe.flush()
+        wait_until(lambda: kv.value("kvwatch_lines_recognized_total", {"source": "stdin"}) == 134)
+        page = text(kv.get("/")[2])
+    assert f"stdin stdin auto: vllm up {end:%Y-%m-%d %H:%M:%S}Z (" in page, page
+    assert 0 == kv.proc.wait(10)
+    kv.err.close()
