@@ -17,10 +17,13 @@ from types import FrameType
 from typing import Any
 
 from kvwatch import __version__
+from kvwatch.parsers import ENGINES
 from kvwatch.parsers.base import DEFAULT_START, ParserSettings
 from kvwatch.parsers.clock import parse_rfc3339, zone
 
 FORMATS = ("text", "prom", "json", "golden")
+#: `kvwatch replay`'s exit status when a FILE had no line any engine tried recognised.
+UNRECOGNISED = 3
 
 
 def _year(text: str) -> int:
@@ -66,7 +69,7 @@ def build_parser() -> argparse.ArgumentParser:
     sub = parser.add_subparsers(dest="command", required=True)
     rep = sub.add_parser("replay", help="replay log files and print the metrics (and alerts)")
     rep.add_argument("files", nargs="+", metavar="FILE")
-    rep.add_argument("--engine", choices=("auto", "vllm", "llamacpp", "usage"), default="auto")
+    rep.add_argument("--engine", choices=("auto", *ENGINES), default="auto")
     rep.add_argument("--format", choices=FORMATS, default="text")
     rep.add_argument("--year", type=_year, help="year of year-less timestamps (default: this year)")
     rep.add_argument("--tz", type=_tz, default="UTC", help="zone of the log's timestamps (default UTC)")
@@ -294,8 +297,7 @@ def _replay_files(args: argparse.Namespace, paths: list[str], named: dict[str, s
     from kvwatch.report.text import render
 
     for path in result.unrecognised:
-        kind = "vLLM, llama.cpp or gateway usage" if args.engine == "auto" else args.engine
-        print(f"kvwatch: nothing in {named[path]} was recognised as {kind} output", file=sys.stderr)
+        print(_unrecognised(named[path], result.lines[path], args.engine), file=sys.stderr)
     for note in result.damaged:
         path, _, damage = note.partition(": ")  # ("path: what was wrong")
         print(f"kvwatch: {named.get(path, path)}: {damage}", file=sys.stderr)
@@ -311,7 +313,15 @@ def _replay_files(args: argparse.Namespace, paths: list[str], named: dict[str, s
         sys.stdout.write("\n".join(golden_lines(result.registry, result.alerts)) + "\n")
     else:
         sys.stdout.write(render(result.summary, result.alerts))
-    return 0
+    return UNRECOGNISED if result.unrecognised else 0
+
+
+def _unrecognised(name: str, lines: int, engine: str) -> str:
+    """What replay says of a file of which no line was recognised (`engine`: as --engine gave it)."""
+    count = "1 line" if lines == 1 else f"{lines} lines"
+    if engine == "auto":
+        return f"kvwatch: no known engine recognised the {count} of {name} (tried: {', '.join(ENGINES)})"
+    return f"kvwatch: no line of {name} was recognised as {engine} output ({count})"
 
 
 class TerminatedError(BaseException):
