@@ -17,10 +17,14 @@ from types import FrameType
 from typing import Any
 
 from kvwatch import __version__
+from kvwatch.config_types import DEFAULT_PORT
+from kvwatch.parsers import ENGINES
 from kvwatch.parsers.base import DEFAULT_START, ParserSettings
-from kvwatch.parsers.clock import parse_rfc3339, zone
+from kvwatch.parsers.clock import iso, parse_rfc3339, zone
 
 FORMATS = ("text", "prom", "json", "golden")
+#: `kvwatch replay`'s exit status when a FILE had no line any engine tried recognised.
+UNRECOGNISED = 3
 
 
 def _year(text: str) -> int:
@@ -59,29 +63,114 @@ def _start(text: str) -> float:
     return stamp
 
 
+#: The help's examples and replay's exit statuses (`kvwatch --help`, `kvwatch replay --help`).
+_EXAMPLES = """examples:
+  kvwatch demo                                    # the daemon on bundled samples: no config, no GPU
+  kvwatch replay --format prom vllm.log           # a log's metrics, once
+  kvwatch check-config /etc/kvwatch/kvwatch.toml
+  kvwatch run --config /etc/kvwatch/kvwatch.toml
+  kvwatch replay --help                           # each command's options
+"""
+_REPLAY_EXAMPLES = """examples:
+  kvwatch replay vllm.log                         # a summary per source, for a human
+  kvwatch replay --format prom --year 2025 vllm.log.2.gz vllm.log.1 vllm.log
+  kvwatch replay --engine llamacpp --start 2026-03-01T09:00:00Z llama-server.log
+  kvwatch replay --format golden --year 2026 samples/vllm-docker.log
+  zcat old.log.gz | kvwatch replay --source gpu0 -
+
+exit status:
+  0    every FILE had a line that an engine recognised
+  1    standard output was closed before the end (`| head`)
+  2    a bad argument, or a FILE missing or unreadable (nothing on stdout)
+  3    some FILE had no line that any engine tried recognised: each such FILE is
+       said on stderr, the others are reported as usual
+  130  interrupted (Ctrl-C); 143: terminated (SIGTERM)
+"""
+
+
+def _command(sub: Any, name: str, summary: str, purpose: str, examples: str) -> argparse.ArgumentParser:
+    """A subcommand: its line in `kvwatch --help`, and its own help's purpose and examples."""
+    made: argparse.ArgumentParser = sub.add_parser(
+        name,
+        help=summary,
+        description=purpose,
+        epilog=examples,
+        formatter_class=argparse.RawDescriptionHelpFormatter,
+    )
+    return made
+
+
 def build_parser() -> argparse.ArgumentParser:
     """The argument parser with every subcommand."""
-    parser = argparse.ArgumentParser(prog="kvwatch", description=__doc__)
+    parser = argparse.ArgumentParser(
+        prog="kvwatch",
+        description="Watch inference-engine logs (vLLM, llama.cpp, gateway usage logs) for prefix-cache "
+        "failures: Prometheus metrics and alerts.",
+        epilog=_EXAMPLES,
+        formatter_class=argparse.RawDescriptionHelpFormatter,
+    )
     parser.add_argument("--version", action="version", version=f"kvwatch {__version__}")
     sub = parser.add_subparsers(dest="command", required=True)
-    rep = sub.add_parser("replay", help="replay log files and print the metrics (and alerts)")
-    rep.add_argument("files", nargs="+", metavar="FILE")
-    rep.add_argument("--engine", choices=("auto", "vllm", "llamacpp", "usage"), default="auto")
-    rep.add_argument("--format", choices=FORMATS, default="text")
-    rep.add_argument("--year", type=_year, help="year of year-less timestamps (default: this year)")
-    rep.add_argument("--tz", type=_tz, default="UTC", help="zone of the log's timestamps (default UTC)")
-    rep.add_argument("--source", help="source label for every FILE (default: from each file's name)")
+    rep = _command(
+        sub,
+        "replay",
+        "replay log files and print the metrics (and alerts)",
+        "Replay log files on their own time; print their metrics and alerts (the golden-test harness too).",
+        _REPLAY_EXAMPLES,
+    )
+    rep.add_argument(
+        "files",
+        nargs="+",
+        metavar="FILE",
+        help="a log file: plain, docker json-file or gzip; `-`: standard input; a log's rotated files are "
+        "read in turn, oldest first (required, one or more)",
+    )
+    rep.add_argument(
+        "--engine",
+        choices=("auto", *ENGINES),
+        default="auto",
+        help="the engine that wrote the files; auto: told by each file's first 64 KiB (default: auto)",
+    )
+    rep.add_argument(
+        "--format",
+        choices=FORMATS,
+        default="text",
+        help="text: a summary per source; prom: the Prometheus exposition; json: metrics and alerts; "
+        "golden: the sorted samples, then the alert transitions (default: text)",
+    )
+    rep.add_argument(
+        "--year",
+        type=_year,
+        metavar="YEAR",
+        help="YEAR of year-less timestamps (vLLM's) (default: a container log's own timestamps' year, "
+        "else this year)",
+    )
+    rep.add_argument(
+        "--tz",
+        type=_tz,
+        default="UTC",
+        metavar="ZONE",
+        help="time zone of the logs' timestamps that carry none, e.g. Europe/Berlin (default: UTC)",
+    )
+    rep.add_argument(
+        "--source",
+        metavar="NAME",
+        help="source label for every FILE (default: each file's name, or its container's)",
+    )
     rep.add_argument(
         "--start",
         type=_start,
         default=DEFAULT_START,
-        help="anchor of relative timestamps (llama.cpp), RFC 3339 or epoch (default 2026-01-01T00:00:00Z)",
+        metavar="TIME",
+        help="anchor of relative timestamps (llama.cpp's), RFC 3339 or epoch SECONDS "
+        f"(default: {iso(DEFAULT_START)})",
     )
     rep.add_argument(
         "--jobs",
         type=_jobs,
-        help="child processes for big files, at most (default: one per core, at least 4); a big llama.cpp "
-        "-lv 4 log is parsed by up to that many workers (default: one per core, at most 4; 1: one child)",
+        metavar="PROCESSES",
+        help="child PROCESSES that read big files, 1 to 64; a big llama.cpp -lv 4 log is parsed by up to "
+        "that many workers; 1: one child (default: one per core and at least 4; workers: at most 4)",
     )
     _daemon_commands(sub)
     return parser
@@ -106,39 +195,116 @@ def _speed(text: str) -> float:
 
 def _daemon_commands(sub: Any) -> None:
     """The subcommands of the live daemon and its config."""
-    run = sub.add_parser("run", help="follow the configured sources; serve /metrics; send alerts")
-    run.add_argument("--config", metavar="PATH", help="the config file (see kvwatch.example.toml)")
-    run.add_argument("--stdin", action="store_true", help="read one source from standard input, no config")
-    run.add_argument("--engine", default="auto", help="with --stdin: auto, vllm, llamacpp or usage")
-    run.add_argument("--listen", type=_listen, metavar="ADDRESS:PORT", help="override [server]")
+    run = _command(
+        sub,
+        "run",
+        "follow the configured sources; serve /metrics; send alerts",
+        "Follow the configured sources, serve /metrics, send alerts: until SIGTERM (or the end of --stdin).",
+        """examples:
+  kvwatch run --config /etc/kvwatch/kvwatch.toml
+  kvwatch run --config kvwatch.toml --listen 127.0.0.1:0 --sync-interval 1
+  docker logs -f vllm 2>&1 | kvwatch run --stdin --engine vllm --listen 127.0.0.1:7433
+""",
+    )
+    run.add_argument(
+        "--config",
+        metavar="PATH",
+        help="the config file, TOML (see kvwatch.example.toml) (required unless --stdin)",
+    )
+    run.add_argument(
+        "--stdin",
+        action="store_true",
+        help="read one source from standard input, without a config; no read position is saved "
+        "(default: off)",
+    )
+    run.add_argument(
+        "--engine",
+        default="auto",
+        help=f"with --stdin: the input's engine, one of {', '.join(('auto', *ENGINES))} (default: auto)",
+    )
+    run.add_argument(
+        "--listen",
+        type=_listen,
+        metavar="ADDRESS:PORT",
+        help="where /metrics is served, instead of [server]; port 0 picks a free one "
+        f"(default: the config's [server], else 127.0.0.1:{DEFAULT_PORT})",
+    )
     run.add_argument(
         "--sync-interval",
         type=float,
         default=5.0,
         metavar="SECONDS",
-        help="how often read positions are saved (default 5)",
+        help="how often read positions are saved, in SECONDS (default: 5)",
     )
-    demo = sub.add_parser(
-        "demo", help="the daemon on the bundled samples, written at an accelerated pace: no config, no GPU"
+    demo = _command(
+        sub,
+        "demo",
+        "the daemon on the bundled samples, written at an accelerated pace: no config, no GPU",
+        "Run the daemon on the bundled sample logs, written at an accelerated pace (no config, no GPU), "
+        "until Ctrl-C.",
+        """examples:
+  kvwatch demo
+  kvwatch demo --speed 100 --listen 127.0.0.1:0
+  kvwatch demo --keep kvwatch-demo
+""",
     )
     demo.add_argument(
-        "--speed", type=_speed, default=20.0, metavar="X", help="times the logs' own pace (default 20)"
+        "--speed",
+        type=_speed,
+        default=20.0,
+        metavar="FACTOR",
+        help="times the logs' own pace, a FACTOR from 0.01 to 10000 (default: 20)",
     )
     demo.add_argument(
         "--listen",
         type=_listen,
-        default=("127.0.0.1", 7433),
+        default=("127.0.0.1", DEFAULT_PORT),
         metavar="ADDRESS:PORT",
-        help="where /metrics is served (default 127.0.0.1:7433; port 0 picks a free one)",
+        help=f"where /metrics is served; port 0 picks a free one (default: 127.0.0.1:{DEFAULT_PORT})",
     )
     demo.add_argument(
-        "--keep", metavar="DIR", help="write logs, config and state into DIR (new or empty) and keep it"
+        "--keep",
+        metavar="DIR",
+        help="write the logs, config and state into DIR (new or empty) and keep it "
+        "(default: a temporary directory, removed on exit)",
     )
-    check = sub.add_parser("check-config", help="validate a config file and print a summary")
-    check.add_argument("path", metavar="PATH")
-    test = sub.add_parser("test-alert", help="send a sample alert through every configured notifier")
-    test.add_argument("--config", metavar="PATH", required=True)
-    sub.add_parser("hash-password", help="read a password on stdin, print its hash for the web config")
+    check = _command(
+        sub,
+        "check-config",
+        "validate a config file and print a summary",
+        "Validate a config file and print a summary of what it enables; or each problem, and exit 1.",
+        """examples:
+  kvwatch check-config /etc/kvwatch/kvwatch.toml
+  kvwatch check-config kvwatch.example.toml
+""",
+    )
+    check.add_argument("path", metavar="PATH", help="the config file, TOML (required)")
+    test = _command(
+        sub,
+        "test-alert",
+        "send a sample alert through every configured notifier",
+        "Send a sample alert through every configured notifier and print each result; exit 1 if any failed.",
+        """example:
+  kvwatch test-alert --config /etc/kvwatch/kvwatch.toml
+""",
+    )
+    test.add_argument(
+        "--config",
+        metavar="PATH",
+        required=True,
+        help="the config file whose [[notifier]] entries are tried (required)",
+    )
+    _command(
+        sub,
+        "hash-password",
+        "read a password on stdin, print its hash for the web config",
+        "Read a password (prompted on a terminal, else standard input's first line) and print its scrypt "
+        "hash, for the web config's [basic_auth_users].",
+        """examples:
+  kvwatch hash-password
+  printf '%s\\n' "$PASSWORD" | kvwatch hash-password
+""",
+    )
 
 
 def _load(args: argparse.Namespace) -> Any:
@@ -294,8 +460,7 @@ def _replay_files(args: argparse.Namespace, paths: list[str], named: dict[str, s
     from kvwatch.report.text import render
 
     for path in result.unrecognised:
-        kind = "vLLM, llama.cpp or gateway usage" if args.engine == "auto" else args.engine
-        print(f"kvwatch: nothing in {named[path]} was recognised as {kind} output", file=sys.stderr)
+        print(_unrecognised(named[path], result.lines[path], args.engine), file=sys.stderr)
     for note in result.damaged:
         path, _, damage = note.partition(": ")  # ("path: what was wrong")
         print(f"kvwatch: {named.get(path, path)}: {damage}", file=sys.stderr)
@@ -311,7 +476,15 @@ def _replay_files(args: argparse.Namespace, paths: list[str], named: dict[str, s
         sys.stdout.write("\n".join(golden_lines(result.registry, result.alerts)) + "\n")
     else:
         sys.stdout.write(render(result.summary, result.alerts))
-    return 0
+    return UNRECOGNISED if result.unrecognised else 0
+
+
+def _unrecognised(name: str, lines: int, engine: str) -> str:
+    """What replay says of a file of which no line was recognised (`engine`: as --engine gave it)."""
+    count = "1 line" if lines == 1 else f"{lines} lines"
+    if engine == "auto":
+        return f"kvwatch: no known engine recognised the {count} of {name} (tried: {', '.join(ENGINES)})"
+    return f"kvwatch: no line of {name} was recognised as {engine} output ({count})"
 
 
 class TerminatedError(BaseException):

@@ -68,8 +68,18 @@ class ReplayResult:
     metrics: Metrics
     summary: Summary
     alerts: list[Alert] = field(default_factory=list)
-    unrecognised: list[str] = field(default_factory=list)
+    unrecognised: list[str] = field(default_factory=list)  # the files of which no line was recognised
     damaged: list[str] = field(default_factory=list)  # "path: what was wrong" for damaged gzip files
+    lines: dict[str, int] = field(default_factory=dict)  # lines read, per file
+
+
+@dataclass
+class _Notes:
+    """What each file's read came to: its own line counts (its source's may hold other files' too),
+    and "path: what was wrong" for damaged gzip files."""
+
+    read: dict[str, SourceCounts] = field(default_factory=dict)
+    damaged: list[str] = field(default_factory=list)
 
 
 def plan(paths: Sequence[str], engine: str, source: str | None) -> list[ReplayInput]:
@@ -119,7 +129,7 @@ def _events(
     item: ReplayInput,
     run: SourceRun,
     framer: Framer,
-    damaged: list[str],
+    notes: _Notes,
     children: _Children,
     *,
     flush: bool = True,
@@ -136,39 +146,62 @@ def _events(
             workers := children.take(segmented.workers_for(item.path, run.parser, limit))
         ):
             # a big dense file with cores to spare: parsed in segments by several children
-            work = segmented.parse(item.path, run, workers, MAX_LINE, flush)
-            return _outcome(work, item, run, damaged, child=False)
+            before = run.counts.parsed()
+            work = segmented.parse(item.path, run, workers, MAX_LINE, flush)  # (its head parsed now)
+            _tally(notes, item.path, before, run.counts.parsed())
+            return _outcome(work, item, run, notes, child=False)
         framed.fork = bool(children.take(1))  # (one child frames it, or parses it too; none left: inline)
     if framed.parse_ahead:  # a child frames and parses; only its events and counts come here
         return _outcome(
             in_child(lambda: _parsed(framed.batches(), framed, run, flush, child=True), "kvwatch-parser"),
             item,
             run,
-            damaged,
+            notes,
             child=True,
         )
-    return _outcome(
-        _parsed(framed.batches(), framed, run, flush, child=False), item, run, damaged, child=False
-    )
+    return _outcome(_parsed(framed.batches(), framed, run, flush, child=False), item, run, notes, child=False)
 
 
 def _outcome(
     work: Generator[list[Event], None, Outcome],
     item: ReplayInput,
     run: SourceRun,
-    damaged: list[str],
+    notes: _Notes,
     *,
     child: bool,
 ) -> _Stream:
     """`work`'s events; then what it came to, in the counts (which a child made on its own copy)."""
-    added, truncated, damage, parser = yield from work
     counts = run.counts
+    try:
+        while True:
+            # What the file's own steps add to its source's counts is the file's: other files of the
+            # source are read between them (merged by time), never during one.
+            before = counts.parsed()
+            try:
+                events = next(work)
+            except StopIteration as end:
+                outcome: Outcome = end.value
+                added, truncated, damage, parser = outcome
+                break
+            finally:
+                _tally(notes, item.path, before, counts.parsed())
+            yield events
+    finally:
+        work.close()  # (a child not read to its end is ended)
     if child:  # (added to, not set: a source's counts may be shared by a log and its rotated predecessor)
         counts.add(added)
+        _tally(notes, item.path, (0, 0, 0), added)
     counts.truncated += truncated
     if damage is not None:
-        damaged.append(f"{item.path}: {damage}")
+        notes.damaged.append(f"{item.path}: {damage}")
     return parser
+
+
+def _tally(notes: _Notes, path: str, before: tuple[int, int, int], after: tuple[int, int, int]) -> None:
+    """Count for the file at `path` what its source's counts went from `before` to `after` by."""
+    notes.read.setdefault(path, SourceCounts()).add(
+        (after[0] - before[0], after[1] - before[1], after[2] - before[2])
+    )
 
 
 def _parsed(
@@ -206,20 +239,20 @@ def _age(path: str) -> int:
     return -int(found.group(1)) if found else 0
 
 
-def _log_events(files: list[_Prepared], damaged: list[str], children: _Children) -> _Stream:
+def _log_events(files: list[_Prepared], notes: _Notes, children: _Children) -> _Stream:
     """One log's events: its files in turn, as the daemon follows a rotation, one parser carried
     from each file to the next (a request in progress at a rotation is not lost). The first file's
     child, if it gets one, is started now; the next file's when the one before is read."""
     item, framing, run = files[0]
     left = children.left
-    first = _events(item, run, _framer(item, framing, run), damaged, children, flush=len(files) == 1)
+    first = _events(item, run, _framer(item, framing, run), notes, children, flush=len(files) == 1)
     if len(files) == 1:
         return first
-    return _chained(first, left - children.left, files, damaged, children)
+    return _chained(first, left - children.left, files, notes, children)
 
 
 def _chained(
-    first: _Stream, taken: int, files: list[_Prepared], damaged: list[str], children: _Children
+    first: _Stream, taken: int, files: list[_Prepared], notes: _Notes, children: _Children
 ) -> _Stream:
     """_log_events' generator: each file's events, the parser handed on; a file's children, ended
     with it, go back to the budget for the next file."""
@@ -230,7 +263,7 @@ def _chained(
         if parser is not None:  # (a child parsed the file before: its parser goes on)
             run.parser = parser
         left = children.left
-        stream = _events(item, run, _framer(item, framing, run), damaged, children, flush=index == len(files))
+        stream = _events(item, run, _framer(item, framing, run), notes, children, flush=index == len(files))
         taken = left - children.left
         parser = yield from stream
     return parser
@@ -264,13 +297,13 @@ def replay(
         prepared.append(
             (item, framing, SourceRun(item.source, parser, counts.setdefault(item.source, SourceCounts())))
         )
-    damaged: list[str] = []
+    notes = _Notes()
     streams: list[_Stream] = []
     children = _Children(jobs or max(segmented.MAX_WORKERS, segmented.cores()), jobs or segmented.MAX_WORKERS)
     try:
         for files in _rotations(prepared):
-            streams.append(_log_events(files, damaged, children))
-        return _replay(prepared, streams, damaged, detectors, tick_every)
+            streams.append(_log_events(files, notes, children))
+        return _replay(prepared, streams, notes, detectors, tick_every)
     finally:
         for stream in streams:
             stream.close()  # a child not read to its end (after an error) is ended
@@ -279,7 +312,7 @@ def replay(
 def _replay(
     prepared: list[_Prepared],
     streams: list[_Stream],
-    damaged: list[str],
+    notes: _Notes,
     detectors: DetectorSettings | None,
     tick_every: float | None,
 ) -> ReplayResult:
@@ -311,5 +344,13 @@ def _replay(
             apply(event)
     if pipeline.last_time is not None:
         alerts.extend(pipeline.tick(pipeline.last_time))
-    unrecognised = [item.path for item, _, _ in prepared if summary.counts[item.source].recognized == 0]
-    return ReplayResult(registry, metrics, summary, alerts, unrecognised, damaged)
+    read = {item.path: notes.read.get(item.path, SourceCounts()) for item, _, _ in prepared}
+    engines: dict[str, dict[str, None]] = {item.source: {} for item, _, _ in prepared}
+    for item, _, _ in prepared:
+        if read[item.path].recognized:
+            engines[item.source][item.engine] = None
+    for source, found in engines.items():  # a source names only engines that recognised a line of it
+        summary.sources[source].engine = ", ".join(found)
+    unrecognised = [path for path, counts in read.items() if counts.recognized == 0]
+    lines = {path: counts.lines for path, counts in read.items()}
+    return ReplayResult(registry, metrics, summary, alerts, unrecognised, notes.damaged, lines)

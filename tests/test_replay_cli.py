@@ -107,17 +107,6 @@ def test_missing_file_is_one_line_and_exit_2(tmp_path: Path, capsys: pytest.Capt
     assert "nope.log" in err
 
 
-def test_unrecognised_file_is_said_on_stderr(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
-    """A file nothing recognises: said on stderr, exit 0, stdout only the format."""
-    path = tmp_path / "notes.txt"
-    path.write_text("hello\nworld\n")
-    status, out, err = run(capsys, "replay", "--format", "json", str(path))
-    assert (0, True) == (status, "nothing in" in err)
-    assert {"kvwatch_lines_total": [{"labels": {"source": "notes"}, "value": 2.0}]}.items() <= json.loads(
-        out
-    )["metrics"].items()
-
-
 def test_source_flag_and_merge_by_time(
     vllm_log: Path, tmp_path: Path, capsys: pytest.CaptureFixture[str]
 ) -> None:
@@ -176,7 +165,7 @@ def test_a_pipe_replays_as_its_file_does(tmp_path: Path) -> None:
     assert (0, "") == (status, err)
     assert json.loads(out)["metrics"] == json.loads(expected[1].replace('"s"', f'"{read}"'))["metrics"]
     status, _, err = replay("-", stdin=b"")
-    assert (0, "kvwatch: nothing in - was recognised as vLLM, llama.cpp or gateway usage output\n") == (
+    assert (3, "kvwatch: no known engine recognised the 0 lines of - (tried: vllm, llamacpp, usage)\n") == (
         status,
         err,
     )

@@ -37,7 +37,7 @@ class EngineView:
 class SourceView:
     """One source's figures over the replay."""
 
-    engine: str
+    engine: str  # after a replay, the engines that recognised a line of it ("": none did)
     framing: str
     counts: SourceCounts
     first: float | None = None

@@ -55,13 +55,14 @@ def _source(name: str, view: SourceView) -> list[str]:
         if view.first is not None and view.last is not None
         else "no events"
     )
+    engine = f"engine {view.engine}" if view.engine else "no engine recognised"  # (see replay._replay)
     lines = [
-        f"source {name} (engine {view.engine}, {view.framing})",
+        f"source {name} ({engine}, {view.framing})",
         f"  lines {counts.lines}, recognised {counts.recognized}, parse errors {counts.errors}, "
         f"truncated {counts.truncated}",
         f"  events {span}",
     ]
-    if view.engine == "vllm":
+    if "vllm" in view.engine.split(", "):
         lines.extend(_vllm(view))
     elif view.usage:
         lines.extend(_usage(view))
