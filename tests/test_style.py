@@ -18,7 +18,8 @@ def run(*argv: str) -> subprocess.CompletedProcess[str]:
 
 def test_ruff_check_and_format() -> None:
     """`ruff check` and `ruff format --check` find nothing."""
-    ruff = shutil.which("ruff")
+    # (next to this interpreter first: a venv's bin/ need not be on PATH, as in `.venv/bin/python -m pytest`)
+    ruff = shutil.which("ruff", path=str(Path(sys.executable).parent)) or shutil.which("ruff")
     assert ruff is not None, "ruff is a test dependency"
     check = run(ruff, "check", "kvwatch", "tests", "bench", "scripts")
     fmt = run(ruff, "format", "--check", "kvwatch", "tests", "bench", "scripts")
