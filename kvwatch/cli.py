@@ -1,4 +1,4 @@
-"""The command line: replay, run, demo, check-config, test-alert, hash-password; `main(argv) -> int`."""
+"""The command line: replay, run, demo, check-config, test-alert, hash-password, init; `main(argv) -> int`."""
 
 from __future__ import annotations
 
@@ -139,6 +139,20 @@ def _daemon_commands(sub: Any) -> None:
     test = sub.add_parser("test-alert", help="send a sample alert through every configured notifier")
     test.add_argument("--config", metavar="PATH", required=True)
     sub.add_parser("hash-password", help="read a password on stdin, print its hash for the web config")
+    init = sub.add_parser(
+        "init",
+        help="write the dashboard, rules, systemd unit and example config into a directory",
+        description="Write the shipped Grafana dashboard, Prometheus rules (and their promtool test), "
+        "systemd unit and example config into DIR.",
+        epilog="example:\n  kvwatch init /etc/kvwatch",
+        formatter_class=argparse.RawDescriptionHelpFormatter,
+    )
+    init.add_argument("directory", metavar="DIR", help="where to write them (created if missing)")
+    init.add_argument(
+        "--force",
+        action="store_true",
+        help="overwrite files that exist already; without it, refuse to (default: off)",
+    )
 
 
 def _load(args: argparse.Namespace) -> Any:
@@ -229,6 +243,30 @@ def cmd_hash_password(args: argparse.Namespace) -> int:
         print("kvwatch: empty password", file=sys.stderr)
         return 1
     print(hash_password(password))
+    return 0
+
+
+def cmd_init(args: argparse.Namespace) -> int:
+    """Write the assets into DIR, or name each file that exists already and write nothing (exit 1)."""
+    from pathlib import Path
+
+    from kvwatch.assets import conflicts, next_steps, write_assets
+
+    directory = Path(args.directory)
+    existing = [] if args.force else conflicts(directory)
+    for path in existing:
+        print(f"kvwatch init: {path} exists already (--force overwrites it)", file=sys.stderr)
+    if existing:
+        print("kvwatch init: nothing written", file=sys.stderr)
+        return 1
+    try:
+        written = write_assets(directory)
+    except OSError as err:
+        print(f"kvwatch init: cannot write {err.filename}: {err.strerror or err}", file=sys.stderr)
+        return 1
+    for path in written:
+        print(f"wrote {path}")
+    print("\n".join(next_steps(directory)))
     return 0
 
 
@@ -356,6 +394,7 @@ def main(argv: Sequence[str] | None = None) -> int:
             "check-config": cmd_check_config,
             "test-alert": cmd_test_alert,
             "hash-password": cmd_hash_password,
+            "init": cmd_init,
         }
         return commands[args.command](args)
     except BrokenPipeError:
