@@ -14,6 +14,7 @@ from typing import Any
 
 from prometheus_client import Counter
 
+from kvwatch.config_fields import unknown
 from kvwatch.config_types import Config, ConfigError, NotifierConfig
 from kvwatch.detectors import ALIASES, DetectorSettings
 from kvwatch.notify.alertmanager import AlertmanagerNotifier
@@ -68,8 +69,7 @@ def detector_settings(config: Config, problems: list[str]) -> DetectorSettings:
     for name, table in config.detectors.items():
         attr = ALIASES.get(name, name)
         if attr not in fields:
-            known = ", ".join(sorted(fields | set(ALIASES)))
-            problems.append(f"detectors.{name}: unknown detector (known: {known})")
+            problems.append(f"detectors.{name}: {unknown('detector', name, sorted(fields | set(ALIASES)))}")
             continue
         current = getattr(settings, attr)
         values: dict[str, Any] = {"enabled": table.enabled}

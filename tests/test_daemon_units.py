@@ -92,10 +92,17 @@ def test_detector_settings_come_from_the_config_with_exact_errors(tmp_path: Path
     with pytest.raises(ConfigError) as err:
         prepare(parse_config(bad, tmp_path))
     assert [
-        err.value.problems[0].split(" (known")[0],
+        'detectors.nope: unknown detector "nope" (known: hit_rate_gap, hit_rate_low, no_signal, '
+        "pinned_cache, pinned_cache_length, prefix_hit_rate_low, prefix_reuse, prefix_reuse_broken, "
+        "usage_double_counting, write_only_offload)",
         "detectors.no_signal.silence: must be a number",
         "detectors.no_signal.other: unknown setting",
-    ] == ["detectors.nope: unknown detector", *err.value.problems[1:]]
+    ] == err.value.problems
+    with pytest.raises(ConfigError) as err:
+        prepare(parse_config({"detectors": {"pinned_cash": {}}}, tmp_path))
+    assert ['detectors.pinned_cash: unknown detector "pinned_cash"; did you mean "pinned_cache"?'] == (
+        err.value.problems
+    )
 
 
 def test_rate_limit_holds_back_a_flood_and_says_how_many() -> None:
@@ -253,12 +260,19 @@ def test_check_config_names_the_setting_a_notifier_url_comes_from(
 def test_check_config_counts_the_detectors_that_run(
     tmp_path: Path, capsys: pytest.CaptureFixture[str]
 ) -> None:
-    """Detectors not listed in the config run with their defaults: the summary says how many run."""
+    """Detectors not listed in the config run with their defaults (prefix_hit_rate_low is off by
+    default): the summary counts and names those that run."""
     status, out, _ = check_config(tmp_path, capsys, "")
     assert 0 == status
-    assert "detectors: 7 of 7 enabled (those not listed below run with their defaults)\n" in out
+    assert (
+        "detectors: 6 of 7 enabled: write_only_offload, pinned_cache_length, prefix_reuse_broken, "
+        "no_signal, hit_rate_gap, usage_double_counting; disabled: prefix_hit_rate_low\n"
+    ) in out
     listed = "[detectors.pinned_cache]\nenabled = false\n[detectors.no_signal]\nenabled = true\n"
     status, out, _ = check_config(tmp_path, capsys, listed)
     assert 0 == status
-    assert "detectors: 6 of 7 enabled, disabled: pinned_cache (those not" in out
+    assert (
+        "detectors: 5 of 7 enabled: write_only_offload, prefix_reuse_broken, no_signal, hit_rate_gap, "
+        "usage_double_counting; disabled: pinned_cache_length, prefix_hit_rate_low\n"
+    ) in out
     assert "  pinned_cache: disabled\n  no_signal: enabled\n" in out
