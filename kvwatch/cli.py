@@ -136,6 +136,13 @@ def _daemon_commands(sub: Any) -> None:
     )
     check = sub.add_parser("check-config", help="validate a config file and print a summary")
     check.add_argument("path", metavar="PATH")
+    check.add_argument(
+        "--unit",
+        metavar="PATH",
+        help="the systemd unit that will run this config: its user must write state_dir and read the "
+        "sources (default: /etc/systemd/system/kvwatch.service, else /lib/systemd/system/kvwatch.service, "
+        "else the shipped one)",
+    )
     test = sub.add_parser("test-alert", help="send a sample alert through every configured notifier")
     test.add_argument("--config", metavar="PATH", required=True)
     sub.add_parser("hash-password", help="read a password on stdin, print its hash for the web config")
@@ -155,8 +162,9 @@ def _daemon_commands(sub: Any) -> None:
     )
 
 
-def _load(args: argparse.Namespace) -> Any:
-    """The config (or the stdin one) and what prepare() builds from it; None after printing why."""
+def _load(args: argparse.Namespace, unit: Any = None) -> Any:
+    """The config (or the stdin one) and what prepare() builds from it; None after printing why.
+    With `unit` (check-config), URLs that only the unit's LoadCredential= will hand over are not checked."""
     from kvwatch.config import ConfigError, config_for_stdin, load_config
     from kvwatch.daemon_setup import prepare
 
@@ -165,6 +173,10 @@ def _load(args: argparse.Namespace) -> Any:
             config = config_for_stdin(args.engine)
         else:
             config = load_config(args.config if hasattr(args, "config") else args.path)
+        if unit is not None:
+            from kvwatch.service_unit import deferred_credentials
+
+            return config, prepare(config, deferred=deferred_credentials(unit, config, os.environ))
         return config, prepare(config)
     except ConfigError as err:
         print(f"kvwatch: {err}", file=sys.stderr)
@@ -201,15 +213,34 @@ def cmd_demo(args: argparse.Namespace) -> int:
 
 
 def cmd_check_config(args: argparse.Namespace) -> int:
-    """Print the summary of a valid config; each problem of an invalid one, exit 1."""
+    """Print the summary of a valid config and what its unit's user will see; each problem, exit 1."""
+    from pathlib import Path
+
     from kvwatch.atomic import unwritable
     from kvwatch.config import summarize
+    from kvwatch.service_unit import load_unit, state_dir_problem, what_the_service_sees
 
-    loaded = _load(args)
+    try:
+        unit = load_unit(Path(args.unit) if args.unit else None)
+    except (OSError, UnicodeDecodeError) as err:
+        print(
+            f"kvwatch: cannot read the unit {args.unit}: {getattr(err, 'strerror', None) or err}",
+            file=sys.stderr,
+        )
+        return 1
+    loaded = _load(args, unit)
     if loaded is None:
         return 1
-    sys.stdout.write(summarize(loaded[0]))
-    problem = unwritable(loaded[0].state_dir, create=False)  # (as this user: the daemon's may differ)
+    config = loaded[0]
+    sys.stdout.write(summarize(config))
+    print(f"service: {unit.where} runs kvwatch as {unit.who()}")
+    problem = state_dir_problem(unit, config.state_dir)
+    if problem is not None:
+        print(f"kvwatch: warning: {problem}", file=sys.stderr)
+    if os.geteuid() == 0:
+        print(f"  state_dir {config.state_dir}: {'not writable' if problem else 'writable'}")
+        print("\n".join(what_the_service_sees(unit, config)))
+    problem = unwritable(config.state_dir, create=False)
     if problem is not None:
         print(f"kvwatch: warning: {problem}, as this user; `kvwatch run` refuses to start", file=sys.stderr)
     return 0

@@ -40,12 +40,15 @@ class Prepared:
     notifiers: tuple[tuple[NotifierConfig, Notifier], ...]
 
 
-def prepare(config: Config) -> Prepared:
-    """Detector settings and notifiers; ConfigError lists every problem."""
+def prepare(config: Config, deferred: frozenset[str] = frozenset()) -> Prepared:
+    """Detector settings and notifiers; ConfigError lists every problem. Notifiers named in `deferred`
+    (check-config: URLs that systemd will hand over) are neither resolved nor built."""
     problems: list[str] = []
     detectors = detector_settings(config, problems)
     notifiers = []
     for i, spec in enumerate(config.notifiers):
+        if spec.name in deferred:
+            continue
         try:
             url = spec.resolve_url()
             if spec.type == "alertmanager":

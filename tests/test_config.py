@@ -42,7 +42,7 @@ def test_example_config_loads() -> None:
     assert ServerConfig("127.0.0.1", 7433, None) == config.server
     assert ["docker", "file", "journald"] == [s.type for s in config.sources]
     assert ["write_only_offload", "pinned_cache"] == list(config.detectors)
-    assert ["ops-slack", "alertmanager", "hook"] == [n.name for n in config.notifiers]
+    assert ["slack-webhook", "alertmanager"] == [n.name for n in config.notifiers]
     assert 1 == len(config.silences)
 
 

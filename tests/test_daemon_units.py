@@ -123,11 +123,18 @@ def test_journal_lines_carry_a_priority_and_no_time() -> None:
     assert "<4>kvwatch: source a: down" == JournalFormatter("%(name)s: %(message)s").format(record)
 
 
+def root_unit(tmp_path: Path) -> Path:
+    """A unit that runs kvwatch as root, unconfined: check-config judges it not the machine's own."""
+    unit = tmp_path / "kvwatch.service"
+    unit.write_text("[Service]\nExecStart=/opt/kvwatch/bin/kvwatch run --config /etc/kvwatch/kvwatch.toml\n")
+    return unit
+
+
 def check_config(tmp_path: Path, capsys: pytest.CaptureFixture[str], text: str) -> tuple[int, str, str]:
     """`kvwatch check-config` on a config of `text`: (exit status, stdout, stderr)."""
     cfg = tmp_path / "kv.toml"
     cfg.write_text(text)
-    status = main(["check-config", str(cfg)])
+    status = main(["check-config", str(cfg), "--unit", str(root_unit(tmp_path))])
     captured = capsys.readouterr()
     return status, captured.out, captured.err
 
@@ -156,7 +163,7 @@ def test_an_unusable_state_dir_is_refused_at_start_and_noted_by_check_config(
     blocker.write_text("")
     cfg = tmp_path / "kv.toml"
     cfg.write_text(f'state_dir = "{blocker / "state"}"\n')
-    assert 0 == main(["check-config", str(cfg)])
+    assert 0 == main(["check-config", str(cfg), "--unit", str(root_unit(tmp_path))])
     captured = capsys.readouterr()
     assert f"state_dir: {blocker / 'state'}" in captured.out
     assert f"cannot create it ({blocker} is not a directory)" in captured.err
@@ -166,7 +173,7 @@ def test_an_unusable_state_dir_is_refused_at_start_and_noted_by_check_config(
     assert done.stderr.startswith(f"kvwatch: cannot start: state_dir {blocker / 'state'}: cannot write there")
     fresh = tmp_path / "new" / "state"
     cfg.write_text(f'state_dir = "{fresh}"\n')
-    assert 0 == main(["check-config", str(cfg)])
+    assert 0 == main(["check-config", str(cfg), "--unit", str(root_unit(tmp_path))])
     assert ("", False) == (capsys.readouterr().err, fresh.parent.exists())
 
 
