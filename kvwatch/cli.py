@@ -1,4 +1,4 @@
-"""The command line: replay, run, demo, check-config, test-alert, hash-password; `main(argv) -> int`."""
+"""The command line: replay, run, demo, check-config, test-alert, hash-password, init; `main(argv) -> int`."""
 
 from __future__ import annotations
 
@@ -279,6 +279,13 @@ def _daemon_commands(sub: Any) -> None:
 """,
     )
     check.add_argument("path", metavar="PATH", help="the config file, TOML (required)")
+    check.add_argument(
+        "--unit",
+        metavar="PATH",
+        help="the systemd unit that will run this config: its user must write state_dir and read the "
+        "sources (default: /etc/systemd/system/kvwatch.service, else /lib/systemd/system/kvwatch.service, "
+        "else the shipped one)",
+    )
     test = _command(
         sub,
         "test-alert",
@@ -305,10 +312,28 @@ def _daemon_commands(sub: Any) -> None:
   printf '%s\\n' "$PASSWORD" | kvwatch hash-password
 """,
     )
+    init = _command(
+        sub,
+        "init",
+        "write the dashboard, rules, systemd unit and example config into a directory",
+        "Write the shipped Grafana dashboard, Prometheus rules (and their promtool test), systemd unit and "
+        "example config into DIR.",
+        """examples:
+  kvwatch init /etc/kvwatch
+  kvwatch init --force /etc/kvwatch
+""",
+    )
+    init.add_argument("directory", metavar="DIR", help="where to write them, created if missing (required)")
+    init.add_argument(
+        "--force",
+        action="store_true",
+        help="overwrite files that exist already; without it, refuse to (default: off)",
+    )
 
 
-def _load(args: argparse.Namespace) -> Any:
-    """The config (or the stdin one) and what prepare() builds from it; None after printing why."""
+def _load(args: argparse.Namespace, unit: Any = None) -> Any:
+    """The config (or the stdin one) and what prepare() builds from it; None after printing why.
+    With `unit` (check-config), URLs that only the unit's LoadCredential= will hand over are not checked."""
     from kvwatch.config import ConfigError, config_for_stdin, load_config
     from kvwatch.daemon_setup import prepare
 
@@ -317,6 +342,10 @@ def _load(args: argparse.Namespace) -> Any:
             config = config_for_stdin(args.engine)
         else:
             config = load_config(args.config if hasattr(args, "config") else args.path)
+        if unit is not None:
+            from kvwatch.service_unit import deferred_credentials
+
+            return config, prepare(config, deferred=deferred_credentials(unit, config, os.environ))
         return config, prepare(config)
     except ConfigError as err:
         print(f"kvwatch: {err}", file=sys.stderr)
@@ -353,15 +382,34 @@ def cmd_demo(args: argparse.Namespace) -> int:
 
 
 def cmd_check_config(args: argparse.Namespace) -> int:
-    """Print the summary of a valid config; each problem of an invalid one, exit 1."""
+    """Print the summary of a valid config and what its unit's user will see; each problem, exit 1."""
+    from pathlib import Path
+
     from kvwatch.atomic import unwritable
     from kvwatch.config import summarize
+    from kvwatch.service_unit import load_unit, state_dir_problem, what_the_service_sees
 
-    loaded = _load(args)
+    try:
+        unit = load_unit(Path(args.unit) if args.unit else None)
+    except (OSError, UnicodeDecodeError) as err:
+        print(
+            f"kvwatch: cannot read the unit {args.unit}: {getattr(err, 'strerror', None) or err}",
+            file=sys.stderr,
+        )
+        return 1
+    loaded = _load(args, unit)
     if loaded is None:
         return 1
-    sys.stdout.write(summarize(loaded[0]))
-    problem = unwritable(loaded[0].state_dir, create=False)  # (as this user: the daemon's may differ)
+    config = loaded[0]
+    sys.stdout.write(summarize(config))
+    print(f"service: {unit.where} runs kvwatch as {unit.who()}")
+    problem = state_dir_problem(unit, config.state_dir)
+    if problem is not None:
+        print(f"kvwatch: warning: {problem}", file=sys.stderr)
+    if os.geteuid() == 0:
+        print(f"  state_dir {config.state_dir}: {'not writable' if problem else 'writable'}")
+        print("\n".join(what_the_service_sees(unit, config)))
+    problem = unwritable(config.state_dir, create=False)
     if problem is not None:
         print(f"kvwatch: warning: {problem}, as this user; `kvwatch run` refuses to start", file=sys.stderr)
     return 0
@@ -395,6 +443,30 @@ def cmd_hash_password(args: argparse.Namespace) -> int:
         print("kvwatch: empty password", file=sys.stderr)
         return 1
     print(hash_password(password))
+    return 0
+
+
+def cmd_init(args: argparse.Namespace) -> int:
+    """Write the assets into DIR, or name each file that exists already and write nothing (exit 1)."""
+    from pathlib import Path
+
+    from kvwatch.assets import conflicts, next_steps, write_assets
+
+    directory = Path(args.directory)
+    existing = [] if args.force else conflicts(directory)
+    for path in existing:
+        print(f"kvwatch init: {path} exists already (--force overwrites it)", file=sys.stderr)
+    if existing:
+        print("kvwatch init: nothing written", file=sys.stderr)
+        return 1
+    try:
+        written = write_assets(directory)
+    except OSError as err:
+        print(f"kvwatch init: cannot write {err.filename}: {err.strerror or err}", file=sys.stderr)
+        return 1
+    for path in written:
+        print(f"wrote {path}")
+    print("\n".join(next_steps(directory)))
     return 0
 
 
@@ -529,6 +601,7 @@ def main(argv: Sequence[str] | None = None) -> int:
             "check-config": cmd_check_config,
             "test-alert": cmd_test_alert,
             "hash-password": cmd_hash_password,
+            "init": cmd_init,
         }
         return commands[args.command](args)
     except BrokenPipeError:

@@ -5,7 +5,7 @@ from __future__ import annotations
 from types import MappingProxyType
 from typing import cast
 
-from kvwatch.config_fields import Fields
+from kvwatch.config_fields import Fields, unknown
 from kvwatch.config_types import (
     NOTIFIER_TYPES,
     SEVERITIES,
@@ -14,6 +14,7 @@ from kvwatch.config_types import (
     NotifierType,
     SilenceConfig,
 )
+from kvwatch.detectors import ALERTS
 from kvwatch.model import Severity
 from kvwatch.notify.secrets import Secret
 
@@ -56,6 +57,9 @@ def read_notifier(f: Fields, name: str) -> NotifierConfig:
     elif raw is not None:
         url = Secret(raw)
     alerts = f.strings("alerts")
+    for i, alert in enumerate(alerts):
+        if alert not in ALERTS:
+            f.problem(f"alerts[{i}]", unknown("alert", alert, ALERTS))
     severity = cast(Severity, f.choice("min_severity", SEVERITIES, "info"))
     return NotifierConfig(name, kind, url, url_file, alerts, severity)
 
@@ -71,6 +75,10 @@ def read_silence(f: Fields) -> SilenceConfig | None:
         or not all(isinstance(v, str) for v in matchers.values())
     ):
         f.problem("matchers", 'must be a non-empty table of label = "value" strings')
+    else:
+        for label in ("alert", "alertname"):  # (both name the alert: notify/routing.py)
+            if label in matchers and matchers[label] not in ALERTS:
+                f.problem(f"matchers.{label}", unknown("alert", matchers[label], ALERTS))
     ends_at, starts_at = f.time("ends_at", required=True), f.time("starts_at", required=False)
     if ends_at is not None and starts_at is not None and ends_at <= starts_at:
         f.problem("ends_at", "must be after starts_at")

@@ -148,6 +148,20 @@ def _datetime(value: Any) -> dt.datetime | None:
     return None
 
 
+def _plain(name: str) -> str:
+    """A name as `unknown` compares it: lower case, letters and digits only."""
+    return "".join(c for c in name.lower() if c.isalnum())
+
+
+def unknown(kind: str, value: str, known: Sequence[str]) -> str:
+    """`unknown <kind> "x"; did you mean "y"?` with the closest of `known` (or all, if none is close)."""
+    plain = {_plain(name): name for name in reversed(known)}  # (the first of equals wins)
+    close = difflib.get_close_matches(_plain(value), list(plain), n=1, cutoff=0.6)
+    if close:
+        return f"unknown {kind} {quote(value)}; did you mean {quote(plain[close[0]])}?"
+    return f"unknown {kind} {quote(value)} (known: {', '.join(known)})"
+
+
 def quote(value: str) -> str:
     """A value as it appears in a message: double-quoted, JSON-style escapes."""
     return '"' + value.replace("\\", "\\\\").replace('"', '\\"') + '"'

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import dataclasses
 import datetime as dt
+from collections.abc import Mapping
 
 from kvwatch.config_types import (
     Config,
@@ -14,7 +15,7 @@ from kvwatch.config_types import (
     SilenceConfig,
     SourceConfig,
 )
-from kvwatch.detectors import ALIASES, DetectorSettings
+from kvwatch.daemon_setup import detector_settings
 
 
 def summarize(config: Config) -> str:
@@ -37,20 +38,26 @@ def summarize(config: Config) -> str:
 
 
 def _detectors(config: Config) -> list[str]:
-    """How many built-in detectors run (every one not disabled, unlisted ones with their defaults),
-    then each `[detectors.<name>]` table as given."""
-    names = [f.name for f in dataclasses.fields(DetectorSettings)]
-    off = [name for name, d in config.detectors.items() if not d.enabled and ALIASES.get(name, name) in names]
-    disabled = f", disabled: {', '.join(off)}" if off else ""
+    """Which built-in detectors will run (with the config applied to their defaults), then each
+    `[detectors.<name>]` table as given."""
+    settings = detector_settings(config, [])  # (prepare() reports its problems; check-config ran it)
+    enabled = {f.name: getattr(settings, f.name).enabled for f in dataclasses.fields(settings)}
     return [
-        f"detectors: {len(names) - len(off)} of {len(names)} enabled{disabled}"
-        " (those not listed below run with their defaults)",
+        detectors_line(enabled),
         *(
             f"  {d.name}: {'enabled' if d.enabled else 'disabled'}"
             + "".join(f" {k}={v!r}" for k, v in sorted(d.settings.items()))
             for d in config.detectors.values()
         ),
     ]
+
+
+def detectors_line(enabled: Mapping[str, bool]) -> str:
+    """`detectors: 6 of 7 enabled: a, b, ...; disabled: c`, in the detectors' order."""
+    on = [name for name, is_on in enabled.items() if is_on]
+    off = [name for name, is_on in enabled.items() if not is_on]
+    line = f"detectors: {len(on)} of {len(enabled)} enabled: {', '.join(on) or 'none'}"
+    return line + (f"; disabled: {', '.join(off)}" if off else "")
 
 
 def _source(source: SourceConfig) -> str:

@@ -14,6 +14,7 @@ from typing import Any
 
 from prometheus_client import Counter
 
+from kvwatch.config_fields import unknown
 from kvwatch.config_types import Config, ConfigError, NotifierConfig
 from kvwatch.detectors import ALIASES, DetectorSettings
 from kvwatch.notify.alertmanager import AlertmanagerNotifier
@@ -39,12 +40,15 @@ class Prepared:
     notifiers: tuple[tuple[NotifierConfig, Notifier], ...]
 
 
-def prepare(config: Config) -> Prepared:
-    """Detector settings and notifiers; ConfigError lists every problem."""
+def prepare(config: Config, deferred: frozenset[str] = frozenset()) -> Prepared:
+    """Detector settings and notifiers; ConfigError lists every problem. Notifiers named in `deferred`
+    (check-config: URLs that systemd will hand over) are neither resolved nor built."""
     problems: list[str] = []
     detectors = detector_settings(config, problems)
     notifiers = []
     for i, spec in enumerate(config.notifiers):
+        if spec.name in deferred:
+            continue
         try:
             url = spec.resolve_url()
             if spec.type == "alertmanager":
@@ -68,8 +72,7 @@ def detector_settings(config: Config, problems: list[str]) -> DetectorSettings:
     for name, table in config.detectors.items():
         attr = ALIASES.get(name, name)
         if attr not in fields:
-            known = ", ".join(sorted(fields | set(ALIASES)))
-            problems.append(f"detectors.{name}: unknown detector (known: {known})")
+            problems.append(f"detectors.{name}: {unknown('detector', name, sorted(fields | set(ALIASES)))}")
             continue
         current = getattr(settings, attr)
         values: dict[str, Any] = {"enabled": table.enabled}

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import re
 from pathlib import Path
 
 import pytest
@@ -14,6 +15,7 @@ from kvwatch.config_types import (
     ServerConfig,
     StdinSettings,
 )
+from kvwatch.detectors import ALERTS
 from kvwatch.notify.secrets import Secret
 
 ROOT = Path(__file__).resolve().parent.parent
@@ -40,7 +42,7 @@ def test_example_config_loads() -> None:
     assert ServerConfig("127.0.0.1", 7433, None) == config.server
     assert ["docker", "file", "journald"] == [s.type for s in config.sources]
     assert ["write_only_offload", "pinned_cache"] == list(config.detectors)
-    assert ["ops-slack", "alertmanager", "hook"] == [n.name for n in config.notifiers]
+    assert ["slack-webhook", "alertmanager"] == [n.name for n in config.notifiers]
     assert 1 == len(config.silences)
 
 
@@ -184,9 +186,30 @@ CASES = [
         ],
     ),
     (
-        '[[silence]]\nmatchers = { alert = "A" }\nstarts_at = 2026-02-01T00:00:00Z\n'
+        '[[silence]]\nmatchers = { alert = "no_signal" }\nstarts_at = 2026-02-01T00:00:00Z\n'
         'ends_at = "2026-01-01T00:00:00Z"',
         ["silence[0].ends_at: must be after starts_at"],
+    ),
+    (
+        '[[notifier]]\nname = "n"\ntype = "webhook"\nurl = "http://x"\n'
+        'alerts = ["no_signal", "WriteOnlyOffload", "pinned_cache"]',
+        [
+            'notifier[0].alerts[1]: unknown alert "WriteOnlyOffload"; did you mean "write_only_offload"?',
+            'notifier[0].alerts[2]: unknown alert "pinned_cache"; did you mean "pinned_cache_length"?',
+        ],
+    ),
+    (
+        '[[silence]]\nmatchers = { alert = "PinnedCacheThrash", source = "llama" }\n'
+        "ends_at = 2026-01-01T00:00:00Z",
+        ['silence[0].matchers.alert: unknown alert "PinnedCacheThrash"; did you mean "pinned_cache_length"?'],
+    ),
+    (
+        '[[silence]]\nmatchers = { alertname = "zzz" }\nends_at = 2026-01-01T00:00:00Z',
+        [
+            'silence[0].matchers.alertname: unknown alert "zzz" (known: write_only_offload, '
+            "pinned_cache_length, prefix_reuse_broken, no_signal, prefix_hit_rate_low, hit_rate_gap, "
+            "usage_double_counting)"
+        ],
     ),
 ]
 
@@ -195,6 +218,14 @@ CASES = [
 def test_problem_sentences(tmp_path: Path, text: str, expected: list[str]) -> None:
     """Each problem is one exact sentence naming the field and why."""
     assert expected == problems(tmp_path, text)
+
+
+def test_alert_names_are_the_ones_the_detectors_raise() -> None:
+    """ALERTS, which the config's alert names are checked against, is every `alert=` a detector sets."""
+    raised = set()
+    for module in (ROOT / "kvwatch" / "detectors").glob("*.py"):
+        raised |= set(re.findall(r'\balert="(\w+)"', module.read_text(encoding="utf-8")))
+    assert raised == set(ALERTS)
 
 
 def test_every_problem_is_reported_at_once(tmp_path: Path) -> None:
@@ -244,11 +275,11 @@ def test_url_from_systemd_credentials(tmp_path: Path) -> None:
 def test_silence_times_accept_toml_datetimes_and_strings(tmp_path: Path) -> None:
     """starts_at/ends_at may be TOML datetimes or RFC 3339 strings; both become Unix seconds."""
     text = (
-        '[[silence]]\nmatchers = { alert = "A" }\nstarts_at = 2026-01-01T00:00:00Z\n'
+        '[[silence]]\nmatchers = { alert = "no_signal" }\nstarts_at = 2026-01-01T00:00:00Z\n'
         'ends_at = "2026-01-01T02:00:00+01:00"\ncomment = "c"'
     )
     silence = load_config(write(tmp_path, text)).silences[0]
-    assert ({"alert": "A"}, 1767225600.0, 1767229200.0, "c") == (
+    assert ({"alert": "no_signal"}, 1767225600.0, 1767229200.0, "c") == (
         dict(silence.matchers),
         silence.starts_at,
         silence.ends_at,
@@ -276,7 +307,7 @@ def test_summary(tmp_path: Path) -> None:
     """check-config's summary: one line per source and notifier."""
     text = (
         '[[source]]\nname = "v"\nengine = "vllm"\ntype = "docker"\ncontainer = "c"\n'
-        '[[notifier]]\nname = "s"\ntype = "slack"\nurl_file = "/run/url"\nalerts = ["A"]'
+        '[[notifier]]\nname = "s"\ntype = "slack"\nurl_file = "/run/url"\nalerts = ["no_signal"]'
     )
     path = write(tmp_path, text)
     assert (
@@ -285,11 +316,27 @@ def test_summary(tmp_path: Path) -> None:
         "state_dir: /var/lib/kvwatch\n"
         "sources: 1\n"
         "  v: docker engine=vllm container=c docker_root=/var/lib/docker start_at=end\n"
-        "detectors: 7 of 7 enabled (those not listed below run with their defaults)\n"
+        "detectors: 6 of 7 enabled: write_only_offload, pinned_cache_length, prefix_reuse_broken, "
+        "no_signal, hit_rate_gap, usage_double_counting; disabled: prefix_hit_rate_low\n"
         "notifiers: 1\n"
-        "  s: slack url_file=/run/url alerts=A min_severity=info\n"
+        "  s: slack url_file=/run/url alerts=no_signal min_severity=info\n"
         "silences: 0\n"
     ) == summarize(load_config(path))
+
+
+def test_summary_counts_the_detectors_that_really_run(tmp_path: Path) -> None:
+    """Off-by-default detectors count as disabled unless enabled; an alias disables its detector."""
+    text = (
+        "[detectors.hit_rate_low]\nenabled = true\n[detectors.pinned_cache]\nenabled = false\nmin_share = 1\n"
+    )
+    lines = summarize(load_config(write(tmp_path, text))).splitlines()
+    start = next(i for i, line in enumerate(lines) if line.startswith("detectors:"))
+    assert [
+        "detectors: 6 of 7 enabled: write_only_offload, prefix_reuse_broken, no_signal, "
+        "prefix_hit_rate_low, hit_rate_gap, usage_double_counting; disabled: pinned_cache_length",
+        "  hit_rate_low: enabled",
+        "  pinned_cache: disabled min_share=1",
+    ] == lines[start : start + 3]
 
 
 def test_usage_mapping_table_is_read(tmp_path: Path) -> None:

@@ -92,10 +92,17 @@ def test_detector_settings_come_from_the_config_with_exact_errors(tmp_path: Path
     with pytest.raises(ConfigError) as err:
         prepare(parse_config(bad, tmp_path))
     assert [
-        err.value.problems[0].split(" (known")[0],
+        'detectors.nope: unknown detector "nope" (known: hit_rate_gap, hit_rate_low, no_signal, '
+        "pinned_cache, pinned_cache_length, prefix_hit_rate_low, prefix_reuse, prefix_reuse_broken, "
+        "usage_double_counting, write_only_offload)",
         "detectors.no_signal.silence: must be a number",
         "detectors.no_signal.other: unknown setting",
-    ] == ["detectors.nope: unknown detector", *err.value.problems[1:]]
+    ] == err.value.problems
+    with pytest.raises(ConfigError) as err:
+        prepare(parse_config({"detectors": {"pinned_cash": {}}}, tmp_path))
+    assert ['detectors.pinned_cash: unknown detector "pinned_cash"; did you mean "pinned_cache"?'] == (
+        err.value.problems
+    )
 
 
 def test_detector_thresholds_are_checked_with_the_field_and_reason(tmp_path: Path) -> None:
@@ -146,11 +153,18 @@ def test_journal_lines_carry_a_priority_and_no_time() -> None:
     assert "<4>kvwatch: source a: down" == JournalFormatter("%(name)s: %(message)s").format(record)
 
 
+def root_unit(tmp_path: Path) -> Path:
+    """A unit that runs kvwatch as root, unconfined: check-config judges it not the machine's own."""
+    unit = tmp_path / "kvwatch.service"
+    unit.write_text("[Service]\nExecStart=/opt/kvwatch/bin/kvwatch run --config /etc/kvwatch/kvwatch.toml\n")
+    return unit
+
+
 def check_config(tmp_path: Path, capsys: pytest.CaptureFixture[str], text: str) -> tuple[int, str, str]:
     """`kvwatch check-config` on a config of `text`: (exit status, stdout, stderr)."""
     cfg = tmp_path / "kv.toml"
     cfg.write_text(text)
-    status = main(["check-config", str(cfg)])
+    status = main(["check-config", str(cfg), "--unit", str(root_unit(tmp_path))])
     captured = capsys.readouterr()
     return status, captured.out, captured.err
 
@@ -179,7 +193,7 @@ def test_an_unusable_state_dir_is_refused_at_start_and_noted_by_check_config(
     blocker.write_text("")
     cfg = tmp_path / "kv.toml"
     cfg.write_text(f'state_dir = "{blocker / "state"}"\n')
-    assert 0 == main(["check-config", str(cfg)])
+    assert 0 == main(["check-config", str(cfg), "--unit", str(root_unit(tmp_path))])
     captured = capsys.readouterr()
     assert f"state_dir: {blocker / 'state'}" in captured.out
     assert f"cannot create it ({blocker} is not a directory)" in captured.err
@@ -189,7 +203,7 @@ def test_an_unusable_state_dir_is_refused_at_start_and_noted_by_check_config(
     assert done.stderr.startswith(f"kvwatch: cannot start: state_dir {blocker / 'state'}: cannot write there")
     fresh = tmp_path / "new" / "state"
     cfg.write_text(f'state_dir = "{fresh}"\n')
-    assert 0 == main(["check-config", str(cfg)])
+    assert 0 == main(["check-config", str(cfg), "--unit", str(root_unit(tmp_path))])
     assert ("", False) == (capsys.readouterr().err, fresh.parent.exists())
 
 
@@ -283,12 +297,19 @@ def test_check_config_names_the_setting_a_notifier_url_comes_from(
 def test_check_config_counts_the_detectors_that_run(
     tmp_path: Path, capsys: pytest.CaptureFixture[str]
 ) -> None:
-    """Detectors not listed in the config run with their defaults: the summary says how many run."""
+    """Detectors not listed in the config run with their defaults (prefix_hit_rate_low is off by
+    default): the summary counts and names those that run."""
     status, out, _ = check_config(tmp_path, capsys, "")
     assert 0 == status
-    assert "detectors: 7 of 7 enabled (those not listed below run with their defaults)\n" in out
+    assert (
+        "detectors: 6 of 7 enabled: write_only_offload, pinned_cache_length, prefix_reuse_broken, "
+        "no_signal, hit_rate_gap, usage_double_counting; disabled: prefix_hit_rate_low\n"
+    ) in out
     listed = "[detectors.pinned_cache]\nenabled = false\n[detectors.no_signal]\nenabled = true\n"
     status, out, _ = check_config(tmp_path, capsys, listed)
     assert 0 == status
-    assert "detectors: 6 of 7 enabled, disabled: pinned_cache (those not" in out
+    assert (
+        "detectors: 5 of 7 enabled: write_only_offload, prefix_reuse_broken, no_signal, hit_rate_gap, "
+        "usage_double_counting; disabled: pinned_cache_length, prefix_hit_rate_low\n"
+    ) in out
     assert "  pinned_cache: disabled\n  no_signal: enabled\n" in out

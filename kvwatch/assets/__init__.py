@@ -1,1 +1,58 @@
-"""Files kvwatch ships for its users: Grafana dashboard, Prometheus rules, systemd unit, example config."""
+"""Files kvwatch ships for its users: Grafana dashboard, Prometheus rules, systemd unit, example config.
+
+`kvwatch init DIR` writes them out (`write_assets`); the names are the ones the docs and the unit use.
+"""
+
+from __future__ import annotations
+
+from importlib import resources
+from pathlib import Path
+
+#: Every shipped file, in the order `kvwatch init` writes them.
+ASSETS = (
+    "kvwatch.example.toml",
+    "kvwatch.service",
+    "kvwatch.json",
+    "kvwatch-rules.yml",
+    "kvwatch-rules.test.yml",
+)
+
+
+def asset_bytes(name: str) -> bytes:
+    """The shipped file `name`, byte for byte."""
+    return resources.files(__name__).joinpath(name).read_bytes()
+
+
+def conflicts(directory: Path) -> list[Path]:
+    """The files `write_assets` would overwrite in `directory` (a dangling link counts)."""
+    return [
+        directory / name for name in ASSETS if (directory / name).is_symlink() or (directory / name).exists()
+    ]
+
+
+def write_assets(directory: Path) -> list[Path]:
+    """Write every asset into `directory` (made if missing), overwriting; the paths written."""
+    directory.mkdir(parents=True, exist_ok=True)
+    written = []
+    for name in ASSETS:
+        path = directory / name
+        path.write_bytes(asset_bytes(name))
+        written.append(path)
+    return written
+
+
+def next_steps(directory: Path) -> list[str]:
+    """What to do with the written files, one command or action per line."""
+    d = directory
+    return [
+        "next steps:",
+        f"  1. cp {d / 'kvwatch.example.toml'} {d / 'kvwatch.toml'}  # then edit [[source]], [[notifier]]",
+        f"  2. kvwatch check-config {d / 'kvwatch.toml'}",
+        f"  3. install -m 0644 {d / 'kvwatch.service'} /etc/systemd/system/ && systemctl daemon-reload"
+        " && systemctl enable --now kvwatch",
+        "     (the unit runs /opt/kvwatch/bin/kvwatch with /etc/kvwatch/kvwatch.toml:"
+        " `systemctl edit kvwatch` if yours differ)",
+        f"  4. Grafana: Dashboards > New > Import, upload {d / 'kvwatch.json'}",
+        f"  5. Prometheus: add {d / 'kvwatch-rules.yml'} to rule_files"
+        f" (check: cd {d} && promtool test rules kvwatch-rules.test.yml)",
+    ]

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import dataclasses
 from dataclasses import dataclass, field
 
 from kvwatch.detectors import (
@@ -35,6 +36,11 @@ class DetectorSettings:
     prefix_hit_rate_low: hit_rate_low.Settings = field(default_factory=hit_rate_low.Settings)
     hit_rate_gap: hit_rate_gap.Settings = field(default_factory=hit_rate_gap.Settings)
     usage_double_counting: double_counting.Settings = field(default_factory=double_counting.Settings)
+
+
+#: Every alert kvwatch raises, in the detectors' order: each detector's alert is named as its field above
+#: (the one list the config's alert names are checked against).
+ALERTS: tuple[str, ...] = tuple(f.name for f in dataclasses.fields(DetectorSettings))
 
 
 def detect_all(windows: Windows, now: float, settings: DetectorSettings) -> list[Finding]:
