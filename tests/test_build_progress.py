@@ -109,6 +109,7 @@ def test_a_failed_build_fails_the_test_with_the_end_of_its_output(tmp_path: Path
     )
 
 
+@pytest.mark.slow
 def test_relayed_lines_reach_the_terminal_through_pytest_s_output_capture(tmp_path: Path) -> None:
     """An inner pytest, capturing as usual: the relayed line is in its output, the test's print is not."""
     inner = tmp_path / "test_inner.py"

@@ -8,6 +8,7 @@ import time
 from datetime import datetime, timedelta, timezone
 from pathlib import Path
 
+import pytest
 from daemon_helpers import ROOT, Kvwatch, file_source, wait_until, write_config
 from notify_helpers import Receiver
 
@@ -26,6 +27,7 @@ def shifted_sample(dest: Path, end: datetime) -> None:
     dest.write_text(STAMP.sub(lambda m: (when(m) + shift).strftime("%m-%d %H:%M:%S"), text))
 
 
+@pytest.mark.slow
 def test_write_only_offload_alert_reaches_a_webhook_once_across_a_restart(tmp_path: Path) -> None:
     """The webhook receives the write_only_offload alert JSON; after a restart it is not sent again."""
     now = datetime.now(timezone.utc).replace(microsecond=0)

@@ -6,6 +6,7 @@ import os
 import subprocess
 from pathlib import Path
 
+import pytest
 from daemon_helpers import Kvwatch, wait_until
 
 from kvwatch.sources.stdin import StdinSource
@@ -17,6 +18,7 @@ LINES = [
 ]
 
 
+@pytest.mark.slow
 def test_stdin_pipe_is_read_until_eof_then_the_daemon_exits_zero(tmp_path: Path) -> None:
     """Lines piped in are counted; closing the pipe makes kvwatch drain and exit 0."""
     read, write = os.pipe()
