@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import collections
+import os
 import random
 import re
 import subprocess
@@ -103,7 +104,12 @@ def llama_server_binary(progress: BuildProgress, script: Path = SCRIPTS / "build
     The test fails, with the end of the build's output, if it cannot be built.
     """
     proc = subprocess.Popen(
-        ["bash", str(script)], stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, errors="replace"
+        ["bash", str(script)],
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
+        errors="replace",
+        env={**os.environ, "PYTHON": sys.executable},  # its pip fetches the sdist, on PATH or not
     )
     stdout, stderr = proc.stdout, proc.stderr
     assert stdout is not None and stderr is not None
