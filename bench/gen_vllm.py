@@ -1,6 +1,9 @@
 """Generate a vLLM 0.26 docker json-file log: access and request-log lines, stats + KV lines every 10 s.
 
-The shape follows /work/shared/formats/vllm.md: `(APIServer pid=1) ` on every physical line
+The shape follows the vLLM 0.26.0 wheel's `vllm/logger.py` (header), `vllm/utils/system_utils.py`
+(process prefix), `vllm/v1/metrics/loggers.py` (stats), `vllm/distributed/kv_transfer/kv_connector/v1/`
+`metrics.py` and `offloading/metrics.py` (KV Transfer keys) and `entrypoints/.../request_logger.py`
+(request lines): `(APIServer pid=1) ` on every physical line
 (0.10.1-0.30 wrap stdout), V1 stats lines per engine (`Engine 000: ...`, two engines, DP with
 `--api-server-count 1`) each followed by its `KV Transfer metrics: vllm:kv_offload_...` line (key
 order varying), idle suppression (one `0.0 tokens/s` line, then silence), uvicorn access lines

@@ -366,7 +366,10 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--llama-mb", type=float, help="llama.cpp log size in MB (default 50)")
     ap.add_argument("--no-4x", action="store_true", help="skip the 4x vLLM file (RSS check)")
     ap.add_argument("--repeat", type=int, default=1, help="runs per tool; the fastest counts")
-    ap.add_argument("--workdir", default=os.environ.get("KVWATCH_BENCH_DIR", "/tmp/kvwatch-bench"))
+    ap.add_argument(
+        "--workdir",
+        default=os.environ.get("KVWATCH_BENCH_DIR", str(Path(tempfile.gettempdir()) / "kvwatch-bench")),
+    )
     ap.add_argument("--json", help="also write the results to this file")
     ap.add_argument(
         "--daemon-seconds", type=float, help="length of each daemon phase (default 30; --quick 20)"

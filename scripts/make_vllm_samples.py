@@ -1637,8 +1637,8 @@ line), `kv_connector/v1/offloading/metrics.py` in 0.20.2 (`GPU_to_CPU_total_byte
 Line counts below count INFO stats lines only; "last" values are the printed strings of the last
 stats line of that engine. Totals are sums of the printed per-interval KV Transfer values.
 
-Differences from /work/shared/formats/vllm.md found while checking: (1) 0.11.0 has no
-`Preemptions` (0.11.1+ does, as the doc says) - so the DP sample uses 0.11.2; (2) the labelled
+Details the wheels settled while checking: (1) 0.11.0 has no `Preemptions` (0.11.1+ does:
+`v1/metrics/loggers.py`) - so the DP sample uses 0.11.2; (2) the labelled
 tiering key in 0.33 is `vllm:kv_offload_tiering_read_bytes:('1:fs',)` (label
 `f"{tier_idx + 1}:{tier_type}"`), not `('fs',)`, and 0.26 has no `tiering_read_bytes` at all;
 (3) in 0.11.2 the per-engine `Engine 000: vllm cache_config_info ...` line is DEBUG (only the

@@ -2,9 +2,15 @@
 
 from __future__ import annotations
 
+import collections
+import os
 import random
+import re
 import subprocess
 import sys
+import threading
+import time
+from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
@@ -28,22 +34,104 @@ def _tail(text: str, lines: int = 40) -> str:
     return "\n".join(text.splitlines()[-lines:])
 
 
-def llama_server_binary() -> Path:
-    """llama-server built by scripts/llamacpp/build.sh (idempotent); the test fails if it cannot be built."""
-    done = subprocess.run(
-        ["bash", str(SCRIPTS / "build.sh")],
-        capture_output=True,
+NINJA_STEP = re.compile(r"\[(\d+)/(\d+)\] ")
+
+
+class BuildProgress:
+    """What a contributor sees of a long build: build.sh's own lines, ninja's `[N/M]` every 5 % or 10 s."""
+
+    def __init__(
+        self,
+        write: Callable[[str], None],
+        clock: Callable[[], float] = time.monotonic,
+        every_s: float = 10.0,
+        step_pct: int = 5,
+        keep: int = 40,
+    ) -> None:
+        """Relay through `write`; keep the last `keep` lines of everything for a failure message."""
+        self.write = write
+        self.clock = clock
+        self.every_s = every_s
+        self.step_pct = step_pct
+        self.lines: collections.deque[str] = collections.deque(maxlen=keep)
+        self.shown_step = -1  # the last relayed step, in units of step_pct
+        self.shown_at = float("-inf")
+
+    def feed(self, line: str) -> None:
+        """One line of the build's stderr: kept, and relayed when it is news."""
+        self.lines.append(line)
+        if line.startswith("[build.sh]"):
+            self.show(line)
+            return
+        step = NINJA_STEP.match(line)
+        if step is None:
+            return
+        done, total = int(step[1]), int(step[2])
+        percent_step = done * 100 // max(total, 1) // self.step_pct
+        if done == total or percent_step > self.shown_step or self.clock() - self.shown_at >= self.every_s:
+            self.shown_step = percent_step
+            self.show(line)
+
+    def show(self, line: str) -> None:
+        """Relay a line now."""
+        self.shown_at = self.clock()
+        self.write(line)
+
+    def tail(self) -> str:
+        """The last lines the build wrote, relayed or not."""
+        return "\n".join(self.lines)
+
+
+def terminal_lines(config: pytest.Config) -> Callable[[str], None]:
+    """Write whole lines to the terminal past pytest's output capture (as its own progress lines are)."""
+    capture = config.pluginmanager.getplugin("capturemanager")
+    reporter = config.pluginmanager.getplugin("terminalreporter")
+
+    def write(line: str) -> None:
+        if capture is None or reporter is None:  # -s or -p no:terminal: stderr is the terminal
+            print(line, file=sys.__stderr__, flush=True)
+            return
+        with capture.global_and_fixture_disabled():
+            reporter.write_line(line)
+            reporter.flush()
+
+    return write
+
+
+def llama_server_binary(progress: BuildProgress, script: Path = SCRIPTS / "build.sh") -> Path:
+    """llama-server built by scripts/llamacpp/build.sh (idempotent), its progress relayed as it runs.
+
+    The test fails, with the end of the build's output, if it cannot be built.
+    """
+    proc = subprocess.Popen(
+        ["bash", str(script)],
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
         text=True,
-        check=False,
-        timeout=BUILD_TIMEOUT_S,
+        errors="replace",
+        env={**os.environ, "PYTHON": sys.executable},  # its pip fetches the sdist, on PATH or not
     )
-    lines = done.stdout.strip().splitlines()
+    stdout, stderr = proc.stdout, proc.stderr
+    assert stdout is not None and stderr is not None
+    out: list[str] = []
+    reader = threading.Thread(target=lambda: out.append(stdout.read()))  # the binary's path, at the end
+    reader.start()
+    timed_out = threading.Event()
+    killer = threading.Timer(BUILD_TIMEOUT_S, lambda: (timed_out.set(), proc.kill()))
+    killer.start()
+    try:
+        for line in stderr:
+            progress.feed(line.rstrip("\n"))
+        returncode = proc.wait()
+    finally:
+        killer.cancel()
+        reader.join()
+    lines = "".join(out).strip().splitlines()
     binary = Path(lines[-1]) if lines else None
-    if done.returncode != 0 or binary is None or not binary.is_file():
-        pytest.fail(
-            f"scripts/llamacpp/build.sh failed (exit {done.returncode}); {NEEDS}.\n{_tail(done.stderr)}",
-            pytrace=False,
-        )
+    if returncode != 0 or binary is None or not binary.is_file():
+        shown = script.relative_to(ROOT) if script.is_relative_to(ROOT) else script
+        late = f", killed after {BUILD_TIMEOUT_S:.0f} s" if timed_out.is_set() else ""
+        pytest.fail(f"{shown} failed (exit {returncode}{late}); {NEEDS}.\n{progress.tail()}", pytrace=False)
     return binary
 
 

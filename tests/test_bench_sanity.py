@@ -6,7 +6,11 @@ import subprocess
 import sys
 from pathlib import Path
 
+import pytest
+
 RUN = Path(__file__).resolve().parent.parent / "bench" / "run.py"
+
+pytestmark = pytest.mark.slow  # generates logs, runs mtail and kvwatch on them
 
 
 def test_bench_counts_agree_with_mtail(tmp_path: Path) -> None:

@@ -7,10 +7,12 @@ import time
 from datetime import datetime, timedelta, timezone
 from pathlib import Path
 
+import pytest
 from daemon_helpers import Kvwatch, file_source, shifted_sample, wait_until, write_config
 from notify_helpers import Receiver
 
 
+@pytest.mark.slow
 def test_write_only_offload_alert_reaches_a_webhook_once_across_a_restart(tmp_path: Path) -> None:
     """The webhook receives the write_only_offload alert JSON; after a restart it is not sent again."""
     now = datetime.now(timezone.utc).replace(microsecond=0)

@@ -9,6 +9,7 @@ import signal
 import threading
 from pathlib import Path
 
+import pytest
 from daemon_helpers import Kvwatch, file_source, wait_until, write_config
 
 
@@ -19,6 +20,7 @@ def append(path: Path, start: int, count: int) -> int:
     return start + count
 
 
+@pytest.mark.slow
 def test_five_rename_rotations_under_a_steady_writer(tmp_path: Path) -> None:
     """A writer rotating its log 5 times (rename, reopen) while writing: every line counted once."""
     log = tmp_path / "app.log"
@@ -42,6 +44,7 @@ def test_five_rename_rotations_under_a_steady_writer(tmp_path: Path) -> None:
     assert written == kv.processed("app")
 
 
+@pytest.mark.slow
 def test_copytruncate_delete_recreate_and_a_file_created_after_start(tmp_path: Path) -> None:
     """copytruncate, delete + re-create, and a file appearing under a glob: each line once."""
     logs = tmp_path / "logs"
@@ -67,6 +70,7 @@ def test_copytruncate_delete_recreate_and_a_file_created_after_start(tmp_path: P
     assert 0 == kv.stop()
 
 
+@pytest.mark.slow
 def test_sigterm_then_restart_processes_each_line_exactly_once(tmp_path: Path) -> None:
     """Stopped mid-stream with SIGTERM and restarted: the two runs processed exactly the lines written."""
     log = tmp_path / "app.log"
@@ -103,6 +107,7 @@ def saved_offset(state: Path, source: str) -> int:
     return int(next(iter(data["files"].values()))[-1]["offset"])
 
 
+@pytest.mark.slow
 def test_sigkill_loses_nothing_and_repeats_at_most_the_lines_since_the_last_sync(tmp_path: Path) -> None:
     """Killed with SIGKILL: the restart resumes from the last saved position, so none is lost."""
     log, state = tmp_path / "app.log", tmp_path / "state"
@@ -123,6 +128,7 @@ def test_sigkill_loses_nothing_and_repeats_at_most_the_lines_since_the_last_sync
     assert 0 == second.stop()
 
 
+@pytest.mark.slow
 def test_sighup_with_a_broken_config_keeps_running_and_a_good_one_adds_a_source(tmp_path: Path) -> None:
     """SIGHUP: a broken config is refused (old one keeps running); a valid one adds a source, no reset."""
     a, b = tmp_path / "a.log", tmp_path / "b.log"

@@ -9,7 +9,10 @@ import urllib.parse
 import urllib.request
 from pathlib import Path
 
+import pytest
 from daemon_helpers import Kvwatch, file_source, free_port, wait_until, write_config
+
+pytestmark = pytest.mark.slow  # a real Prometheus server
 
 
 def query(base: str, expr: str) -> list[dict[str, object]]:

@@ -4,8 +4,10 @@ from __future__ import annotations
 
 import os
 import subprocess
+import sys
 from pathlib import Path
 
+import pytest
 from daemon_helpers import Kvwatch, wait_until
 
 from kvwatch.sources.stdin import StdinSource
@@ -17,6 +19,7 @@ LINES = [
 ]
 
 
+@pytest.mark.slow
 def test_stdin_pipe_is_read_until_eof_then_the_daemon_exits_zero(tmp_path: Path) -> None:
     """Lines piped in are counted; closing the pipe makes kvwatch drain and exit 0."""
     read, write = os.pipe()
@@ -34,7 +37,9 @@ def test_stdin_pipe_is_read_until_eof_then_the_daemon_exits_zero(tmp_path: Path)
 
 def test_run_refuses_both_or_neither_of_config_and_stdin() -> None:
     """`kvwatch run` needs exactly one of --config and --stdin (exit 2)."""
-    done = subprocess.run(["python", "-m", "kvwatch", "run"], capture_output=True, text=True, check=False)
+    done = subprocess.run(
+        [sys.executable, "-m", "kvwatch", "run"], capture_output=True, text=True, check=False
+    )
     assert (2, "kvwatch run: give --config PATH or --stdin (not both)\n") == (done.returncode, done.stderr)
 
 

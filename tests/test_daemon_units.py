@@ -183,6 +183,7 @@ def test_check_config_prints_the_summary_or_each_problem(
     assert 'source[0].container: required for type "docker"' in err
 
 
+@pytest.mark.slow
 def test_an_unusable_state_dir_is_refused_at_start_and_noted_by_check_config(
     tmp_path: Path, capsys: pytest.CaptureFixture[str]
 ) -> None:

@@ -246,6 +246,7 @@ def finite(result: Result) -> list[float]:
     return [float(v[1]) for v in values if math.isfinite(float(v[1]))]
 
 
+@pytest.mark.slow
 def test_variables_find_every_source_and_engines(feed: Feed) -> None:
     """`label_values` of the source and engine variables find every sample and vLLM's engines."""
     sources = label_values(feed.url, "source", "kvwatch_lines_total")
@@ -254,6 +255,7 @@ def test_variables_find_every_source_and_engines(feed: Feed) -> None:
     assert {"0", "1"} <= set(engines)
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize(("title", "expr"), targets(), ids=[f"{t}: {e[:40]}" for t, e in targets()])
 def test_panel_query_returns_data(feed: Feed, title: str, expr: str) -> None:
     """The panel's query, as Grafana sends it, returns at least one finite value."""

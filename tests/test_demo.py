@@ -15,6 +15,7 @@ from collections.abc import Mapping
 from datetime import datetime, timezone
 from pathlib import Path
 
+import pytest
 from daemon_helpers import ROOT, wait_until
 from notify_helpers import Receiver
 
@@ -99,6 +100,7 @@ def get(url: str) -> str:
         return str(resp.read().decode())
 
 
+@pytest.mark.slow
 def test_demo_prints_the_alerts_serves_metrics_and_stops_cleanly_on_ctrl_c(tmp_path: Path) -> None:
     """The console shows every expected alert, /metrics counts lines, Ctrl-C exits 0 and cleans up."""
     demo = Demo(tmp_path)
@@ -121,6 +123,7 @@ def test_demo_prints_the_alerts_serves_metrics_and_stops_cleanly_on_ctrl_c(tmp_p
     assert EXPECTED == demo.alerts()  # the healthy samples fired nothing
 
 
+@pytest.mark.slow
 def test_demo_sends_the_alert_json_to_the_webhook_in_its_environment(tmp_path: Path) -> None:
     """The webhook in $KVWATCH_DEMO_WEBHOOK_URL gets the alert JSON, the Slack URL a message; unprinted."""
     with Receiver() as hook:

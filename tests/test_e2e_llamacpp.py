@@ -18,8 +18,17 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
+import pytest
 from daemon_helpers import Kvwatch, file_source, wait_until, write_config
-from llama_helpers import Dialogue, LlamaServer, case, llama_server_binary, tiny_models
+from llama_helpers import (
+    BuildProgress,
+    Dialogue,
+    LlamaServer,
+    case,
+    llama_server_binary,
+    terminal_lines,
+    tiny_models,
+)
 from notify_helpers import SECRET_PATH, Receiver
 from prometheus_client.parser import text_string_to_metric_families
 
@@ -30,6 +39,8 @@ REQUESTS = 10
 ALERT_DEADLINE_S = 45.0
 COUNT_DEADLINE_S = 30.0
 TITLE = re.compile(r"(FIRING|RESOLVED): (\w+) — (\S+)")
+
+pytestmark = pytest.mark.slow  # builds llama-server once (minutes), then runs two of them
 
 
 def titles(receiver: Receiver) -> list[tuple[str, str, str]]:
@@ -70,9 +81,11 @@ def await_(
         raise AssertionError(f"{err}; Slack got {titles(slack)}; kvwatch log:\n" + "\n".join(log)) from None
 
 
-def test_varying_header_alerts_slack_and_the_same_conversations_without_it_do_not(tmp_path: Path) -> None:
+def test_varying_header_alerts_slack_and_the_same_conversations_without_it_do_not(
+    tmp_path: Path, pytestconfig: pytest.Config
+) -> None:
     """Slack gets prefix_reuse_broken then pinned_cache_length for the varying header, nothing for healthy."""
-    binary = llama_server_binary()
+    binary = llama_server_binary(BuildProgress(terminal_lines(pytestconfig)))
     models = tiny_models(tmp_path / "models")
     logs = {name: tmp_path / f"{name}.log" for name in (HEALTHY, VARYING)}
     cases = {HEALTHY: case("healthy-two-slots"), VARYING: case("varying-header-chat")}

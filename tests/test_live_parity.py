@@ -41,6 +41,7 @@ def compared(exposition: str) -> Samples:
     return out
 
 
+@pytest.mark.slow
 def test_every_sample_log_followed_live_gives_the_metrics_replay_gives(
     tmp_path: Path, capsys: pytest.CaptureFixture[str]
 ) -> None:

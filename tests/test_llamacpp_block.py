@@ -148,6 +148,7 @@ def test_generated_log() -> None:
     assert expected == by_block(texts, random.Random(2))
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("seed", range(12))
 def test_damaged_logs(seed: int) -> None:
     """Damaged variants of generated logs and samples give what parse() gives, errors included."""

@@ -1,4 +1,4 @@
-"""The llama.cpp parser: literal lines of every era (formats/llamacpp.md) -> request records."""
+"""The llama.cpp parser: literal lines of every era (llama.cpp sources, PyPI sdists) -> request records."""
 
 # Literal log lines copied from llama-server output are kept whole, however long.
 # ruff: noqa: E501

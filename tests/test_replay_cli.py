@@ -140,6 +140,7 @@ def test_python_dash_m_works(vllm_log: Path) -> None:
     assert (0, True) == (done.returncode, "source vllm (engine vllm, plain)" in done.stdout)
 
 
+@pytest.mark.slow
 def test_a_pipe_replays_as_its_file_does(tmp_path: Path) -> None:
     """`-` (standard input) and a pipe named by path (`<(zcat ...)` is one) give what the file gives,
     the pipe read once (its head is needed twice: engine and framing, then the whole); the source is
@@ -183,6 +184,7 @@ def test_a_start_past_year_9999_is_refused(
     assert "argument --start" in capsys.readouterr().err
 
 
+@pytest.mark.slow
 def test_more_files_than_open_files_allowed(tmp_path: Path) -> None:
     """Hundreds of small rotated logs, more than the process may hold open (a replay merges every file
     by time): each is closed by the read that meets its end, so the replay counts every line."""
@@ -227,6 +229,7 @@ def test_alerts_in_json_follow_the_contract(capsys: pytest.CaptureFixture[str]) 
     assert [{"labels": labels, "value": 1.0}] == firing
 
 
+@pytest.mark.slow
 def test_text_report_shows_token_hit_rate_by_entry(capsys: pytest.CaptureFixture[str]) -> None:
     """For a gateway usage log the text report gives requests, tokens and hit rate per entry and model."""
     sample = Path(__file__).resolve().parents[1] / "samples" / "usage-newapi.log"

@@ -98,6 +98,7 @@ def test_a_dense_plain_log_is_framed_and_parsed_in_a_child(children: list[str], 
     assert all(counts[1] > 0 for counts in expected[1].values())
 
 
+@pytest.mark.slow
 def test_damaged_gzip_replays_what_came_before_and_says_so(children: list[str], tmp_path: Path) -> None:
     """A .gz cut short (rotated while copied) keeps the lines before the cut, in both paths."""
     whole = gzip.compress((SAMPLES / "vllm-docker.log").read_bytes() * 20, mtime=0)
@@ -187,6 +188,7 @@ def _gone(pid: int) -> bool:
         return True
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("sig", [signal.SIGTERM, signal.SIGKILL], ids=["SIGTERM", "SIGKILL"])
 def test_a_replay_stopped_alone_leaves_no_child_behind(tmp_path: Path, sig: int) -> None:
     """The replay process alone gets SIGTERM (a supervisor, `kill PID`) or SIGKILL while workers parse
@@ -254,6 +256,7 @@ def test_the_files_of_a_rotated_log_take_the_child_in_turn(children: list[str], 
     assert ["parser llama.log.2", "parser llama.log.1", "parser llama.log"] == children
 
 
+@pytest.mark.slow
 def test_a_child_starts_before_the_pipeline_is_imported(tmp_path: Path) -> None:
     """A big file's child is forked as soon as its parser is made: prometheus_client and the detectors
     load in the parent while it reads (a fresh interpreter, as `kvwatch replay` starts)."""

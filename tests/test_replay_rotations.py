@@ -16,6 +16,8 @@ from kvwatch.replay import ReplayInput, _age, _rotations
 
 ROOT = Path(__file__).resolve().parents[1]
 SAMPLES = sorted((ROOT / "samples").glob("*.log"))
+#: Replayed five times each: the new-api day (the biggest sample) takes seconds.
+SLOW_SAMPLES = {"usage-newapi.log"}
 
 
 def golden(capsys: pytest.CaptureFixture[str], *args: str) -> str:
@@ -35,7 +37,11 @@ def cut(sample: Path, tmp_path: Path, at: float) -> list[Path]:
     return [tmp_path / "log", tmp_path / "log.1", tmp_path / "log.2"]
 
 
-@pytest.mark.parametrize("sample", SAMPLES, ids=lambda p: p.name)
+@pytest.mark.parametrize(
+    "sample",
+    [pytest.param(s, marks=pytest.mark.slow) if s.name in SLOW_SAMPLES else s for s in SAMPLES],
+    ids=lambda p: p.name,
+)
 def test_a_sample_cut_into_rotated_files_replays_as_the_whole(
     sample: Path, tmp_path: Path, capsys: pytest.CaptureFixture[str]
 ) -> None:
@@ -48,6 +54,7 @@ def test_a_sample_cut_into_rotated_files_replays_as_the_whole(
         assert whole == golden(capsys, *map(str, reversed(files))), at
 
 
+@pytest.mark.slow
 def test_big_rotated_llamacpp_files_parsed_by_children_hand_their_parser_on(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
 ) -> None:

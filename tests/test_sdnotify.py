@@ -8,6 +8,7 @@ import signal
 import socket
 from pathlib import Path
 
+import pytest
 from daemon_helpers import Kvwatch, file_source, wait_until, write_config
 
 from kvwatch.sdnotify import SystemdNotifier
@@ -52,6 +53,7 @@ def test_watchdog_interval_is_half_the_timeout_and_only_for_this_pid() -> None:
     assert (2.0, None) == (mine.watchdog_interval(), other.watchdog_interval())
 
 
+@pytest.mark.slow
 def test_the_daemon_notifies_ready_watchdog_status_reloading_and_stopping(tmp_path: Path) -> None:
     """The daemon sends READY=1, WATCHDOG=1 pings, STATUS=, RELOADING=1 on SIGHUP and STOPPING=1."""
     path = str(tmp_path / "notify.sock")

@@ -121,6 +121,7 @@ def write(tmp_path: Path, name: str, texts: list[str]) -> Path:
     return path
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("workers", [2, 3])
 def test_busy_logs_are_parsed_in_segments(small: list[int], tmp_path: Path, workers: int) -> None:
     """Generated -lv 4 logs (four busy slots): every guess holds, and the results are the one-go ones."""
@@ -133,6 +134,7 @@ def test_busy_logs_are_parsed_in_segments(small: list[int], tmp_path: Path, work
     assert [] == small
 
 
+@pytest.mark.slow
 def test_damaged_logs_fall_back_to_one_go_and_agree(small: list[int], tmp_path: Path) -> None:
     """Damaged logs (restarts, lines out of order, torn and foreign lines, cut lines longer than the
     cap): whether a guess holds or not, the results are the one-go ones."""
@@ -146,6 +148,7 @@ def test_damaged_logs_fall_back_to_one_go_and_agree(small: list[int], tmp_path: 
         assert one_go(path) == in_segments(path, 2), case
 
 
+@pytest.mark.slow
 def test_a_wrong_guess_falls_back_to_one_go(
     small: list[int], rounds: list[int], tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
@@ -169,6 +172,7 @@ def idle_slot(texts: list[str], start: float, stop: float) -> tuple[list[str], l
     return kept, texts[first - 4 : first + 1]
 
 
+@pytest.mark.slow
 def test_an_idle_slot_keeps_the_guesses(small: list[int], tmp_path: Path) -> None:
     """A slot idle through whole segments, then serving again: a worker's guess does not know its
     last finished task (nor anything else of it, from before the lines the worker skipped), and
@@ -182,6 +186,7 @@ def test_an_idle_slot_keeps_the_guesses(small: list[int], tmp_path: Path) -> Non
     assert [] == small
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("at", [0.35, 0.5, 0.65])
 def test_a_late_line_of_an_idle_slot_is_checked(
     small: list[int], rounds: list[int], tmp_path: Path, at: float
@@ -241,6 +246,7 @@ def test_segments_are_cut_at_line_starts_the_last_stretch_at_half_size(
         assert 2 * workers - 1 <= len(halves) <= 2 * workers and sizes[-len(halves) :] == halves
 
 
+@pytest.mark.slow
 def test_a_second_server_run_agrees(
     small: list[int], rounds: list[int], tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
@@ -274,6 +280,7 @@ def test_a_second_server_run_agrees(
     assert all(reconciled)
 
 
+@pytest.mark.slow
 def test_samples_one_after_another(small: list[int], tmp_path: Path) -> None:
     """The llama.cpp samples back to back: restarts, router ports, jsonl and legacy timing lines."""
     texts = [text for path in SAMPLES for text in path.read_text().splitlines()]
@@ -360,6 +367,7 @@ def test_replay_parses_a_big_dense_log_in_segments(
     assert segmented_result[1]["llama"][0] == len(texts)
 
 
+@pytest.mark.slow
 def test_a_replay_of_many_big_files_runs_few_children(
     small: list[int], children: list[str], tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:

@@ -1,4 +1,4 @@
-"""The vLLM parser on literal lines of every version shape (formats/vllm.md)."""
+"""The vLLM parser on literal lines of every version shape (the vLLM wheels' own strings)."""
 
 from __future__ import annotations
 

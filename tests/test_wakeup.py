@@ -123,6 +123,7 @@ def test_the_signal_handlers_take_no_lock() -> None:
     assert daemon._stopping and daemon._reloading and demo.signalled
 
 
+@pytest.mark.slow
 def test_the_daemon_stops_on_sigint_and_sigterm_at_once(tmp_path: Path) -> None:
     """Ctrl-C in a terminal and a supervisor's SIGTERM together: a clean stop, the drain logged."""
     log = tmp_path / "a.log"

