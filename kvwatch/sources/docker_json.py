@@ -16,6 +16,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from kvwatch.parsers.clock import parse_rfc3339
+from kvwatch.sources.linecap import LINE_CAP
 
 DOCKER_SPLIT = 16 * 1024
 _TS_PREFIX = re.compile(rb"^(\d{4}-\d\d-\d\dT\d\d:\d\d:\d\d(?:\.\d{1,9})?(?:Z|[+-]\d\d:\d\d)) ")
@@ -73,7 +74,7 @@ def simple_entry(data: bytes, start: int, end: int) -> tuple[str, float | None, 
 class EntryJoiner:
     """Joins 16 KiB partial entries (per stream) into whole lines, bounded by a size cap."""
 
-    def __init__(self, max_line: int = 1 << 20) -> None:
+    def __init__(self, max_line: int = LINE_CAP) -> None:
         self._parts: dict[str, list[str]] = {}
         self._sizes: dict[str, int] = {}
         self._times: dict[str, float | None] = {}

@@ -33,7 +33,8 @@ from typing import IO, Any
 
 from kvwatch.config_types import JournaldSettings, SourceConfig
 from kvwatch.model import LogLine
-from kvwatch.sources.filetail import LINE_CAP, READ_BUDGET, StartAt
+from kvwatch.sources.filetail import READ_BUDGET, StartAt
+from kvwatch.sources.linecap import LINE_CAP
 from kvwatch.sources.openfile import FileCounters
 
 __all__ = ["JournaldSource", "journalctl_argv"]
