@@ -8,6 +8,7 @@ from itertools import chain
 from pathlib import Path
 
 from kvwatch.model import LogLine
+from kvwatch.sources.docker_json import Entry, EntryJoiner
 from kvwatch.sources.filetail import FileTail
 from kvwatch.sources.framing import Framer
 from kvwatch.sources.linecap import LINE_CAP, Clip, clip_bytes
@@ -68,3 +69,12 @@ def test_a_16_mib_line_is_read_in_bounded_memory_live_and_in_replay(tmp_path: Pa
     assert (sorted(["short", expected, "after"]), 1) == (sorted(texts), framer.truncated)
     assert expected.endswith('"prompt_tokens":4242}}') and len(expected) == LINE_CAP
     assert [True, True] == [live_peak < 6 * LINE_CAP, replay_peak < 6 * LINE_CAP], (live_peak, replay_peak)
+
+
+def test_a_docker_line_joined_past_the_cap_keeps_its_head_and_tail() -> None:
+    """Docker's 16 KiB entries of one line, joined past the cap: the head and the tail, counted once."""
+    joiner = EntryJoiner(10)
+    pieces = ["abcdefgh", "ijklmnop", "qrstuvw", "xyz\n"]
+    results = [joiner.add(Entry(piece, "stdout", 1.0)) for piece in pieces]
+    assert ([None, None, None, ("abcdevwxyz", 1.0)], 1) == (results, joiner.truncated)
+    assert (("short", 2.0), 1) == (joiner.add(Entry("short\n", "stdout", 2.0)), joiner.truncated)

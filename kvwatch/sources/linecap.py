@@ -82,3 +82,39 @@ def clip_text(text: str, cap: int = LINE_CAP) -> str:
         return text
     half = cap // 2
     return text[:half].rstrip("\\") + text[len(text) - (cap - half) :]
+
+
+class TextClip:
+    """Clip for a line joined from decoded pieces (docker's 16 KiB entries): characters, not bytes."""
+
+    __slots__ = ("_head", "_parts", "_size", "cap", "half")
+
+    def __init__(self, cap: int = LINE_CAP) -> None:
+        self.cap, self.half = cap, cap // 2
+        self._head: str | None = None  # set once the line passes the cap
+        self._parts: list[str] = []
+        self._size = 0
+
+    def add(self, text: str) -> None:
+        """Append the next piece of the line."""
+        self._parts.append(text)
+        self._size += len(text)
+        keep = self.cap - self.half
+        if self._head is None and self._size > self.cap:
+            whole = "".join(self._parts)
+            self._head, self._parts, self._size = (
+                whole[: self.half],
+                [whole[self.half :]],
+                len(whole) - self.half,
+            )
+        if self._head is not None and self._size > 2 * keep:  # (trimmed now and then, not per piece)
+            rest = "".join(self._parts)[-keep:]
+            self._parts, self._size = [rest], keep
+
+    def take(self) -> tuple[str, bool]:
+        """The line (head and tail joined when cut) and whether it was cut; the clip is emptied."""
+        rest, head = "".join(self._parts), self._head
+        self._head, self._parts, self._size = None, [], 0
+        if head is None:
+            return rest, False
+        return head.rstrip("\\") + rest[len(rest) - (self.cap - self.half) :], True
