@@ -29,6 +29,7 @@ from kvwatch.parsers.run import SourceRun
 from kvwatch.segmented import Outcome
 from kvwatch.sources.forked import FramedFile, in_child
 from kvwatch.sources.framing import Batch, Framer, Framing
+from kvwatch.sources.linecap import LINE_CAP
 from kvwatch.sources.wholefile import sniff_file, source_name
 
 if TYPE_CHECKING:
@@ -38,7 +39,7 @@ if TYPE_CHECKING:
     from kvwatch.metrics import Metrics
     from kvwatch.report.summary import Summary
 
-MAX_LINE = 1 << 20
+MAX_LINE = LINE_CAP  # (one cap, live and in replay: kvwatch/sources/linecap.py)
 _CONTAINER_LOG = re.compile(r"^([0-9a-f]{64})-json\.log(?:\.\d+)?(?:\.gz)?$")
 _ROTATED = re.compile(r"\.(\d+)(?:\.gz)?$")
 

@@ -15,6 +15,7 @@ from kvwatch.model import LogLine
 from kvwatch.sources import wholefile
 from kvwatch.sources.docker_json import DOCKER_SPLIT, decode_entry, simple_entry, split_logs_t
 from kvwatch.sources.framing import Batch, Block, Framer, Malformed, sniff
+from kvwatch.sources.linecap import clip_bytes
 from kvwatch.sources.wholefile import batches, open_log, source_name
 
 MARKERS = ("throughput:", "KV Transfer")
@@ -223,7 +224,7 @@ def test_reads_of_any_size_frame_like_single_lines(
     path = tmp_path / "mixed.log"
     path.write_bytes(data)
     by_line = Framer("s", framing, MARKERS, 2048)  # type: ignore[arg-type]
-    expected = [b for raw in data.split(b"\n")[:-1] for b in by_line.feed(raw[:2048])]
+    expected = [b for raw in data.split(b"\n")[:-1] for b in by_line.feed(clip_bytes(raw, 2048))]
     monkeypatch.setattr(wholefile, "CHUNK", chunk)
     framer = Framer("s", framing, MARKERS, 2048)  # type: ignore[arg-type]
     with open_log(str(path)) as stream:

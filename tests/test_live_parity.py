@@ -129,3 +129,57 @@ def test_a_container_followed_by_a_docker_source_gives_the_metrics_replay_gives(
     live = compared(kv.get("/metrics")[2])
     assert 0 == kv.stop()
     assert expected == live
+
+
+def long_usage_log(path: Path) -> Path:
+    """A gateway usage log whose middle row is 3 MiB long (the prompt logged), its numbers at its end."""
+    prompt = 'def handler(event):\n    return {"ok": True, "path": "C:\\\\logs"}\n' * 48_000
+
+    def row(second: int, prompt_tokens: int, cached: int, content: str) -> str:
+        return json.dumps(
+            {
+                "ts": f"2026-08-20T08:00:{second:02d}Z",
+                "path": "/v1/chat/completions",
+                "status": 200,
+                "request": {"model": "m", "messages": [{"role": "user", "content": content}]},
+                "response": {
+                    "model": "m",
+                    "usage": {
+                        "prompt_tokens": prompt_tokens,
+                        "prompt_tokens_details": {"cached_tokens": cached},
+                    },
+                },
+            }
+        )
+
+    rows = [row(1, 1000, 800, "hi"), row(2, 912_345, 4_321, prompt), row(3, 2000, 1900, "again")]
+    assert len(rows[1]) > 3 << 20
+    path.write_text("\n".join(rows) + "\n")
+    return path
+
+
+def test_a_line_past_the_cap_is_cut_and_parsed_alike_live_and_in_replay(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """A 3 MiB line is cut to its head and tail, counted once, and its numbers (at its end) are read
+    the same by replay and by a daemon following the file."""
+    log = long_usage_log(tmp_path / "gateway.log")
+    assert 0 == main(["replay", "--format", "prom", "--source", "gw", str(log)])
+    expected = compared(capsys.readouterr().out)
+    key = ("model", "m"), ("entry", "/v1/chat/completions"), ("source", "gw")
+    labels = tuple(sorted(key))
+    assert (1.0, 3.0, 915_345.0, 7_021.0) == (
+        expected[("kvwatch_lines_truncated_total", (("source", "gw"),))],
+        expected[("kvwatch_lines_recognized_total", (("source", "gw"),))],
+        expected[("kvwatch_usage_prompt_tokens_total", labels)],
+        expected[("kvwatch_usage_cached_tokens_total", labels)],
+    )
+    body = (
+        f'[[source]]\nname = "gw"\nengine = "auto"\ntype = "file"\npath = "{log}"\nstart_at = "beginning"\n'
+    )
+    kv = Kvwatch(["--config", str(write_config(tmp_path / "kv.toml", body))], tmp_path / "kv.err")
+    lines = ("kvwatch_lines_total", (("source", "gw"),))
+    wait_until(lambda: compared(kv.get("/metrics")[2]).get(lines) == 3.0, what="the log read")
+    live = compared(kv.get("/metrics")[2])
+    assert 0 == kv.stop()
+    assert expected == live

@@ -115,10 +115,11 @@ def test_a_repeated_failure_is_logged_once(
         for i in range(3):
             delivery.enqueue(make_alert(summary=f"alert {i}"))
         wait_until(lambda: delivery.pending() == [])
+        where = receiver.base
     messages = [r.getMessage() for r in caplog.records if r.levelno == logging.WARNING]
     assert [
-        "notifier hook: retryable error (http_503): HTTP 503: busy; will retry",
-        "notifier hook: permanent error (http_410): HTTP 410: gone; dropped 1 alert(s)",
+        f"notifier hook: retryable error (http_503): {where}: HTTP 503: busy; will retry",
+        f"notifier hook: permanent error (http_410): {where}: HTTP 410: gone; dropped 1 alert(s)",
     ] == messages
 
 
@@ -146,6 +147,33 @@ def test_restart_resends_what_was_pending_and_nothing_twice(
         assert second.close(timeout=5)
         assert [alert_to_json(a) for a in alerts] == receiver.accepted()
         assert 4 == receiver.count()
+
+
+def test_a_receiver_can_drop_a_transition_sent_again(tmp_path: Path, registry: CollectorRegistry) -> None:
+    """A transition whose answer was lost in an outage is sent again by the restarted delivery with
+    the same id and fingerprint; another transition of the same alert has its own id."""
+    firing = make_alert(at=1767225600.0)
+    resolved = make_alert(state="resolved", at=1767229200.5)
+    slow = Backoff(base=3600.0, jitter=0.0)
+    counter = notifications_counter(registry)
+    with Receiver([Reply(hang=10)]) as receiver:
+        notifier = WebhookNotifier("hook", Secret(receiver.url), timeout=0.3)
+        first = Delivery(notifier, tmp_path, counter, backoff=slow)
+        first.start()
+        first.enqueue(firing)
+        first.enqueue(resolved)
+        wait_until(lambda: count(registry, "hook", "retry") == 1.0)  # the answer never came
+        assert first.close(timeout=5)
+        second = Delivery(notifier, tmp_path, counter, backoff=slow)
+        second.start()
+        wait_until(lambda: second.pending() == [])
+        assert second.close(timeout=5)
+        bodies = [seen.body for seen in receiver.seen]
+    ids = [body["id"] for body in bodies]
+    assert [ids[0], ids[0], ids[2]] == ids and ids[0] != ids[2]
+    assert 1 == len({body["fingerprint"] for body in bodies})
+    kept = list({body["id"]: body for body in bodies}.values())  # what a de-duplicating receiver keeps
+    assert [alert_to_json(firing), alert_to_json(resolved)] == kept
 
 
 def test_slack_sends_are_paced_one_per_second(

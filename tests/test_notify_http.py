@@ -9,12 +9,14 @@ from pathlib import Path
 import pytest
 import requests
 from notify_helpers import SECRET_PATH, Receiver, Reply, make_alert, wait_until
-from prometheus_client import CollectorRegistry
+from prometheus_client import CollectorRegistry, generate_latest
 
+from kvwatch.cli import main
 from kvwatch.notify.base import Outcome, classify, new_session, parse_retry_after, post_json
 from kvwatch.notify.delivery import Backoff, Delivery, notifications_counter
 from kvwatch.notify.secrets import Secret
 from kvwatch.notify.slack import SlackNotifier
+from kvwatch.notify.webhook import WebhookNotifier
 
 NOW = 1767225600.0  # 2026-01-01T00:00:00Z, a Thursday
 
@@ -84,7 +86,7 @@ def closed_port_url() -> str:
 
 
 def test_connection_errors_are_scrubbed_of_the_url() -> None:
-    """requests names the host and path in ConnectionError text; the outcome keeps neither."""
+    """requests names the host and path in ConnectionError text; the outcome keeps the host only."""
     url = closed_port_url()
     with pytest.raises(requests.ConnectionError) as raw:
         requests.post(url, json={}, timeout=2)
@@ -92,7 +94,7 @@ def test_connection_errors_are_scrubbed_of_the_url() -> None:
     outcome = post_json(new_session(), Secret(url), {}, timeout=2)
     assert ("retry", "connection") == (outcome.kind, outcome.reason)
     assert "SECRETTOKEN42" not in outcome.detail
-    assert "127.0.0.1" not in outcome.detail
+    assert outcome.detail.startswith(url.removesuffix(SECRET_PATH) + ": ConnectionError: ")
     assert "<secret>" in outcome.detail
 
 
@@ -121,3 +123,38 @@ def test_the_url_never_reaches_the_logs(tmp_path: Path, caplog: pytest.LogCaptur
     assert "/services/" not in caplog.text
     assert "SECRETTOKEN42" not in repr(notifier)
     assert "SECRETTOKEN42" not in repr(delivery.notifier)
+
+
+def test_delivery_errors_name_the_receiver_by_scheme_and_host_only(
+    tmp_path: Path, caplog: pytest.LogCaptureFixture, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """A URL whose path holds a token: the logs, `test-alert` output and metrics of failing deliveries
+    (an answer echoing the path, a closed port) name scheme and host, never the path or the token."""
+    caplog.set_level(logging.DEBUG)
+    registry = CollectorRegistry()
+    counter = notifications_counter(registry)
+    closed = closed_port_url()
+    with Receiver([Reply(404, f"no hook at {SECRET_PATH}")] * 2) as receiver:
+        for name, url in [("echo", receiver.url), ("closed", closed)]:
+            notifier = WebhookNotifier(name, Secret(url), timeout=2)
+            delivery = Delivery(notifier, tmp_path, counter, backoff=Backoff(base=3600))
+            delivery.start()
+            delivery.enqueue(make_alert())
+            wait_until(lambda n=name: any(f"notifier {n}:" in r.getMessage() for r in caplog.records))
+            assert delivery.close(timeout=5)
+        config = tmp_path / "kv.toml"
+        config.write_text(f'[[notifier]]\nname = "echo"\ntype = "webhook"\nurl = "{receiver.url}"\n')
+        assert 1 == main(["test-alert", "--config", str(config)])
+        hosts = receiver.base, closed.removesuffix(SECRET_PATH)
+    out = capsys.readouterr()
+    logged = [record.getMessage() for record in caplog.records if record.name.startswith("kvwatch")]
+    printed = (out.out + out.err).splitlines()
+    exposition = generate_latest(registry).decode().splitlines()
+    assert [f"echo: permanent error (http_404): {hosts[0]}: HTTP 404: no hook at <secret>"] == printed
+    starts = [
+        f"notifier echo: permanent error (http_404): {hosts[0]}: HTTP 404: no hook at <secret>; dropped 1",
+        f"notifier closed: retryable error (connection): {hosts[1]}: ConnectionError: ",
+    ]
+    assert (2, [True, True]) == (len(logged), [m.startswith(s) for m, s in zip(logged, starts, strict=True)])
+    for line in [*logged, *printed, *exposition, caplog.text]:
+        assert "SECRETTOKEN42" not in line and "/services/" not in line, line

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import hashlib
 import json
 from typing import Any
 
@@ -9,7 +10,13 @@ from notify_helpers import Receiver, make_alert
 
 from kvwatch.notify.alertmanager import AlertmanagerNotifier
 from kvwatch.notify.base import new_session
-from kvwatch.notify.payload import alert_from_record, alert_to_record, iso_utc
+from kvwatch.notify.payload import (
+    alert_from_record,
+    alert_to_record,
+    fingerprint,
+    iso_utc,
+    transition_id,
+)
 from kvwatch.notify.secrets import Secret
 from kvwatch.notify.slack import build_message, fit
 from kvwatch.notify.webhook import WebhookNotifier
@@ -23,6 +30,8 @@ def test_webhook_body_is_the_replay_alert_object() -> None:
         assert "ok" == notifier.send([alert], new_session()).kind
         seen = receiver.seen[0]
     assert {
+        "id": "39da7fe0ba1a95d4:firing:2026-01-01T00:00:00.25Z",
+        "fingerprint": "39da7fe0ba1a95d4",
         "alert": "pinned_cache_length",
         "labels": {"source": "llama-a"},
         "severity": "warning",
@@ -34,6 +43,22 @@ def test_webhook_body_is_the_replay_alert_object() -> None:
         "evidence": {"bytes": 10, "groups": ["a", "b"]},
     } == seen.body
     assert "application/json; charset=utf-8" == seen.headers["Content-Type"]
+
+
+def test_fingerprint_is_pinned() -> None:
+    """The fingerprint is sha256 of the canonical JSON of name and sorted labels, 16 hex digits: a fixed
+    alert keeps this exact value (receivers store it; a change here breaks their de-duplication)."""
+    labels = {"source": "llama-a", "slot": "0", "engine": "é"}
+    alert = make_alert("prefix_reuse_broken", labels=labels, at=1767225600.0)
+    canonical = '{"alert":"prefix_reuse_broken","labels":{"engine":"é","slot":"0","source":"llama-a"}}'
+    assert ("cc3e4f0f53666794", "cc3e4f0f53666794") == (
+        fingerprint(alert),
+        hashlib.sha256(canonical.encode("utf-8")).hexdigest()[:16],
+    )
+    assert "cc3e4f0f53666794:firing:2026-01-01T00:00:00Z" == transition_id(alert)
+    other = make_alert("prefix_reuse_broken", labels=dict(reversed(labels.items())), summary="new text")
+    assert fingerprint(alert) == fingerprint(other)  # label order and annotations do not count
+    assert fingerprint(alert) != fingerprint(make_alert("prefix_reuse_broken", labels={"source": "b"}))
 
 
 def test_iso_utc_prints_whole_seconds_without_a_fraction() -> None:

@@ -6,7 +6,7 @@ from pathlib import Path
 
 import pytest
 
-from kvwatch.notify.secrets import Secret, SecretError, load_secret, scrub
+from kvwatch.notify.secrets import Secret, SecretError, load_secret, receiver, scrub
 
 URL = "https://hooks.example.com/services/T000/B000/XXXXSECRET"
 
@@ -55,14 +55,26 @@ def test_an_empty_secret_file_is_refused_without_its_content(tmp_path: Path) -> 
     assert f"slack_url_file: {tmp_path / 'u'} is empty" == str(error.value)
 
 
-def test_scrub_removes_url_host_and_path() -> None:
-    """The whole URL, its host and its path are each replaced by <secret>."""
+def test_scrub_removes_url_and_path_and_keeps_the_host() -> None:
+    """The whole URL and its path are each replaced by <secret>; the host names the receiver."""
     text = (
         f"POST {URL} failed: HTTPSConnectionPool(host='hooks.example.com', port=443): "
         "Max retries exceeded with url: /services/T000/B000/XXXXSECRET (Caused by x)"
     )
     expected = (
-        "POST <secret> failed: HTTPSConnectionPool(host='<secret>', port=443): "
+        "POST <secret> failed: HTTPSConnectionPool(host='hooks.example.com', port=443): "
         "Max retries exceeded with url: <secret> (Caused by x)"
     )
     assert expected == scrub(text, Secret(URL))
+
+
+def test_receiver_is_scheme_and_host_only() -> None:
+    """A URL's receiver keeps its scheme, host and port; never a user, password, path or query."""
+    cases = {
+        URL: "https://hooks.example.com",
+        "http://bob:pw0rd@10.0.0.5:9093/api/?token=abc": "http://10.0.0.5:9093",
+        "http://[::1]:8080/hook": "http://[::1]:8080",
+        "not a url": "<secret>",
+    }
+    assert cases == {url: receiver(Secret(url)) for url in cases}
+    assert "x <secret> y" == scrub("x bob:pw0rd y", Secret("http://bob:pw0rd@10.0.0.5:9093/a"))

@@ -21,9 +21,10 @@ def test_send_test_alert_reports_each_notifier() -> None:
         results = send_test_alert(notifiers, now=1767225600.0)
         body = good.seen[0].body
         slack_text = bad.seen[0].body["text"]
+        where = bad.base
     assert [
         ("hook", "ok"),
-        ("slack", "permanent error (channel_not_found): HTTP 404: channel_not_found"),
+        ("slack", f"permanent error (channel_not_found): {where}: HTTP 404: channel_not_found"),
     ] == [(name, outcome.describe()) for name, outcome in results]
     assert (TEST_ALERT, "info", "firing") == (body["alert"], body["severity"], body["state"])
     assert body["summary"].startswith("TEST ALERT")

@@ -239,3 +239,36 @@ def test_text_report_shows_token_hit_rate_by_entry(capsys: pytest.CaptureFixture
         status,
         [[row[0], row[-1]] for row in rows],
     )
+
+
+def _engine_row(out: str, engine: str) -> list[str]:
+    """The cells of one engine's row in the text report's vLLM table."""
+    (row,) = [line.split() for line in out.splitlines() if line.split()[:1] == [engine] and "%" in line]
+    return row
+
+
+def test_text_report_says_unknown_when_kv_lines_carry_no_bytes(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """KV lines with NIXL telemetry only (no byte key) report stored and loaded as unknown, not 0 B."""
+    nixl = (
+        "(APIServer pid=1) INFO 11-04 13:32:{s} [metrics.py:108] KV Transfer metrics: NixlConnector="
+        "{{'Num successful transfers': 4, 'Avg xfer time (ms)': np.float64(18.639), "
+        "'Avg MB per transfer': np.float64(359.0), 'Throughput (MB/s)': np.float64(19260.721)}}"
+    )
+    path = tmp_path / "nixl.log"
+    path.write_text("\n".join([LINES[3], nixl.format(s="20"), nixl.format(s="30")]) + "\n")
+    status, out, _ = run(capsys, "replay", "--year", "2026", str(path))
+    assert (0, ["2", "unknown", "unknown"]) == (status, _engine_row(out, "0")[-3:])
+    assert " 0 B" not in out
+
+
+def test_text_report_prints_known_bytes(capsys: pytest.CaptureFixture[str]) -> None:
+    """Where the KV lines carry byte keys (aggregated stats, MultiConnector) the sums are printed."""
+    samples = ROOT / "samples"
+    for name, engine, expected in [
+        ("vllm-aggregated", "all", ["31", "136.4", "GB", "16.5", "GB"]),
+        ("vllm-multiconnector", "0", ["8", "2.1", "GB", "0", "B"]),
+    ]:
+        status, out, _ = run(capsys, "replay", str(samples / f"{name}.log"))
+        assert (0, expected) == (status, _engine_row(out, engine)[-5:]), name

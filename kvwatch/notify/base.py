@@ -20,7 +20,7 @@ import requests
 from requests.exceptions import InvalidSchema, InvalidURL, MissingSchema
 
 from kvwatch.model import Alert
-from kvwatch.notify.secrets import Secret, scrub
+from kvwatch.notify.secrets import Secret, receiver, scrub
 
 #: Slack incoming-webhook error bodies that no retry can fix.
 SLACK_PERMANENT = frozenset(
@@ -129,7 +129,8 @@ def post_json(
     timeout: float,
     clock: Callable[[], float] = time.time,
 ) -> Outcome:
-    """POST `payload` as JSON to `url` and classify the answer; error text is scrubbed."""
+    """POST `payload` as JSON to `url` and classify the answer; error text names the receiver by
+    scheme and host (`receiver`) and is scrubbed of the rest of the URL."""
     data = json.dumps(payload, default=str, ensure_ascii=False).encode("utf-8")
     headers = {"Content-Type": "application/json; charset=utf-8"}
     try:
@@ -138,12 +139,15 @@ def post_json(
         ) as resp:
             outcome = classify(resp.status_code, resp.text, resp.headers.get("Retry-After"), clock())
     except requests.Timeout as exc:
-        return Outcome("retry", "timeout", None, scrub(f"timeout: {exc}", url))
+        outcome = Outcome("retry", "timeout", None, f"timeout: {exc}")
     except (InvalidURL, MissingSchema, InvalidSchema) as exc:
-        return Outcome("permanent", "invalid_url", None, scrub(f"invalid URL: {exc}", url))
+        outcome = Outcome("permanent", "invalid_url", None, f"invalid URL: {exc}")
     except requests.RequestException as exc:
-        return Outcome("retry", "connection", None, scrub(f"{type(exc).__name__}: {exc}", url))
-    return Outcome(outcome.kind, outcome.reason, outcome.retry_after, scrub(outcome.detail, url))
+        outcome = Outcome("retry", "connection", None, f"{type(exc).__name__}: {exc}")
+    if outcome.kind == "ok":
+        return outcome
+    detail = f"{receiver(url)}: {scrub(outcome.detail, url)}"
+    return Outcome(outcome.kind, outcome.reason, outcome.retry_after, detail)
 
 
 def new_session() -> requests.Session:

@@ -2,10 +2,17 @@
 
 `alert_to_json` is the public shape (time as UTC ISO 8601 with `Z`); `alert_to_record` /
 `alert_from_record` are the lossless form the spool keeps (time as epoch seconds).
+
+For receivers that de-duplicate, the public shape carries `fingerprint`, the alert's identity (the
+first 16 hex digits of the SHA-256 of the canonical JSON `{"alert":NAME,"labels":{...}}`: keys
+sorted, no spaces, UTF-8), and `id`, the transition's (`<fingerprint>:<state>:<at>`). Both follow
+from the alert alone, so they are the same after a restart, in another version, and when the spool
+sends a transition again.
 """
 
 from __future__ import annotations
 
+import hashlib
 import json
 from typing import Any
 
@@ -23,9 +30,23 @@ def jsonable(value: Any) -> Any:
     return json.loads(json.dumps(value, default=str))
 
 
+def fingerprint(alert: Alert) -> str:
+    """The alert's stable identity: 16 hex digits of the SHA-256 of its name and sorted labels."""
+    canonical = {"alert": alert.alert, "labels": alert.labels}
+    text = json.dumps(canonical, sort_keys=True, separators=(",", ":"), ensure_ascii=False)
+    return hashlib.sha256(text.encode("utf-8")).hexdigest()[:16]
+
+
+def transition_id(alert: Alert) -> str:
+    """The transition's stable id: fingerprint, state and the event time it fired or resolved at."""
+    return f"{fingerprint(alert)}:{alert.state}:{iso_utc(alert.at)}"
+
+
 def alert_to_json(alert: Alert) -> dict[str, Any]:
     """The public JSON object of one alert transition (the replay schema's `alerts[]` item)."""
     return {
+        "id": transition_id(alert),
+        "fingerprint": fingerprint(alert),
         "alert": alert.alert,
         "labels": dict(alert.labels),
         "severity": alert.severity,
@@ -41,6 +62,7 @@ def alert_to_json(alert: Alert) -> dict[str, Any]:
 def alert_to_record(alert: Alert) -> dict[str, Any]:
     """The spool's lossless record of an alert (`at` stays epoch seconds)."""
     record = alert_to_json(alert)
+    del record["id"], record["fingerprint"]  # (derived: the spool keeps what they are made of)
     record["at"] = alert.at
     return record
 

@@ -1,9 +1,10 @@
 """Secret URLs: a value printing as `<secret>`, where it is read from, and scrubbing text of it.
 
 A webhook URL is a credential (Slack's path is the token). It comes from the config, a `*_file`
-setting or `$CREDENTIALS_DIRECTORY/<name>` (systemd `LoadCredential=`), never from argv, and it
-never appears in logs, errors, metrics or reprs. requests puts the host and path in its exception
-text, so every error message that may hold one goes through `scrub` before it is logged or kept.
+setting or `$CREDENTIALS_DIRECTORY/<name>` (systemd `LoadCredential=`), never from argv, and only
+its scheme and host (`receiver`) ever appear in logs, errors, metrics or reprs. requests puts the
+path in its exception text, so every error message that may hold one goes through `scrub` before it
+is logged or kept.
 """
 
 from __future__ import annotations
@@ -85,8 +86,22 @@ def _read(setting: str, path: Path) -> Secret:
     return Secret(text)
 
 
+def receiver(secret: Secret) -> str:
+    """What may name the receiver of a URL: `scheme://host[:port]` (no user, path or query)."""
+    try:
+        split = urlsplit(secret.reveal())
+        host, port = split.hostname, split.port
+    except ValueError:
+        return MASK
+    if not split.scheme or not host:
+        return MASK
+    host = f"[{host}]" if ":" in host else host
+    return f"{split.scheme}://{host}" + ("" if port is None else f":{port}")
+
+
 def fragments(secret: Secret) -> list[str]:
-    """Substrings that give a URL away: itself, host, path and query; longest first."""
+    """Substrings that give a URL away: itself, its user part, path, query and fragment; longest
+    first (the scheme and host name the receiver and are not secret)."""
     url = secret.reveal()
     parts = {url}
     try:
@@ -94,7 +109,8 @@ def fragments(secret: Secret) -> list[str]:
     except ValueError:
         return [url]
     path_query = split.path + ("?" + split.query if split.query else "")
-    for piece in (split.netloc, split.hostname or "", path_query, split.path, split.query):
+    user = split.netloc.rpartition("@")[0]
+    for piece in (user, path_query, split.path, split.query, split.fragment):
         if len(piece) > 1:
             parts.add(piece)
     return sorted(parts, key=len, reverse=True)

@@ -1,4 +1,5 @@
-"""Generic JSON webhook: the body is the alert object exactly as `replay --format json` lists it."""
+"""Generic JSON webhook: the body is the alert object exactly as `replay --format json` lists it
+(with the `id` and `fingerprint` a receiver de-duplicates by, see payload.py)."""
 
 from __future__ import annotations
 

@@ -29,8 +29,8 @@ class EngineView:
     external: float | None = None
     kv_usage: float | None = None
     kv_lines: int = 0
-    store_bytes: int = 0
-    load_bytes: int = 0
+    store_bytes: int | None = None  # None: no KV line carried a byte count (another connector)
+    load_bytes: int | None = None
 
 
 @dataclass
@@ -90,8 +90,10 @@ class Summary:
         elif isinstance(event, VllmKvTransfer):
             eng = view.engines.get(event.engine) or self._engine(view, event.engine)
             eng.kv_lines += 1
-            eng.store_bytes += event.store_bytes or 0
-            eng.load_bytes += event.load_bytes or 0
+            if event.store_bytes is not None:
+                eng.store_bytes = (eng.store_bytes or 0) + event.store_bytes
+            if event.load_bytes is not None:
+                eng.load_bytes = (eng.load_bytes or 0) + event.load_bytes
         elif isinstance(event, VllmPrefixV0):
             self._engine(view, event.engine).prefix = event.gpu_hit
         elif isinstance(event, EngineFact):

@@ -21,6 +21,12 @@ def _size(count: int) -> str:
     return f"{count} B"
 
 
+def _bytes(count: int | None, kv_lines: int) -> str:
+    if not kv_lines:
+        return "-"
+    return "unknown" if count is None else _size(count)
+
+
 def _vllm(view: SourceView) -> list[str]:
     lines = []
     for key in sorted(view.facts):
@@ -29,8 +35,7 @@ def _vllm(view: SourceView) -> list[str]:
         lines.append("  engine  stats  prefix  external  kv-usage  kv-lines  stored      loaded")
     for name in sorted(view.engines, key=lambda e: (e == "all", e.zfill(4))):
         eng = view.engines[name]
-        stored = _size(eng.store_bytes) if eng.kv_lines else "-"
-        loaded = _size(eng.load_bytes) if eng.kv_lines else "-"
+        stored, loaded = _bytes(eng.store_bytes, eng.kv_lines), _bytes(eng.load_bytes, eng.kv_lines)
         lines.append(
             f"  {name:<6}  {eng.stats_lines:>5}  {_pct(eng.prefix):>6}  {_pct(eng.external):>8}  "
             f"{_pct(eng.kv_usage):>8}  {eng.kv_lines:>8}  {stored:<10}  {loaded}"

@@ -46,7 +46,8 @@ from kvwatch.sources.docker_json import (
     entries_to_json,
 )
 from kvwatch.sources.fileframing import FileFraming, Framed, decoded
-from kvwatch.sources.filetail import DRAIN_TIMEOUT, LINE_CAP, READ_BUDGET, FileTail, StartAt
+from kvwatch.sources.filetail import DRAIN_TIMEOUT, READ_BUDGET, FileTail, StartAt
+from kvwatch.sources.linecap import LINE_CAP
 from kvwatch.sources.openfile import FileCounters, open_fd, siblings
 from kvwatch.sources.positions import FilePosition, Identity
 
@@ -54,8 +55,9 @@ __all__ = ["Container", "DockerSource", "find_container"]
 
 log = logging.getLogger(__name__)
 
-#: Physical (JSON) line cap: a 16 KiB entry escapes to at most ~96 KiB; a longer line is not an entry.
-RAW_CAP = 1 << 20
+#: Physical (JSON) line cap, replay's too: a 16 KiB entry escapes to at most ~96 KiB, so a longer
+#: line is not an entry.
+RAW_CAP = LINE_CAP
 RESCAN_INTERVAL = 5.0
 
 

@@ -16,6 +16,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from kvwatch.parsers.clock import parse_rfc3339
+from kvwatch.sources.linecap import LINE_CAP, TextClip
 
 DOCKER_SPLIT = 16 * 1024
 _TS_PREFIX = re.compile(rb"^(\d{4}-\d\d-\d\dT\d\d:\d\d:\d\d(?:\.\d{1,9})?(?:Z|[+-]\d\d:\d\d)) ")
@@ -71,11 +72,11 @@ def simple_entry(data: bytes, start: int, end: int) -> tuple[str, float | None, 
 
 
 class EntryJoiner:
-    """Joins 16 KiB partial entries (per stream) into whole lines, bounded by a size cap."""
+    """Joins 16 KiB partial entries (per stream) into whole lines; past the size cap a line keeps its
+    head and tail (see linecap.py)."""
 
-    def __init__(self, max_line: int = 1 << 20) -> None:
-        self._parts: dict[str, list[str]] = {}
-        self._sizes: dict[str, int] = {}
+    def __init__(self, max_line: int = LINE_CAP) -> None:
+        self._parts: dict[str, TextClip] = {}
         self._times: dict[str, float | None] = {}
         self.max_line = max_line
         self.truncated = 0
@@ -89,28 +90,28 @@ class EntryJoiner:
         """Add an entry; return (line without its ending, time of its first entry) once complete."""
         stream = entry.stream
         if not entry.log.endswith("\n"):
-            size = self._sizes.get(stream, 0)
-            if stream not in self._parts:
-                self._parts[stream], self._times[stream] = [], entry.time
-            if size < self.max_line:
-                self._parts[stream].append(entry.log[: self.max_line - size])
-                if size + len(entry.log) > self.max_line:
-                    self.truncated += 1
-            self._sizes[stream] = size + len(entry.log)
+            clip = self._parts.get(stream)
+            if clip is None:
+                clip = self._parts[stream] = TextClip(self.max_line)
+                self._times[stream] = entry.time
+            clip.add(entry.log)
             return None
-        parts = self._parts.pop(stream, None)
-        if parts is None:
+        clip = self._parts.pop(stream, None)
+        if clip is None:
             return entry.log[:-1].removesuffix("\r"), entry.time
-        size = self._sizes.pop(stream)
-        parts.append(entry.log[: max(0, self.max_line - size)])
-        text = "".join(parts)
-        return text.removesuffix("\n").removesuffix("\r"), self._times.pop(stream)
+        clip.add(entry.log[:-1])
+        text, cut = clip.take()
+        self.truncated += cut
+        return text.removesuffix("\r"), self._times.pop(stream)
 
     def pending(self) -> list[tuple[str, float | None]]:
         """Lines still waiting for their end (at end of input)."""
-        out = [("".join(parts), self._times[stream]) for stream, parts in self._parts.items()]
+        out = []
+        for stream, clip in self._parts.items():
+            text, cut = clip.take()
+            self.truncated += cut
+            out.append((text, self._times[stream]))
         self._parts.clear()
-        self._sizes.clear()
         self._times.clear()
         return out
 

@@ -24,11 +24,11 @@ from kvwatch.sources.docker_json import Entry, entries_from_json, entries_to_jso
 from kvwatch.sources.fileframing import FileFraming, Framed, decoded
 from kvwatch.sources.filetail import (
     DRAIN_TIMEOUT,
-    LINE_CAP,
     READ_BUDGET,
     FileTail,
     StartAt,
 )
+from kvwatch.sources.linecap import LINE_CAP
 from kvwatch.sources.openfile import Claims, FileCounters
 from kvwatch.sources.positions import FilePosition
 

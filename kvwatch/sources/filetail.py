@@ -29,13 +29,13 @@ from collections.abc import Callable, Sequence
 from typing import Literal
 
 from kvwatch.model import LogLine
+from kvwatch.sources.linecap import LINE_CAP
 from kvwatch.sources.openfile import Claims, FileCounters, OpenFile, end_offset, open_fd, siblings
 from kvwatch.sources.positions import FilePosition
 
 log = logging.getLogger(__name__)
 
 StartAt = Literal["end", "beginning"]
-LINE_CAP = 64 * 1024
 READ_BUDGET = 1024 * 1024
 DRAIN_TIMEOUT = 300.0
 

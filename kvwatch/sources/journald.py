@@ -33,7 +33,8 @@ from typing import IO, Any
 
 from kvwatch.config_types import JournaldSettings, SourceConfig
 from kvwatch.model import LogLine
-from kvwatch.sources.filetail import LINE_CAP, READ_BUDGET, StartAt
+from kvwatch.sources.filetail import READ_BUDGET, StartAt
+from kvwatch.sources.linecap import LINE_CAP, TextClip, clip_text
 from kvwatch.sources.openfile import FileCounters
 
 __all__ = ["JournaldSource", "journalctl_argv"]
@@ -148,7 +149,7 @@ class JournaldSource:
         self._skip = False  # dropping the rest of an over-long output line
         self._stderr = bytearray()
         self._last_err = ""
-        self._parts: dict[tuple[str, str], tuple[list[str], int, float | None]] = {}
+        self._parts: dict[tuple[str, str], tuple[TextClip, float | None]] = {}
         self._next_start = clock()
         self._start()
 
@@ -368,24 +369,20 @@ class JournaldSource:
             return
         key = (str(obj.get("CONTAINER_ID_FULL") or ""), str(obj.get("PRIORITY") or ""))
         if obj.get("CONTAINER_PARTIAL_MESSAGE") == "true":
-            parts, size, first = self._parts.get(key, ([], 0, stamp))
-            if size < self._cap:
-                parts.append(text[: self._cap - size])
-                if size + len(text) > self._cap:
-                    self.counters.truncated_long_lines += 1
-            self._parts[key] = (parts, size + len(text), first)
+            clip, first = self._parts.get(key) or (TextClip(self._cap), stamp)
+            clip.add(text)
+            self._parts[key] = (clip, first)
             return
         held = self._parts.pop(key, None)
         if held is not None:
-            parts, size, first = held
-            if size < self._cap:
-                parts.append(text[: self._cap - size])
-                if size + len(text) > self._cap:
-                    self.counters.truncated_long_lines += 1
-            text, stamp = "".join(parts), first if first is not None else stamp
-        elif len(text) > self._cap:
-            text = text[: self._cap]
-            self.counters.truncated_long_lines += 1
+            clip, first = held
+            clip.add(text)
+            text, cut = clip.take()
+            stamp = first if first is not None else stamp
+        else:
+            cut = len(text) > self._cap
+            text = clip_text(text, self._cap)
+        self.counters.truncated_long_lines += cut
         out.append(LogLine(self.name, text.removesuffix("\n"), stamp))
         if not self._parts:  # no cut line waits: this entry is a safe place to resume after
             self._cursor = cursor

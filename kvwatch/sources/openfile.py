@@ -10,6 +10,7 @@ from __future__ import annotations
 import os
 from dataclasses import dataclass
 
+from kvwatch.sources.linecap import Clip
 from kvwatch.sources.positions import FP_SIZE, FilePosition, Identity, fingerprint
 
 #: Bytes read per os.pread call.
@@ -34,14 +35,14 @@ class OpenFile:
     """An open file being read line by line; never blocks, never reads more than asked."""
 
     def __init__(self, fd: int, offset: int, line_cap: int, counters: FileCounters) -> None:
-        """Read `fd` from `offset`; lines longer than `line_cap` bytes are cut and counted."""
+        """Read `fd` from `offset`; lines longer than `line_cap` bytes are cut (head and tail kept, see
+        linecap.py) and counted."""
         self.fd = fd
         self.read_offset = offset
         self.line_cap = line_cap
         self.counters = counters
         self.last_data = 0.0  # clock time of the last read that returned data (set by the tail)
-        self._buf = bytearray()
-        self._dropped = 0  # bytes of the held line beyond the cap, read and discarded
+        self._held = Clip(line_cap)  # the partial line (bounded: its head and tail past the cap)
         st = os.fstat(fd)
         self._dev, self._ino = st.st_dev, st.st_ino
         self._head = os.pread(fd, FP_SIZE, 0)
@@ -68,7 +69,7 @@ class OpenFile:
     @property
     def committed(self) -> int:
         """The offset just after the last complete line returned."""
-        return self.read_offset - len(self._buf) - self._dropped
+        return self.read_offset - self._held.held
 
     def position(self) -> FilePosition:
         """The saved form of this file's progress."""
@@ -90,9 +91,8 @@ class OpenFile:
 
     def restart(self) -> bool:
         """Start over at 0 after a truncation; returns whether a held partial line was dropped."""
-        dropped = bool(self._buf) or self._dropped > 0
-        self._buf.clear()
-        self._dropped = 0
+        dropped = bool(self._held)
+        self._held.take()
         self.read_offset = 0
         self._head = b""
         return dropped
@@ -114,7 +114,7 @@ class OpenFile:
 
     def flush(self) -> list[bytes]:
         """The held unterminated last line as a line (for a file nobody writes any more), if any."""
-        if not self._buf and not self._dropped:
+        if not self._held:
             return []
         return [self._finish()]
 
@@ -134,7 +134,7 @@ class OpenFile:
         pieces = data.split(b"\n")
         tail = pieces.pop()
         lines = []
-        if pieces and (self._buf or self._dropped):
+        if pieces and self._held:
             self._hold(pieces[0])  # the first piece completes the held partial line
             lines.append(self._finish())
             del pieces[0]
@@ -150,21 +150,15 @@ class OpenFile:
         return lines
 
     def _hold(self, piece: bytes) -> None:
-        """Append to the partial line, keeping at most `line_cap` bytes and counting the rest."""
-        room = max(self.line_cap - len(self._buf), 0)
-        self._buf += piece[:room]
-        self._dropped += max(len(piece) - room, 0)
+        """Append to the partial line (past `line_cap`, its head and tail are kept)."""
+        self._held.add(piece)
 
     def _finish(self) -> bytes:
-        """Take the held line: one trailing `\\r` stripped unless the line was cut."""
-        line = bytes(self._buf)
-        if self._dropped:
+        """Take the held line: one trailing `\\r` stripped; a cut line counted."""
+        line, cut = self._held.take()
+        if cut:
             self.counters.truncated_long_lines += 1
-        elif line.endswith(b"\r"):
-            line = line[:-1]
-        self._buf.clear()
-        self._dropped = 0
-        return line
+        return line[:-1] if line.endswith(b"\r") else line
 
 
 class Claims:

@@ -18,7 +18,8 @@ from typing import Any
 
 from kvwatch.model import LogLine
 from kvwatch.sources.fileframing import FileFraming, Framed, decoded
-from kvwatch.sources.filetail import LINE_CAP, READ_BUDGET
+from kvwatch.sources.filetail import READ_BUDGET
+from kvwatch.sources.linecap import LINE_CAP, Clip
 from kvwatch.sources.openfile import FileCounters
 
 CHUNK = 64 * 1024
@@ -41,9 +42,7 @@ class StdinSource:
         self.bytes_behind = 0
         self.error: str | None = None
         self.done = False
-        self._cap = line_cap
-        self._buf = bytearray()
-        self._dropping = False  # the held line passed the cap: discard until its newline
+        self._held = Clip(line_cap)  # the partial line (bounded: its head and tail past the cap)
         self._framing = FileFraming(name, line_cap, self.counters, markers=markers)  # (docker's too)
         os.set_blocking(self.fd, False)
 
@@ -70,9 +69,10 @@ class StdinSource:
                 break
             if not chunk:  # end of input: nothing will complete the held line
                 self.done = True
-                if self._buf:
-                    raw.append(bytes(self._buf))
-                self._buf.clear()
+                if self._held:
+                    line, cut = self._held.take()
+                    self.counters.truncated_long_lines += cut
+                    raw.append(line)
                 break
             budget -= len(chunk)
             self.counters.bytes_read += len(chunk)
@@ -95,26 +95,18 @@ class StdinSource:
         """Leave stdin to the process."""
 
     def _split(self, chunk: bytes, raw: list[bytes]) -> None:
-        """Append complete lines of `chunk` to `raw`; keep the rest, capped at the line cap."""
+        """Append complete lines of `chunk` to `raw`; keep the rest (past the cap, its head and tail)."""
         start = 0
         while True:
             end = chunk.find(b"\n", start)
             if end < 0:
                 break
-            if not self._dropping:
-                self._buf += chunk[start:end]
-                line = bytes(self._buf).rstrip(b"\r")
-                if len(line) > self._cap:
-                    line = line[: self._cap]
-                    self.counters.truncated_long_lines += 1
-                raw.append(line)
-            self._buf.clear()
-            self._dropping = False
+            if not self._held and end - start <= self._held.cap:
+                raw.append(chunk[start:end].removesuffix(b"\r"))
+            else:
+                self._held.add(memoryview(chunk)[start:end])
+                line, cut = self._held.take()
+                self.counters.truncated_long_lines += cut
+                raw.append(line.removesuffix(b"\r"))
             start = end + 1
-        if not self._dropping:
-            self._buf += chunk[start:]
-            if len(self._buf) > self._cap:  # cut, counted, and the rest of the line skipped
-                raw.append(bytes(self._buf[: self._cap]))
-                self._buf.clear()
-                self._dropping = True
-                self.counters.truncated_long_lines += 1
+        self._held.add(memoryview(chunk)[start:])

@@ -1,7 +1,7 @@
 """Whole files for replay: plain, docker json-file or gzip (told by content), read in bounded chunks.
 
 Memory stays flat however large the file: a chunk at a time, and a line longer than the cap is cut
-(its head kept, the rest skipped to the next newline) and counted.
+(its head and tail kept, the middle dropped: see linecap.py) and counted.
 """
 
 from __future__ import annotations
@@ -19,6 +19,7 @@ from typing import BinaryIO, Protocol
 
 from kvwatch.sources.docker_json import decode_entry, split_logs_t
 from kvwatch.sources.framing import Batch, Framer, Framing, sniff
+from kvwatch.sources.linecap import Clip, clip_bytes
 
 CHUNK = 1 << 20
 HEAD = 64 << 10
@@ -124,37 +125,55 @@ class ClosedAtEnd:
 def batches(stream: Reader, framer: Framer, max_line: int) -> Iterator[list[Batch]]:
     """Frame a whole stream, a read at a time; the last line may lack its newline.
 
-    The lines wholly inside a read are framed in place; only a line spanning two reads is copied.
+    The lines wholly inside a read are framed in place; only a line spanning two reads is copied, and
+    one past `max_line` keeps only its head and tail (see linecap.py).
     """
-    tail = b""  # the start of a line that continues in the next read
-    skipping = False  # inside a line past the cap, whose head was framed: drop up to its newline
+    held = Clip(max_line)  # the start of a line that continues in the next read
     while data := stream.read(CHUNK):
         start = 0
-        if skipping or tail:
+        if held:
             end = data.find(b"\n")
             if end < 0:
-                if not skipping:
-                    tail += data
-                    if len(tail) > max_line:
-                        yield [*framer.feed(tail[:max_line])]
-                        framer.note_truncated()
-                        tail, skipping = b"", True
+                held.add(data)
                 continue
-            if not skipping:
-                yield framer.chunk(tail + data[: end + 1])
-            tail, skipping, start = b"", False, end + 1
-        cut = data.rfind(b"\n", start)
-        if cut >= 0:
-            yield framer.chunk(data, start, cut + 1)
-            start = cut + 1
-        tail = data[start:]
-        if len(tail) > max_line:
-            yield [*framer.feed(tail[:max_line])]
+            held.add(memoryview(data)[:end])
+            line, cut = held.take()
+            if cut:
+                yield [*framer.feed(line)]
+                framer.note_truncated()
+            else:
+                yield framer.chunk(line + b"\n")
+            start = end + 1
+        cut_at = data.rfind(b"\n", start)
+        if cut_at >= 0:
+            if cut_at - start >= max_line and _longest(data, start, cut_at) > max_line:
+                yield from _cut_lines(data, start, cut_at + 1, framer, max_line)
+            else:
+                yield framer.chunk(data, start, cut_at + 1)
+            start = cut_at + 1
+        if start < len(data):
+            held.add(memoryview(data)[start:])
+    if held:
+        line, cut = held.take()
+        yield [*framer.feed(line.removesuffix(b"\r"))]
+        if cut:
             framer.note_truncated()
-            tail, skipping = b"", True
-    if tail:
-        yield [*framer.feed(tail.removesuffix(b"\r"))]
     yield framer.finish()
+
+
+def _longest(data: bytes, start: int, stop: int) -> int:
+    """The length of the longest line in data[start:stop] (only asked of reads longer than the cap)."""
+    return max(map(len, data[start:stop].split(b"\n")))
+
+
+def _cut_lines(data: bytes, start: int, stop: int, framer: Framer, max_line: int) -> Iterator[list[Batch]]:
+    """The whole lines of data[start:stop], each past `max_line` cut to its head and tail and counted."""
+    for raw in data[start:stop].split(b"\n")[:-1]:
+        if len(raw) <= max_line:
+            yield framer.chunk(raw + b"\n")
+            continue
+        yield [*framer.feed(clip_bytes(raw, max_line))]
+        framer.note_truncated()
 
 
 def sniff_file(path: str) -> tuple[Framing, str]:
