@@ -13,7 +13,7 @@ from scripts.samples.vllm.startup import Setup, startup, traffic, vllm_config
 
 
 def aggregated_sample() -> tuple[bytes, str]:
-    """Sample 4: --aggregate-engine-logging on 0.20.2 with the 0.16-0.23 GPU_to_CPU keys."""
+    """--aggregate-engine-logging on 0.20.2 with the 0.16-0.23 GPU_to_CPU keys."""
     version = "0.20.2"
     rng = random.Random(4004)
     s = Server(version, rng)

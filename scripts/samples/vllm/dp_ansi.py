@@ -13,7 +13,7 @@ from scripts.samples.vllm.startup import Setup, startup, traffic, vllm_config
 
 
 def dp_ansi_sample() -> tuple[bytes, str]:
-    """Sample 3: two DP engines on 0.11.2, colour prefix on every physical line."""
+    """Two DP engines on 0.11.2, colour prefix on every physical line."""
     version = "0.11.2"
     rng = random.Random(3003)
     s = Server(version, rng)

@@ -14,7 +14,7 @@ from scripts.samples.vllm.startup import Setup, startup, traffic, vllm_config
 
 
 def rotated_sample() -> tuple[bytes, str]:
-    """Sample 7: 0.33.0 plain log, gzip-rotated (prefix in the formatter, KV fetch field)."""
+    """A 0.33.0 plain log, gzip-rotated (prefix in the formatter, KV fetch field)."""
     version = "0.33.0"
     rng = random.Random(7007)
     s = Server(version, rng)

@@ -13,7 +13,7 @@ from scripts.samples.vllm.startup import Setup, kvtc, startup, traffic, vllm_con
 
 
 def write_only_sample() -> tuple[bytes, str]:
-    """Sample 2: the incident-2 shape (MTP draft groups make every lookup miss)."""
+    """The incident-2 shape (MTP draft groups make every lookup miss)."""
     version = "0.26.0"
     rng = random.Random(2002)
     s = Server(version, rng)
