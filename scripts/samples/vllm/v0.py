@@ -12,7 +12,7 @@ from scripts.samples.vllm.server import Server, at, plain
 
 
 def v0_sample() -> tuple[bytes, str]:
-    """the V0 engine of 0.6.6 with the two-record stats and irregular spacing."""
+    """The V0 engine of 0.6.6 with the two-record stats and irregular spacing."""
     version = "0.6.6"
     rng = random.Random(5005)
     s = Server(version, rng)
