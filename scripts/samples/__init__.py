@@ -1,0 +1,1 @@
+"""The synthetic sample makers, one module per engine and scenario: `python -m scripts.samples`."""

@@ -1,0 +1,15 @@
+"""Synthetic llama-server sample makers, one module per era that cannot be built here."""
+
+from __future__ import annotations
+
+from types import ModuleType
+
+from scripts.samples.llamacpp import b9934, incident4, v2025_08
+from scripts.samples.made import Made
+
+MAKERS: tuple[ModuleType, ...] = (v2025_08, incident4, b9934)
+
+
+def make() -> list[Made]:
+    """Every synthetic llama-server sample."""
+    return [m for maker in MAKERS for m in maker.make()]
