@@ -133,7 +133,7 @@ def test_a_container_followed_by_a_docker_source_gives_the_metrics_replay_gives(
 
 def long_usage_log(path: Path) -> Path:
     """A gateway usage log whose middle row is 3 MiB long (the prompt logged), its numbers at its end."""
-    prompt = 'def handler(event):\n    return {"ok": True, "path": "C:\\\\logs"}\n' * 48_000
+    prompt = 'def handler(event):\n    return {"ok": True, "path": "logs\\\\today"}\n' * 48_000
 
     def row(second: int, prompt_tokens: int, cached: int, content: str) -> str:
         return json.dumps(
