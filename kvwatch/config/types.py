@@ -1,4 +1,4 @@
-"""The validated configuration as frozen dataclasses; `config.py` builds them from the TOML file."""
+"""The validated configuration as frozen dataclasses; `config.load` builds them from the TOML file."""
 
 from __future__ import annotations
 
