@@ -22,7 +22,7 @@ from typing import Any
 
 from kvwatch.alerts import AlertBook, decide
 from kvwatch.atomic import write_atomic
-from kvwatch.config_types import Config, SilenceConfig
+from kvwatch.config.types import Config, SilenceConfig
 from kvwatch.model import Alert
 from kvwatch.notify.delivery import Delivery, dispatch
 from kvwatch.notify.routing import Silence

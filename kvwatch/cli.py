@@ -16,8 +16,7 @@ from datetime import datetime, timezone
 from types import FrameType
 from typing import Any
 
-from kvwatch import __version__
-from kvwatch.config_types import DEFAULT_PORT
+from kvwatch import DEFAULT_PORT, __version__
 from kvwatch.parsers import ENGINES
 from kvwatch.parsers.base import DEFAULT_START, ParserSettings
 from kvwatch.parsers.clock import iso, parse_rfc3339, zone
@@ -335,7 +334,7 @@ def _load(args: argparse.Namespace, unit: Any = None) -> Any:
     """The config (or the stdin one) and what prepare() builds from it; None after printing why.
     With `unit` (check-config), URLs that only the unit's LoadCredential= will hand over are not checked."""
     from kvwatch.config import ConfigError, config_for_stdin, load_config
-    from kvwatch.daemon_setup import prepare
+    from kvwatch.daemon import prepare
 
     try:
         if getattr(args, "stdin", False):
@@ -343,7 +342,7 @@ def _load(args: argparse.Namespace, unit: Any = None) -> Any:
         else:
             config = load_config(args.config if hasattr(args, "config") else args.path)
         if unit is not None:
-            from kvwatch.service_unit import deferred_credentials
+            from kvwatch.config.unit import deferred_credentials
 
             return config, prepare(config, deferred=deferred_credentials(unit, config, os.environ))
         return config, prepare(config)
@@ -358,8 +357,7 @@ def cmd_run(args: argparse.Namespace) -> int:
         print("kvwatch run: give --config PATH or --stdin (not both)", file=sys.stderr)
         return 2
     from kvwatch.config import ConfigError
-    from kvwatch.daemon import Daemon, Options
-    from kvwatch.daemon_log import setup_logging
+    from kvwatch.daemon import Daemon, Options, setup_logging
 
     setup_logging()
     loaded = _load(args)
@@ -387,7 +385,7 @@ def cmd_check_config(args: argparse.Namespace) -> int:
 
     from kvwatch.atomic import unwritable
     from kvwatch.config import summarize
-    from kvwatch.service_unit import load_unit, state_dir_problem, what_the_service_sees
+    from kvwatch.config.unit import load_unit, state_dir_problem, what_the_service_sees
 
     try:
         unit = load_unit(Path(args.unit) if args.unit else None)
@@ -436,7 +434,7 @@ def cmd_hash_password(args: argparse.Namespace) -> int:
     """Read a password (prompted on a terminal, else the first line of stdin); print its hash."""
     import getpass
 
-    from kvwatch.webconfig import hash_password
+    from kvwatch.web.config import hash_password
 
     password = getpass.getpass("password: ") if sys.stdin.isatty() else sys.stdin.readline().rstrip("\n")
     if not password:

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from kvwatch.daemon_sources import AutoParser
+from kvwatch.daemon.sources import AutoParser
 from kvwatch.model import LogLine, SourceCounts
 from kvwatch.parsers import make_parser
 from kvwatch.parsers.base import ParseResult, ParserSettings

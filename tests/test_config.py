@@ -8,7 +8,7 @@ from pathlib import Path
 import pytest
 
 from kvwatch.config import ConfigError, config_for_stdin, load_config, summarize
-from kvwatch.config_types import (
+from kvwatch.config.types import (
     DockerSettings,
     FileSettings,
     JournaldSettings,

@@ -14,9 +14,9 @@ from kvwatch.alerting import LiveAlerts
 from kvwatch.alerts import AlertBook
 from kvwatch.cli import main
 from kvwatch.config import parse_config
-from kvwatch.config_types import ConfigError
-from kvwatch.daemon_log import JournalFormatter, RateLimit
-from kvwatch.daemon_setup import prepare
+from kvwatch.config.types import ConfigError
+from kvwatch.daemon.log import JournalFormatter, RateLimit
+from kvwatch.daemon.setup import prepare
 from kvwatch.model import Finding
 
 NOW = 1_800_000_000.0
@@ -229,7 +229,7 @@ def test_test_alert_prints_each_result_and_fails_if_one_fails(
 def test_alertmanager_alerts_outlive_the_repeat_interval(tmp_path: Path) -> None:
     """Firing alerts sent to Alertmanager carry endsAt 1.5 repeat intervals ahead, so they do not expire."""
     from kvwatch.config import load_config
-    from kvwatch.daemon_setup import prepare
+    from kvwatch.daemon.setup import prepare
 
     path = tmp_path / "k.toml"
     path.write_text(
@@ -246,9 +246,9 @@ def test_source_state_counts_malformed_entries_and_the_sources_own_restarts() ->
 
     from prometheus_client import CollectorRegistry
 
-    from kvwatch.config_types import DockerSettings, SourceConfig
-    from kvwatch.daemon_feed import Feeder
-    from kvwatch.daemon_metrics import SourceStateCollector
+    from kvwatch.config.types import DockerSettings, SourceConfig
+    from kvwatch.daemon.feed import Feeder
+    from kvwatch.daemon.metrics import SourceStateCollector
 
     @dataclass
     class Counters:

@@ -19,7 +19,7 @@ import pytest
 from daemon_helpers import ROOT, wait_until
 from notify_helpers import Receiver
 
-from kvwatch.demo_feed import CLOCKS, SAMPLES, Sample, lines_of, plan, sample_dir, schedule
+from kvwatch.demo.feed import CLOCKS, SAMPLES, Sample, lines_of, plan, sample_dir, schedule
 
 if sys.version_info >= (3, 11):
     import tomllib

@@ -381,7 +381,7 @@ def test_saved_while_missing_reads_the_container_from_its_start(root: Path, tmp_
 def test_opened_from_config_by_the_daemon_factory(root: Path) -> None:
     """A `[[source]]` of type docker, parsed and opened through the daemon's factory."""
     from kvwatch.config import parse_config
-    from kvwatch.daemon_sources import open_source
+    from kvwatch.daemon.sources import open_source
 
     box = Container(root, NAME, "2026-08-18T00:00:00.1Z")
     box.lines(2)
@@ -431,7 +431,7 @@ def test_the_reader_wakes_on_a_write_to_the_log_and_follows_a_recreated_containe
     """The daemon's reader watches the container's log (a write wakes it at once, not at the next
     1 s poll) and, once the container is re-created, the new one's."""
     from kvwatch.config import parse_config
-    from kvwatch.daemon_feed import Feeder
+    from kvwatch.daemon.feed import Feeder
 
     old = Container(root, NAME, "2026-08-18T00:00:00.1Z")
     data = {"source": [{"name": "gpu0", "type": "docker", "container": NAME, "docker_root": str(root)}]}
@@ -457,7 +457,7 @@ def test_the_reader_wakes_on_a_write_to_the_log_and_follows_a_recreated_containe
 
 def stepped(feeder: Any, items: list[Any]) -> list[Any]:
     """Step the feeder until it queues lines (5 s at most); the items of its queued Lines."""
-    from kvwatch.daemon_feed import Lines
+    from kvwatch.daemon.feed import Lines
 
     deadline = time.monotonic() + 5.0
     while not any(isinstance(item, Lines) for item in items) and time.monotonic() < deadline:
@@ -471,7 +471,7 @@ def test_an_auto_source_counts_the_lines_without_a_marker_once_its_engine_is_cho
     """engine = auto: every entry decoded until the pipeline chose the engine; from then on the
     source is handed the parser's markers and counts the entries that hold none undecoded."""
     from kvwatch.config import parse_config
-    from kvwatch.daemon_feed import Feeder
+    from kvwatch.daemon.feed import Feeder
     from kvwatch.parsers.vllm import VllmParser
 
     box = Container(root, NAME, "2026-08-18T00:00:00.1Z")

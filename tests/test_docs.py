@@ -19,8 +19,8 @@ from daemon_helpers import Kvwatch
 
 from kvwatch import cli
 from kvwatch.config import parse_config
-from kvwatch.config_fields import Fields
-from kvwatch.config_types import AlertingConfig, ServerConfig
+from kvwatch.config.fields import Fields
+from kvwatch.config.types import AlertingConfig, ServerConfig
 from kvwatch.detectors import DetectorSettings
 from kvwatch.notify.testalert import TEST_ALERT
 

@@ -11,7 +11,7 @@ from pathlib import Path
 from daemon_helpers import ROOT, Kvwatch, file_source, wait_until, write_config
 from prometheus_client.parser import text_string_to_metric_families
 
-from kvwatch.daemon_feed import _runs
+from kvwatch.daemon.feed import _runs
 from kvwatch.model import LogLine
 from kvwatch.parsers.clock import parse_rfc3339
 from kvwatch.sources.file import FileSource

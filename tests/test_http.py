@@ -15,9 +15,9 @@ from pathlib import Path
 import pytest
 from prometheus_client import CollectorRegistry, Counter
 
-from kvwatch.config_types import ConfigError
-from kvwatch.exporter import Exporter
-from kvwatch.webconfig import WebConfig, check_password, hash_password, load_web_config
+from kvwatch.config.types import ConfigError
+from kvwatch.web.config import WebConfig, check_password, hash_password, load_web_config
+from kvwatch.web.exporter import Exporter
 
 OPENMETRICS = "application/openmetrics-text; version=1.0.0; charset=utf-8"
 
@@ -93,9 +93,9 @@ def test_healthz_is_503_when_the_pipeline_is_not_healthy() -> None:
 
 def test_a_stuck_pipeline_makes_scrapes_and_the_page_fail_not_hang(monkeypatch: pytest.MonkeyPatch) -> None:
     """A scrape and the landing page wait for the pipeline's lock a bounded time, then answer 503."""
-    import kvwatch.exporter
+    import kvwatch.web.exporter
 
-    monkeypatch.setattr(kvwatch.exporter, "SCRAPE_WAIT", 0.05)
+    monkeypatch.setattr(kvwatch.web.exporter, "SCRAPE_WAIT", 0.05)
     ex = serve()
     try:
         with ex.lock:

@@ -324,7 +324,7 @@ def test_saved_before_any_line_resumes_from_the_first_start(tmp_path: Path) -> N
 def test_opened_from_config_by_the_daemon_factory(tmp_path: Path) -> None:
     """A `[[source]]` of type journald, parsed and opened through the daemon's factory."""
     from kvwatch.config import parse_config
-    from kvwatch.daemon_sources import open_source
+    from kvwatch.daemon.sources import open_source
 
     journal = Journal()
     entries = journal.unit(2)

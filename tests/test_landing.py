@@ -10,8 +10,8 @@ from pathlib import Path
 
 from daemon_helpers import Kvwatch, shifted_sample, wait_until
 
-from kvwatch.landing import SourceRow, evidence_value, landing_page
 from kvwatch.model import Alert
+from kvwatch.web.landing import SourceRow, evidence_value, landing_page
 
 NOW = datetime(2026, 12, 1, 21, 3, 22, tzinfo=timezone.utc).timestamp()
 HOSTILE = "<script>alert(1)</script>"

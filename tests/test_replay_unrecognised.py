@@ -13,7 +13,7 @@ from pathlib import Path
 import pytest
 
 from kvwatch.cli import FORMATS, build_parser, main
-from kvwatch.config_types import ENGINES as CONFIG_ENGINES
+from kvwatch.config.types import ENGINES as CONFIG_ENGINES
 from kvwatch.parsers import ENGINES
 from kvwatch.sources.wholefile import source_name
 

@@ -11,7 +11,7 @@ from pathlib import Path
 import pytest
 from daemon_helpers import Kvwatch, file_source, wait_until, write_config
 
-from kvwatch.sdnotify import SystemdNotifier
+from kvwatch.daemon.sdnotify import SystemdNotifier
 
 
 def receiver(address: str) -> socket.socket:

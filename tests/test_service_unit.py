@@ -11,7 +11,7 @@ import pytest
 from daemon_helpers import ROOT
 
 from kvwatch.config import load_config
-from kvwatch.service_unit import Account, load_unit, parse_unit, read_problem, state_dir_problem
+from kvwatch.config.unit import Account, load_unit, parse_unit, read_problem, state_dir_problem
 
 ASSETS = ROOT / "kvwatch" / "assets"
 EXAMPLE = ASSETS / "kvwatch.example.toml"

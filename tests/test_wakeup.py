@@ -21,8 +21,8 @@ import pytest
 from daemon_helpers import Kvwatch, file_source, write_config
 
 from kvwatch.daemon import Daemon
+from kvwatch.daemon.wakeup import Wakeup
 from kvwatch.demo import Demo
-from kvwatch.wakeup import Wakeup
 
 
 @pytest.fixture

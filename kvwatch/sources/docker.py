@@ -37,7 +37,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from kvwatch.config_types import DockerSettings, SourceConfig
+from kvwatch.config.types import DockerSettings, SourceConfig
 from kvwatch.model import LogLine
 from kvwatch.parsers.clock import parse_rfc3339
 from kvwatch.sources.docker_json import (

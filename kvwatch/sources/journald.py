@@ -31,7 +31,7 @@ import time
 from collections.abc import Callable, Mapping
 from typing import IO, Any
 
-from kvwatch.config_types import JournaldSettings, SourceConfig
+from kvwatch.config.types import JournaldSettings, SourceConfig
 from kvwatch.model import LogLine
 from kvwatch.sources.filetail import READ_BUDGET, StartAt
 from kvwatch.sources.linecap import LINE_CAP, TextClip, clip_text

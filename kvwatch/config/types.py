@@ -1,4 +1,4 @@
-"""The validated configuration as frozen dataclasses; `config.py` builds them from the TOML file."""
+"""The validated configuration as frozen dataclasses; `config.load` builds them from the TOML file."""
 
 from __future__ import annotations
 
@@ -8,6 +8,7 @@ from pathlib import Path
 from types import MappingProxyType
 from typing import Literal
 
+from kvwatch import DEFAULT_PORT
 from kvwatch.model import Severity
 from kvwatch.notify.secrets import Secret, SecretError, load_secret
 from kvwatch.parsers.usage import UsageMapping
@@ -24,10 +25,6 @@ START_AT: tuple[StartAt, ...] = ("end", "beginning")
 NOTIFIER_TYPES: tuple[NotifierType, ...] = ("slack", "webhook", "alertmanager")
 SEVERITIES: tuple[Severity, ...] = ("info", "warning", "critical")
 
-#: 7433: outside 9100-9999 (the Prometheus exporters' default-port block), away from vLLM's 8000,
-#: llama.cpp's 8080, VictoriaMetrics' 8428, the OTel collector's 8888/8889 and Alloy's 12345, and
-#: not assigned in /etc/services.
-DEFAULT_PORT = 7433
 DEFAULT_STATE_DIR = Path("/var/lib/kvwatch")
 DEFAULT_DOCKER_ROOT = Path("/var/lib/docker")
 

@@ -15,7 +15,7 @@ from collections.abc import Callable, Mapping
 from datetime import datetime, timezone
 from typing import Any, Protocol
 
-from kvwatch.config_types import FileSettings, SourceConfig
+from kvwatch.config.types import FileSettings, SourceConfig
 from kvwatch.model import Event, LogLine
 from kvwatch.parsers import detect_engine, make_parser, markers_of
 from kvwatch.parsers.base import ParseError, Parser, ParseResult, ParserSettings

@@ -21,7 +21,7 @@ from pathlib import Path, PurePosixPath
 from types import MappingProxyType
 
 from kvwatch.assets import asset_bytes
-from kvwatch.config_types import Config, DockerSettings, FileSettings, JournaldSettings, SourceConfig
+from kvwatch.config.types import Config, DockerSettings, FileSettings, JournaldSettings, SourceConfig
 
 #: Where an installed unit is looked for, in systemd's order (the first found wins).
 INSTALLED = (

@@ -23,7 +23,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from kvwatch.config_types import ConfigError
+from kvwatch.config.types import ConfigError
 
 if sys.version_info >= (3, 11):
     import tomllib

@@ -2,19 +2,21 @@
 
 from __future__ import annotations
 
+import dataclasses
 from types import MappingProxyType
-from typing import cast
+from typing import Any, cast
 
-from kvwatch.config_fields import Fields, unknown
-from kvwatch.config_types import (
+from kvwatch.config.fields import Fields, unknown
+from kvwatch.config.types import (
     NOTIFIER_TYPES,
     SEVERITIES,
+    Config,
     DetectorConfig,
     NotifierConfig,
     NotifierType,
     SilenceConfig,
 )
-from kvwatch.detectors import ALERTS
+from kvwatch.detectors import ALERTS, ALIASES, DetectorSettings
 from kvwatch.model import Severity
 from kvwatch.notify.secrets import Secret
 
@@ -87,3 +89,48 @@ def read_silence(f: Fields) -> SilenceConfig | None:
     if not isinstance(matchers, dict) or ends_at is None:
         return None
     return SilenceConfig(MappingProxyType(dict(matchers)), ends_at, starts_at, comment)
+
+
+def detector_settings(config: Config, problems: list[str]) -> DetectorSettings:
+    """DetectorSettings from `[detectors.<name>]`; unknown detectors or settings are problems."""
+    settings = DetectorSettings()
+    fields = {f.name for f in dataclasses.fields(settings)}
+    for name, table in config.detectors.items():
+        attr = ALIASES.get(name, name)
+        if attr not in fields:
+            problems.append(f"detectors.{name}: {unknown('detector', name, sorted(fields | set(ALIASES)))}")
+            continue
+        current = getattr(settings, attr)
+        values: dict[str, Any] = {"enabled": table.enabled}
+        defaults = {f.name: getattr(current, f.name) for f in dataclasses.fields(current)}
+        for key, value in table.settings.items():
+            if key not in defaults:
+                problems.append(f"detectors.{name}.{key}: unknown setting")
+            elif _fits(defaults[key], value):
+                values[key] = float(value) if isinstance(defaults[key], float) else value
+            else:
+                problems.append(f"detectors.{name}.{key}: must be {_kind(defaults[key])}")
+        chosen = dataclasses.replace(current, **values)
+        check = getattr(chosen, "problems", None)  # (a detector whose settings constrain each other)
+        if check is not None:
+            problems += [f"detectors.{name}.{problem}" for problem in check()]
+        settings = dataclasses.replace(settings, **{attr: chosen})
+    return settings
+
+
+def _fits(default: object, value: object) -> bool:
+    """Whether `value` has the type of `default` (an int may stand for a float)."""
+    if isinstance(default, bool) or isinstance(value, bool):
+        return isinstance(default, bool) and isinstance(value, bool)
+    if isinstance(default, float):
+        return isinstance(value, int | float)
+    return type(value) is type(default)
+
+
+def _kind(default: object) -> str:
+    """How an error names a setting's type."""
+    if isinstance(default, bool):
+        return "true or false"
+    if isinstance(default, int):
+        return "an integer"
+    return "a number" if isinstance(default, float) else "a string"

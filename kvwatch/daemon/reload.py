@@ -10,20 +10,40 @@ are read at start only: a change is logged and waits for a restart.
 from __future__ import annotations
 
 import logging
+from collections.abc import Callable
 from dataclasses import replace
-from typing import TYPE_CHECKING
+from typing import Protocol
 
-from kvwatch.alerting import silences_of
-from kvwatch.config_types import Config
-from kvwatch.daemon_setup import Prepared, build_deliveries
+from prometheus_client import Counter
 
-if TYPE_CHECKING:
-    from kvwatch.daemon import Daemon
+from kvwatch.alerting import LiveAlerts, silences_of
+from kvwatch.config.types import Config
+from kvwatch.daemon.feed import Feeder
+from kvwatch.daemon.setup import Prepared, build_deliveries
+from kvwatch.pipeline import Pipeline
 
 log = logging.getLogger("kvwatch")
 
 
-def apply_reload(daemon: Daemon, config: Config, prepared: Prepared) -> None:
+class Running(Protocol):
+    """What a reload reads and changes in the running daemon."""
+
+    config: Config
+    feeders: dict[str, Feeder]
+    pipeline: Pipeline
+    alerts: LiveAlerts
+    counter: Counter
+
+    def call(self, fn: Callable[[], None], timeout: float = 30.0) -> bool:
+        """Run `fn` on the pipeline thread after everything queued so far; True once done."""
+        ...
+
+    def start_feeder(self, name: str) -> None:
+        """Start reading the configured source `name`."""
+        ...
+
+
+def apply_reload(daemon: Running, config: Config, prepared: Prepared) -> None:
     """Apply `config` to `daemon` (main thread)."""
     old = daemon.config
     if (old.server, old.state_dir) != (config.server, config.state_dir):

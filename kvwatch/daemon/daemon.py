@@ -1,15 +1,15 @@
 """`kvwatch run`: sources -> bounded queue -> one pipeline thread; scheduler ticks; HTTP; signals; systemd.
 
 Threads and who owns what:
-  - one Feeder thread per source (daemon_feed): owns its source; polls it and puts lines and
+  - one Feeder thread per source (daemon.feed): owns its source; polls it and puts lines and
     positions on the queue, blocking while the queue is full (backpressure, nothing dropped);
-  - the pipeline thread (daemon_loop): owns parsers, metrics, windows, the AlertBook, alert state and
+  - the pipeline thread (daemon.loop): owns parsers, metrics, windows, the AlertBook, alert state and
     saved positions; it holds `lock` while it handles an item, and scrapes take the same lock;
   - the apscheduler thread: its jobs only set a flag and wake the pipeline (tick, sync, heartbeat),
     or send systemd a STATUS line;
   - HTTP threads serve /metrics, / and /healthz; one Delivery thread per notifier sends alerts;
   - the main thread handles signals: SIGHUP reloads, SIGTERM/SIGINT drain and stop. Its handlers
-    only set a flag, and it sleeps on a kvwatch.wakeup.Wakeup, never on a lock a handler could want.
+    only set a flag, and it sleeps on a kvwatch.daemon.wakeup.Wakeup, never on a lock a handler could want.
 """
 
 from __future__ import annotations
@@ -31,24 +31,25 @@ from kvwatch import __version__
 from kvwatch.alerting import LiveAlerts, silences_of
 from kvwatch.atomic import unwritable
 from kvwatch.config import load_config
-from kvwatch.config_types import Config, ConfigError
-from kvwatch.daemon_feed import Feeder
-from kvwatch.daemon_loop import STOP, WAKE, Call, PipelineLoop
-from kvwatch.daemon_metrics import SourceStateCollector
-from kvwatch.daemon_setup import Prepared, build_deliveries, prepare
-from kvwatch.exporter import Exporter, warn_if_exposed
-from kvwatch.landing import SourceRow, landing_page
+from kvwatch.config.types import Config, ConfigError
+from kvwatch.daemon.feed import Feeder
+from kvwatch.daemon.loop import STOP, WAKE, Call, PipelineLoop
+from kvwatch.daemon.metrics import SourceStateCollector
+from kvwatch.daemon.reload import apply_reload
+from kvwatch.daemon.sdnotify import SystemdNotifier
+from kvwatch.daemon.setup import Prepared, build_deliveries, prepare
+from kvwatch.daemon.wakeup import Wakeup
 from kvwatch.metrics import Metrics
 from kvwatch.notify.delivery import notifications_counter
 from kvwatch.pipeline import Pipeline
-from kvwatch.sdnotify import SystemdNotifier
 from kvwatch.sources.positions import PositionStore
-from kvwatch.wakeup import Wakeup
-from kvwatch.webconfig import load_web_config
+from kvwatch.web.config import load_web_config
+from kvwatch.web.exporter import Exporter, warn_if_exposed
+from kvwatch.web.landing import SourceRow, landing_page
 
 log = logging.getLogger("kvwatch")
 
-#: Queue capacity in batches (each up to daemon_feed.BATCH = 512 lines).
+#: Queue capacity in batches (each up to feed.BATCH = 512 lines).
 QUEUE_SIZE = 256
 SYNC_INTERVAL = 5.0
 HEARTBEAT = 1.0
@@ -254,8 +255,6 @@ class Daemon:
 
     def reload(self) -> None:
         """SIGHUP: apply a new config without resetting counters; an invalid one is refused."""
-        from kvwatch.daemon_reload import apply_reload  # noqa: PLC0415 - it imports this module
-
         if self.config.path is None:
             log.info("SIGHUP: no config file to reload (stdin mode)")
             return

@@ -1,4 +1,4 @@
-"""The config file: TOML → validated frozen dataclasses (config_types), all problems reported at once.
+"""The config file: TOML → validated frozen dataclasses (config.types), all problems reported at once.
 
 `load_config` raises one ConfigError listing every problem, each naming its exact field
 (`source[1].container: required for type "docker"`); lists are indexed from 0; unknown keys are errors.
@@ -16,11 +16,11 @@ from pathlib import Path
 from types import MappingProxyType
 from typing import Any, cast
 
-from kvwatch.config_alerting import read_detectors, read_notifier, read_silence
-from kvwatch.config_fields import Fields, quote
-from kvwatch.config_types import (
+from kvwatch import DEFAULT_PORT
+from kvwatch.config.alerting import read_detectors, read_notifier, read_silence
+from kvwatch.config.fields import Fields, quote
+from kvwatch.config.types import (
     DEFAULT_DOCKER_ROOT,
-    DEFAULT_PORT,
     DEFAULT_STATE_DIR,
     ENGINES,
     SOURCE_TYPES,
@@ -40,15 +40,13 @@ from kvwatch.config_types import (
     StartAt,
     StdinSettings,
 )
-from kvwatch.config_usage import read_usage
-from kvwatch.config_view import summarize
+from kvwatch.config.usage import read_usage
 
 if sys.version_info >= (3, 11):
     import tomllib
 else:  # pragma: no cover - Python 3.10
     import tomli as tomllib  # type: ignore[import-not-found, unused-ignore]
 
-__all__ = ["Config", "ConfigError", "config_for_stdin", "load_config", "parse_config", "summarize"]
 
 #: Names become labels and file names (positions, credentials): keep them plain.
 _NAME = re.compile(r"[A-Za-z0-9_-][A-Za-z0-9_.-]*")

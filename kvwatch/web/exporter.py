@@ -1,6 +1,6 @@
 """The HTTP side: `/metrics` (Prometheus text or OpenMetrics by `Accept`), `/` and `/healthz`.
 
-A scrape, and the landing page (kvwatch.landing), take the pipeline's lock, so they never see a
+A scrape, and the landing page (kvwatch.web.landing), take the pipeline's lock, so they never see a
 half-applied batch (and never iterate a dict the pipeline thread is changing); they give up with 503
 after SCRAPE_WAIT seconds rather than hang on a stuck pipeline. `/healthz` never takes the lock.
 With a web config, every path needs basic auth and the socket speaks TLS.
@@ -19,7 +19,7 @@ from typing import Any
 from prometheus_client import CollectorRegistry
 from prometheus_client.exposition import choose_encoder
 
-from kvwatch.webconfig import WebConfig
+from kvwatch.web.config import WebConfig
 
 log = logging.getLogger(__name__)
 

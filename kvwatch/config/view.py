@@ -6,7 +6,8 @@ import dataclasses
 import datetime as dt
 from collections.abc import Mapping
 
-from kvwatch.config_types import (
+from kvwatch.config.alerting import detector_settings
+from kvwatch.config.types import (
     Config,
     DockerSettings,
     FileSettings,
@@ -15,7 +16,6 @@ from kvwatch.config_types import (
     SilenceConfig,
     SourceConfig,
 )
-from kvwatch.daemon_setup import detector_settings
 
 
 def summarize(config: Config) -> str:

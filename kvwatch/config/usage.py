@@ -5,7 +5,7 @@ from __future__ import annotations
 from collections.abc import Mapping
 from typing import Any
 
-from kvwatch.config_fields import Fields
+from kvwatch.config.fields import Fields
 from kvwatch.parsers.usage import UsageMapping
 
 #: Dotted field paths a `[source.usage]` table may give.

@@ -12,7 +12,7 @@ from prometheus_client.core import CounterMetricFamily, GaugeMetricFamily, Metri
 from prometheus_client.registry import Collector
 
 from kvwatch import __version__
-from kvwatch.daemon_feed import Feeder
+from kvwatch.daemon.feed import Feeder
 
 #: (name, help, FileCounters field) of the per-source counters.
 _COUNTERS = (

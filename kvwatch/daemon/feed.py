@@ -19,8 +19,8 @@ from dataclasses import dataclass
 from itertools import groupby
 from typing import Any, cast
 
-from kvwatch.config_types import SourceConfig
-from kvwatch.daemon_sources import Source, open_source
+from kvwatch.config.types import SourceConfig
+from kvwatch.daemon.sources import Source, open_source
 from kvwatch.model import LogLine
 from kvwatch.sources.file import FileSource
 from kvwatch.sources.fileframing import Framed

@@ -6,7 +6,7 @@ alert it gets; starts `kvwatch run` (a subprocess of this Python) on that config
 notifier posts to the receiver (and, when set, to `$KVWATCH_DEMO_WEBHOOK_URL` and a Slack webhook at
 `$KVWATCH_DEMO_SLACK_URL`; their URLs are secrets: written to files only this user can read, removed on
 exit, never printed); then writes the samples into `logs/` at `speed` times their pace with their
-times rewritten to now (demo_feed). SIGINT, SIGTERM or SIGHUP stop it all: the daemon gets SIGTERM and
+times rewritten to now (demo.feed). SIGINT, SIGTERM or SIGHUP stop it all: the daemon gets SIGTERM and
 drains, the working directory is removed unless kept, and the exit status is 0.
 """
 
@@ -31,7 +31,7 @@ from pathlib import Path
 from types import FrameType
 from typing import Any
 
-from kvwatch.demo_feed import SAMPLES, Sample, Writer, plan, sample_dir
+from kvwatch.demo.feed import SAMPLES, Sample, Writer, plan, sample_dir
 
 DEFAULT_SPEED = 20.0
 DEFAULT_LISTEN = ("127.0.0.1", 7433)
@@ -180,7 +180,7 @@ class Demo:
         """Settings from the command line."""
         self.speed, self.listen, self.keep = speed, listen, keep
         self.stop = threading.Event()  # the feed's: set by the teardown
-        self.signalled = False  # set by a signal: a flag only, no lock (see kvwatch.wakeup)
+        self.signalled = False  # set by a signal: a flag only, no lock (see kvwatch.daemon.wakeup)
         self.console = Console()
         self.daemon: subprocess.Popen[bytes] | None = None
 

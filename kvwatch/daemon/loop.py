@@ -22,8 +22,8 @@ from dataclasses import dataclass
 from typing import Any
 
 from kvwatch.alerting import LiveAlerts
-from kvwatch.daemon_feed import Closed, Feeder, Lines, Mark
-from kvwatch.daemon_sources import AutoParser, live_parser, parser_settings
+from kvwatch.daemon.feed import Closed, Feeder, Lines, Mark
+from kvwatch.daemon.sources import AutoParser, live_parser, parser_settings
 from kvwatch.model import Alert, Event
 from kvwatch.parsers.run import SourceRun
 from kvwatch.pipeline import Pipeline

@@ -1,0 +1,1 @@
+"""The HTTP side: the exporter (`/metrics`, `/`, `/healthz`), the landing page and the web config file."""
