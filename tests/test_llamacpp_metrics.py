@@ -7,10 +7,10 @@ from __future__ import annotations
 
 from prometheus_client import CollectorRegistry
 
-from kvwatch.metrics.llamacpp import LlamacppMetrics
+from kvwatch.engines.llamacpp.metrics import LlamacppMetrics
+from kvwatch.engines.llamacpp.report import requests_table
 from kvwatch.model import LlamaRequest
 from kvwatch.parsers.base import DEFAULT_START
-from kvwatch.report.llamacpp import requests_table
 
 HEALTHY = LlamaRequest(
     "a", DEFAULT_START + 5.3607, 0, 6, 394, 300, 94, "lcp",
