@@ -42,9 +42,9 @@ def value(registry: CollectorRegistry, name: str, source: str, **labels: str) ->
 
 
 def test_counters_per_source() -> None:
-    """Counters add up requests, prompt and reused tokens, re-processing, restores and LRU picks."""
+    """Counters add up requests, prompt and cached tokens, re-processing, restores and LRU picks."""
     registry = applied(HEALTHY, BROKEN, RESTORED)
-    names = ["requests", "prompt_tokens", "reused_tokens", "full_reprocess"]
+    names = ["requests", "prompt_tokens", "cached_tokens", "full_reprocess"]
     names += ["checkpoint_restores", "lru_selections"]
     got = {
         source: [value(registry, f"kvwatch_llamacpp_{n}_total", source) for n in names]
