@@ -50,5 +50,6 @@ class Engine:
     metrics: MetricsFactory
     report: ReportSection | None = None
     sniff_rank: int = 0  # auto-detection tries lower ranks first (stricter sniffs go first)
+    restart_forgets: tuple[str, ...] = ()  # startup facts a restart voids (the new process may differ)
     reuses: str | None = None  # another engine whose parser reads its lines (Ollama embeds llama-server's)
     layers: tuple[str, ...] = ()  # cache layers whose lines its log carries (LMCache inside vLLM)

@@ -50,4 +50,5 @@ ENGINE = Engine(
     signals=frozenset({"cache_rate", "offload"}),
     metrics=_metrics,
     report=_report,
+    restart_forgets=("stats_disabled", "api_server_count", "offload_excluded_groups"),
 )
