@@ -1,4 +1,4 @@
-"""`prefix_reuse_broken` (llama.cpp): consecutive sizeable prompts reuse almost nothing (incident 4).
+"""`prefix_reuse_broken`: a server's consecutive sizeable prompts reuse almost nothing (incident 4).
 
 Two rules, evidence `rule`: "share" when at least `min_share` of the last `requests` prompts of at least
 `min_prompt` tokens reused at most `max_reuse` of themselves; "waste" when, on one slot, `waste_requests`
