@@ -299,7 +299,7 @@ def bench_llama(
         ("total lines", "kvwatch_lines_total", "lines_total", "lines"),
         ("requests", "kvwatch_llamacpp_requests_total", "llamacpp_requests", "requests"),
         ("prompt tokens", "kvwatch_llamacpp_prompt_tokens_total", "llamacpp_prompt_tokens", "prompt_tokens"),
-        ("reused tokens", "kvwatch_llamacpp_reused_tokens_total", "llamacpp_reused_tokens", "reused_tokens"),
+        ("cached tokens", "kvwatch_llamacpp_cached_tokens_total", "llamacpp_cached_tokens", "reused_tokens"),
     )
     for what, kv_name, _, key in pairs:
         check(result, f"{what} (kvwatch = generator)", one(kv, kv_name), float(meta[key]))

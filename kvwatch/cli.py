@@ -17,7 +17,7 @@ from types import FrameType
 from typing import Any
 
 from kvwatch import DEFAULT_PORT, __version__
-from kvwatch.parsers import ENGINES
+from kvwatch.engines import choices, names
 from kvwatch.parsers.base import DEFAULT_START, ParserSettings
 from kvwatch.parsers.clock import iso, parse_rfc3339, zone
 
@@ -126,7 +126,7 @@ def build_parser() -> argparse.ArgumentParser:
     )
     rep.add_argument(
         "--engine",
-        choices=("auto", *ENGINES),
+        choices=choices(),
         default="auto",
         help="the engine that wrote the files; auto: told by each file's first 64 KiB (default: auto)",
     )
@@ -219,7 +219,7 @@ def _daemon_commands(sub: Any) -> None:
     run.add_argument(
         "--engine",
         default="auto",
-        help=f"with --stdin: the input's engine, one of {', '.join(('auto', *ENGINES))} (default: auto)",
+        help=f"with --stdin: the input's engine, one of {', '.join(choices())} (default: auto)",
     )
     run.add_argument(
         "--listen",
@@ -553,7 +553,7 @@ def _unrecognised(name: str, lines: int, engine: str) -> str:
     """What replay says of a file of which no line was recognised (`engine`: as --engine gave it)."""
     count = "1 line" if lines == 1 else f"{lines} lines"
     if engine == "auto":
-        return f"kvwatch: no known engine recognised the {count} of {name} (tried: {', '.join(ENGINES)})"
+        return f"kvwatch: no known engine recognised the {count} of {name} (tried: {', '.join(names())})"
     return f"kvwatch: no line of {name} was recognised as {engine} output ({count})"
 
 

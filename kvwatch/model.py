@@ -146,6 +146,22 @@ _LLAMA_FIELDS = attrgetter(*(f.name for f in fields(LlamaRequest)))
 
 
 @dataclass(slots=True)
+class RequestRecord:
+    """One request of a server, engine-neutral: an engine's request event may be (a subclass of) this.
+
+    `conversation` names the conversation the engine shows the request continues ("": not known).
+    """
+
+    source: str
+    time: float
+    prompt_tokens: int
+    cached_tokens: int
+    full_reprocess: bool = False
+    slot: int | None = None
+    conversation: str = ""
+
+
+@dataclass(slots=True)
 class UsageRecord:
     """One completed request from a gateway usage log (#6); prompt includes cached tokens."""
 
@@ -187,6 +203,7 @@ Event = (
     | VllmSpecDecoding
     | EngineFact
     | LlamaRequest
+    | RequestRecord
     | UsageRecord
     | UsageSkipped
     | ServerRestart

@@ -22,8 +22,8 @@ from pathlib import Path
 from typing import TYPE_CHECKING
 
 from kvwatch import segmented
+from kvwatch.engines import FALLBACK, detect_engine, make_parser
 from kvwatch.model import Alert, Event, SourceCounts
-from kvwatch.parsers import detect_engine, make_parser
 from kvwatch.parsers.base import Parser, ParserSettings
 from kvwatch.parsers.run import SourceRun
 from kvwatch.segmented import Outcome
@@ -91,7 +91,7 @@ def plan(paths: Sequence[str], engine: str, source: str | None) -> list[ReplayIn
         chosen = engine
         if engine == "auto":
             _, text = sniff_file(path)
-            chosen = detect_engine(text) or "vllm"
+            chosen = detect_engine(text) or FALLBACK
         inputs.append(ReplayInput(path, source or container_name(path) or source_name(path), chosen))
     return inputs
 

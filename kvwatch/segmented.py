@@ -60,7 +60,7 @@ Outcome = tuple[tuple[int, int, int], int, str | None, Parser | None]
 @runtime_checkable
 class Segmentable(Protocol):
     """A parser that can tell its state, and check a state guessed for lines against the true one
-    (kvwatch.parsers.llamacpp.LlamacppParser has the details)."""
+    (kvwatch.engines.llamacpp.parser.LlamacppParser has the details)."""
 
     def state_key(self) -> Any:
         """What decides how later lines are read: equal keys, equal futures."""

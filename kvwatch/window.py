@@ -9,10 +9,12 @@ from __future__ import annotations
 from collections import deque
 from dataclasses import dataclass, field
 
+from kvwatch.engines import ENGINES, engine_of
 from kvwatch.model import (
     EngineFact,
     Event,
     LlamaRequest,
+    RequestRecord,
     ServerRestart,
     UsageRecord,
     VllmKvTransfer,
@@ -79,6 +81,7 @@ class Windows:
         self.sources: dict[str, SourceWindow] = {}
         self.requests: dict[Labels, deque[RequestPoint]] = {}
         self.usage: dict[tuple[str, str], deque[UsageRecord]] = {}
+        self._owners: dict[type, str] = {}  # event type -> the engine that makes it ("": none)
 
     def source(self, name: str) -> SourceWindow:
         """The window of a source, created empty."""
@@ -93,9 +96,14 @@ class Windows:
         if window is None:
             window = self.source(event.source)
         window.last_event = event.time
+        owner = self._owners.get(type(event))
+        if owner is None:
+            owner = self._owners[type(event)] = engine_of(type(event)) or ""
+        # A source's engine is that of its events (a startup fact does not overrule a request's).
+        if owner and (not window.kind or type(event) is not EngineFact):
+            window.kind = owner
         # The commonest events first, each with one isinstance.
         if isinstance(event, VllmStats):
-            window.kind = "vllm"
             # (_engine's call only for a new engine: these two branches run for nearly every event)
             engine = window.engines.get(event.engine) or self._engine(window, event.engine)
             stats = engine.stats
@@ -105,7 +113,6 @@ class Windows:
             while stats and stats[0].time < oldest:  # drop what left the horizon (nearly every line)
                 stats.popleft()
         elif isinstance(event, VllmKvTransfer):
-            window.kind = "vllm"
             engine = window.engines.get(event.engine) or self._engine(window, event.engine)
             kv = engine.kv
             kv.append(event)
@@ -115,20 +122,26 @@ class Windows:
             while kv and kv[0].time < oldest:
                 kv.popleft()
         elif isinstance(event, VllmPrefixV0):
-            window.kind = "vllm"
             self._engine(window, event.engine)
         elif isinstance(event, EngineFact):
-            window.kind = window.kind or "vllm"
             window.facts[event.key] = event.value
         elif isinstance(event, LlamaRequest):
-            window.kind = "llamacpp"
             self._llama(window, event)
         elif isinstance(event, UsageRecord):
-            window.kind = "usage"
             labels = (("source", event.source), ("entry", event.entry))
             point = RequestPoint(event.time, event.prompt_tokens, event.cached_tokens)
             self._add_request(labels, point)
             self._usage(event)
+        elif isinstance(event, RequestRecord):
+            point = RequestPoint(
+                event.time,
+                event.prompt_tokens,
+                event.cached_tokens,
+                full_reprocess=event.full_reprocess,
+                slot=event.slot,
+                conversation=event.conversation,
+            )
+            self._add_request((("source", event.source),), point)
         elif isinstance(event, ServerRestart):
             self._restart(window, event)
 
@@ -202,8 +215,8 @@ class Windows:
         window.started = event.time
         window.derived_requests = window.exact_requests = window.joined_requests = 0
         window.conversations.clear()
-        if event.engine_kind == "vllm":
-            for key in ("stats_disabled", "api_server_count", "offload_excluded_groups"):
-                window.facts.pop(key, None)
+        restarted = ENGINES.get(event.engine_kind)
+        for key in restarted.restart_forgets if restarted is not None else ():
+            window.facts.pop(key, None)
         for labels in [k for k in self.requests if dict(k).get("source") == event.source]:
             self.requests[labels].clear()

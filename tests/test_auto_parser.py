@@ -5,8 +5,8 @@ from __future__ import annotations
 from pathlib import Path
 
 from kvwatch.daemon.sources import AutoParser
+from kvwatch.engines import make_parser
 from kvwatch.model import LogLine, SourceCounts
-from kvwatch.parsers import make_parser
 from kvwatch.parsers.base import ParseResult, ParserSettings
 from kvwatch.parsers.run import SourceRun
 

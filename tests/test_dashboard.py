@@ -35,6 +35,8 @@ from prometheus_helpers import (
     wait_for,
 )
 
+from kvwatch.engines import ENGINES
+
 ROOT = Path(__file__).resolve().parents[1]
 DASHBOARD = ROOT / "kvwatch" / "assets" / "kvwatch.json"
 SAMPLES = ROOT / "samples"
@@ -137,7 +139,7 @@ def chunks(data: bytes, count: int) -> list[bytes]:
 def engine_of(name: str) -> str:
     """The engine a sample is for, from its name's prefix."""
     prefix = name.split("-", maxsplit=1)[0]
-    assert prefix in {"vllm", "llamacpp", "usage"}, name
+    assert prefix in ENGINES, name
     return prefix
 
 

@@ -472,7 +472,7 @@ def test_an_auto_source_counts_the_lines_without_a_marker_once_its_engine_is_cho
     source is handed the parser's markers and counts the entries that hold none undecoded."""
     from kvwatch.config import parse_config
     from kvwatch.daemon.feed import Feeder
-    from kvwatch.parsers.vllm import VllmParser
+    from kvwatch.engines.vllm.parser import VllmParser
 
     box = Container(root, NAME, "2026-08-18T00:00:00.1Z")
     data = {"source": [{"name": "gpu0", "type": "docker", "container": NAME, "docker_root": str(root)}]}

@@ -122,7 +122,7 @@ def test_varying_header_alerts_slack_and_the_same_conversations_without_it_do_no
         assert book == alert_book(daemon)
         assert 2.0 == daemon.value("kvwatch_notifications_total", {"notifier": "slack", "result": "ok"})
         reused = {
-            name: daemon.value("kvwatch_llamacpp_reused_tokens_total", {"source": name}) for name in cases
+            name: daemon.value("kvwatch_llamacpp_cached_tokens_total", {"source": name}) for name in cases
         }
         assert {HEALTHY: healthy.cached_tokens(), VARYING: varying.cached_tokens()} == reused
     assert [0] == stopped

@@ -136,7 +136,7 @@ def test_runs_keep_the_order_and_stamp_lines_without_a_time() -> None:
 
 def test_lines_without_a_marker_are_counted_undecoded_as_replay_counts_them(tmp_path: Path) -> None:
     """With the parser's markers: a complete entry holding none is a count; the rest as before."""
-    from kvwatch.parsers.vllm import VllmParser
+    from kvwatch.engines.vllm.parser import VllmParser
 
     long = "x" * 20_000
     log = tmp_path / "c-json.log"

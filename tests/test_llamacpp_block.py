@@ -16,11 +16,11 @@ from pathlib import Path
 
 import pytest
 
+from kvwatch.engines.llamacpp import lines as ln
+from kvwatch.engines.llamacpp.parser import LlamacppParser
+from kvwatch.engines.llamacpp.slots import Stream
 from kvwatch.model import Event, LogLine
-from kvwatch.parsers import llamacpp_lines as ln
 from kvwatch.parsers.base import BlockResult, ParseError, ParserSettings
-from kvwatch.parsers.llamacpp import LlamacppParser
-from kvwatch.parsers.llamacpp_slots import Stream
 
 ROOT = Path(__file__).resolve().parents[1]
 SAMPLES = sorted((ROOT / "samples").glob("llamacpp-*.log"))

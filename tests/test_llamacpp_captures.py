@@ -12,9 +12,9 @@ from pathlib import Path
 
 import pytest
 
+from kvwatch.engines.llamacpp.parser import LlamacppParser, looks_like_llamacpp
 from kvwatch.model import Event, LlamaRequest, LogLine, ServerRestart
 from kvwatch.parsers.base import ParseError, ParserSettings
-from kvwatch.parsers.llamacpp import LlamacppParser, looks_like_llamacpp
 
 SAMPLES = Path(__file__).resolve().parent.parent / "samples"
 DERIVED = {"llamacpp-default-verbosity"}  # captured at the default -lv 3: counts are derived

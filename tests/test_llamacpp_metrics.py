@@ -7,10 +7,10 @@ from __future__ import annotations
 
 from prometheus_client import CollectorRegistry
 
-from kvwatch.metrics.llamacpp import LlamacppMetrics
+from kvwatch.engines.llamacpp.metrics import LlamacppMetrics
+from kvwatch.engines.llamacpp.report import requests_table
 from kvwatch.model import LlamaRequest
 from kvwatch.parsers.base import DEFAULT_START
-from kvwatch.report.llamacpp import requests_table
 
 HEALTHY = LlamaRequest(
     "a", DEFAULT_START + 5.3607, 0, 6, 394, 300, 94, "lcp",
@@ -42,9 +42,9 @@ def value(registry: CollectorRegistry, name: str, source: str, **labels: str) ->
 
 
 def test_counters_per_source() -> None:
-    """Counters add up requests, prompt and reused tokens, re-processing, restores and LRU picks."""
+    """Counters add up requests, prompt and cached tokens, re-processing, restores and LRU picks."""
     registry = applied(HEALTHY, BROKEN, RESTORED)
-    names = ["requests", "prompt_tokens", "reused_tokens", "full_reprocess"]
+    names = ["requests", "prompt_tokens", "cached_tokens", "full_reprocess"]
     names += ["checkpoint_restores", "lru_selections"]
     got = {
         source: [value(registry, f"kvwatch_llamacpp_{n}_total", source) for n in names]

@@ -10,9 +10,9 @@ from datetime import datetime, timezone
 
 import pytest
 
+from kvwatch.engines.llamacpp.parser import LlamacppParser, looks_like_llamacpp
 from kvwatch.model import Event, LlamaRequest, LogLine, ServerRestart
 from kvwatch.parsers.base import DEFAULT_START, ParseError, ParseResult, ParserSettings
-from kvwatch.parsers.llamacpp import LlamacppParser, looks_like_llamacpp
 
 S = DEFAULT_START
 

@@ -8,8 +8,8 @@ from pathlib import Path
 import pytest
 
 from kvwatch.cli import main
+from kvwatch.engines import make_parser
 from kvwatch.model import SourceCounts
-from kvwatch.parsers import make_parser
 from kvwatch.parsers.base import ParserSettings
 from kvwatch.parsers.run import SourceRun
 from kvwatch.replay import ReplayInput, _age, _rotations

@@ -13,8 +13,8 @@ from pathlib import Path
 import pytest
 
 from kvwatch.cli import FORMATS, build_parser, main
-from kvwatch.config.types import ENGINES as CONFIG_ENGINES
-from kvwatch.parsers import ENGINES
+from kvwatch.config import ConfigError, config_for_stdin
+from kvwatch.engines import ENGINES
 from kvwatch.sources.wholefile import source_name
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -120,16 +120,16 @@ def test_engine_given(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> Non
     assert (0, "") == run(capsys, "replay", "--engine", "vllm", "--year", "2026", str(GOOD))[::2]
 
 
-def test_the_engines_tried_are_the_parsers_table() -> None:
-    """The engines named as tried, --engine's choices and the config's are the one table of parsers."""
+def test_the_engines_tried_are_the_registry() -> None:
+    """--engine's choices and the config's are the registry's engines, in its order, after `auto`."""
     commands = next(a for a in build_parser()._actions if isinstance(a, argparse._SubParsersAction))
     engine = next(a for a in commands.choices["replay"]._actions if a.dest == "engine")
     assert engine.choices is not None
-    assert (("vllm", "llamacpp", "usage"), ("auto", *ENGINES), ("auto", *ENGINES)) == (
-        ENGINES,
-        tuple(engine.choices),
-        CONFIG_ENGINES,
-    )
+    assert (("vllm", "llamacpp", "usage"), ("auto", *ENGINES)) == (tuple(ENGINES), tuple(engine.choices))
+    assert [name for name in ENGINES] == [config_for_stdin(name).sources[0].engine for name in ENGINES]
+    with pytest.raises(ConfigError) as err:
+        config_for_stdin("sglang")
+    assert '--engine: must be one of auto, vllm, llamacpp, usage (got "sglang")' in str(err.value)
 
 
 def test_through_a_real_process(tmp_path: Path) -> None:

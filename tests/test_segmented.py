@@ -16,10 +16,10 @@ import pytest
 from test_llamacpp_block import SAMPLES, damaged, generated
 
 from kvwatch import segmented
+from kvwatch.engines import make_parser
+from kvwatch.engines.llamacpp.parser import Asked, LlamacppParser, StateKey
 from kvwatch.model import Event, LlamaRequest, SourceCounts
-from kvwatch.parsers import make_parser
 from kvwatch.parsers.base import ParserSettings
-from kvwatch.parsers.llamacpp import Asked, LlamacppParser, StateKey
 from kvwatch.parsers.run import SourceRun
 from kvwatch.sources.framing import Framer
 from kvwatch.sources.wholefile import batches, open_log

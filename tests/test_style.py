@@ -154,17 +154,10 @@ def test_cycles_finds_a_loop() -> None:
     assert [] == cycles({"a": {"b"}, "b": {"c"}})
 
 
-#: Families still waiting for their package, as (folder, prefix): the engines move of the layout issue
-#: takes `kvwatch/parsers`' vLLM modules into an engine package of their own.
-PENDING_FAMILIES = {("kvwatch/parsers", "vllm")}
-
-
 def test_no_module_family_in_one_folder() -> None:
     """No folder under kvwatch/ holds three or more `<prefix>_<something>.py` modules: they want a package."""
     families = set()
     for folder in [ROOT / "kvwatch", *(p for p in (ROOT / "kvwatch").rglob("*") if p.is_dir())]:
         prefixes = Counter(p.stem.split("_")[0] for p in folder.glob("*.py") if "_" in p.stem.strip("_"))
         families |= {(str(folder.relative_to(ROOT)), prefix) for prefix, n in prefixes.items() if n >= 3}
-    assert PENDING_FAMILIES == families, (
-        "a new family wants a package; a pending one that is gone leaves the list"
-    )
+    assert set() == families, "a family of modules wants a package of its own"

@@ -4,8 +4,8 @@ from __future__ import annotations
 
 from prometheus_client import CollectorRegistry
 
+from kvwatch.engines.usage.metrics import UsageMetrics
 from kvwatch.metrics import Metrics
-from kvwatch.metrics.usage import UsageMetrics
 from kvwatch.model import UsageRecord
 
 
@@ -81,9 +81,9 @@ def test_entry_allow_list_and_its_extension() -> None:
 
 def test_rows_skipped_become_a_counter() -> None:
     """Rows that are no requests reach kvwatch_usage_rows_skipped_total{source,reason} as events."""
+    from kvwatch.engines.usage.parser import UsageParser
     from kvwatch.model import LogLine
     from kvwatch.parsers.base import ParserSettings
-    from kvwatch.parsers.usage import UsageParser
 
     registry = CollectorRegistry()
     metrics = Metrics(registry)

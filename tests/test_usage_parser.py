@@ -7,11 +7,11 @@ from pathlib import Path
 
 import pytest
 
+from kvwatch.engines import detect_engine, make_parser
+from kvwatch.engines.usage.fields import bounded_entry
+from kvwatch.engines.usage.parser import UsageMapping, UsageParser, looks_like_usage
 from kvwatch.model import LogLine, UsageRecord
-from kvwatch.parsers import detect_engine, make_parser
 from kvwatch.parsers.base import ParserSettings
-from kvwatch.parsers.usage import UsageMapping, UsageParser, looks_like_usage
-from kvwatch.parsers.usage_fields import bounded_entry
 
 SAMPLES = Path(__file__).resolve().parents[1] / "samples"
 T = 1787043600.0  # 2026-08-18T09:00:00Z
@@ -326,8 +326,8 @@ def test_mapping_prompt_and_input_gives_the_upstream_count() -> None:
 
 def test_make_parser_passes_the_configured_mapping() -> None:
     """The mapping from `[source.usage]` reaches the parser through make_parser."""
-    from kvwatch.parsers import make_parser
-    from kvwatch.parsers.usage import UsageMapping
+    from kvwatch.engines import make_parser
+    from kvwatch.engines.usage.parser import UsageMapping
 
     parser = make_parser(
         "usage", "gw", ParserSettings(), UsageMapping(time="ts", prompt="p.all", cached="p.hit")

@@ -8,10 +8,11 @@ import re
 
 import pytest
 
+from kvwatch.engines.vllm import kv as vllm_kv
+from kvwatch.engines.vllm import parser as vllm
+from kvwatch.engines.vllm.parser import VllmParser
 from kvwatch.model import LogLine
-from kvwatch.parsers import vllm, vllm_kv
 from kvwatch.parsers.base import ParseResult, ParserSettings
-from kvwatch.parsers.vllm import VllmParser
 
 KEYS = (
     "vllm:kv_offload_store_bytes",

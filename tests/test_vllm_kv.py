@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import pytest
 
-from kvwatch.parsers.vllm_kv import KvPayloadError, parse_kv_payload, split_top
+from kvwatch.engines.vllm.kv import KvPayloadError, parse_kv_payload, split_top
 
 
 def test_gen1_keys() -> None:

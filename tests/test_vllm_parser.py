@@ -6,6 +6,7 @@ from datetime import datetime, timezone
 
 import pytest
 
+from kvwatch.engines.vllm.parser import VllmParser
 from kvwatch.model import (
     EngineFact,
     LogLine,
@@ -16,7 +17,6 @@ from kvwatch.model import (
     VllmStats,
 )
 from kvwatch.parsers.base import ParseError, ParserSettings
-from kvwatch.parsers.vllm import VllmParser
 
 SETTINGS = ParserSettings(year=2026, tz="UTC")
 

@@ -22,7 +22,6 @@ from kvwatch.config.fields import Fields, quote
 from kvwatch.config.types import (
     DEFAULT_DOCKER_ROOT,
     DEFAULT_STATE_DIR,
-    ENGINES,
     SOURCE_TYPES,
     START_AT,
     AlertingConfig,
@@ -41,6 +40,7 @@ from kvwatch.config.types import (
     StdinSettings,
 )
 from kvwatch.config.usage import read_usage
+from kvwatch.engines import choices
 
 if sys.version_info >= (3, 11):
     import tomllib
@@ -120,8 +120,8 @@ def _alerting(f: Fields | None) -> AlertingConfig:
 
 def config_for_stdin(engine: str) -> Config:
     """The config of `kvwatch run --stdin --engine ENGINE` with no file: one `stdin` source."""
-    if engine not in ENGINES:
-        why = f"must be one of {', '.join(ENGINES)} (got {quote(engine)})"
+    if engine not in choices():
+        why = f"must be one of {', '.join(choices())} (got {quote(engine)})"
         raise ConfigError("--engine", [f"--engine: {why}"])
     source = SourceConfig("stdin", engine, "stdin", StdinSettings())
     return Config(sources=(source,))
@@ -172,7 +172,7 @@ def _named(top: Fields, key: str, read: Any) -> tuple[Any, ...]:
 
 def _source(f: Fields, name: str) -> SourceConfig:
     """One `[[source]]`: common keys, then the keys of its type."""
-    engine = cast(Engine, f.choice("engine", ENGINES, "auto"))
+    engine = cast(Engine, f.choice("engine", choices(), "auto"))
     kind = f.choice("type", SOURCE_TYPES, None)
     year = f.integer("year", 1970, 2100, None)
     tz = f.string("tz")

@@ -9,17 +9,16 @@ from types import MappingProxyType
 from typing import Literal
 
 from kvwatch import DEFAULT_PORT
+from kvwatch.engines.usage.parser import UsageMapping
 from kvwatch.model import Severity
 from kvwatch.notify.secrets import Secret, SecretError, load_secret
-from kvwatch.parsers.usage import UsageMapping
 
-Engine = Literal["auto", "vllm", "llamacpp", "usage"]
+Engine = str  # "auto" or a name of kvwatch.engines.ENGINES
 SourceType = Literal["file", "docker", "journald", "stdin"]
 StartAt = Literal["end", "beginning"]
 NotifierType = Literal["slack", "webhook", "alertmanager"]
 Scalar = str | int | float | bool
 
-ENGINES: tuple[Engine, ...] = ("auto", "vllm", "llamacpp", "usage")
 SOURCE_TYPES: tuple[SourceType, ...] = ("file", "docker", "journald", "stdin")
 START_AT: tuple[StartAt, ...] = ("end", "beginning")
 NOTIFIER_TYPES: tuple[NotifierType, ...] = ("slack", "webhook", "alertmanager")

@@ -6,7 +6,7 @@ from collections.abc import Mapping
 from typing import Any
 
 from kvwatch.config.fields import Fields
-from kvwatch.parsers.usage import UsageMapping
+from kvwatch.engines.usage.parser import UsageMapping
 
 #: Dotted field paths a `[source.usage]` table may give.
 PATH_KEYS = (

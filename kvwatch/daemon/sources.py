@@ -16,10 +16,10 @@ from datetime import datetime, timezone
 from typing import Any, Protocol
 
 from kvwatch.config.types import FileSettings, SourceConfig
+from kvwatch.engines import FALLBACK, detect_engine, make_parser, markers_of
+from kvwatch.engines.usage.parser import UsageMapping
 from kvwatch.model import Event, LogLine
-from kvwatch.parsers import detect_engine, make_parser, markers_of
 from kvwatch.parsers.base import ParseError, Parser, ParseResult, ParserSettings
-from kvwatch.parsers.usage import UsageMapping
 from kvwatch.sources.file import FileSource
 from kvwatch.sources.stdin import StdinSource
 
@@ -141,13 +141,13 @@ class AutoParser:
         engine = detect_engine("\n".join(held.text for held in self.held))
         if engine is None and len(self.held) < SNIFF_LINES and self._size < SNIFF_BYTES:
             return None
-        return self._decide(engine or "vllm")
+        return self._decide(engine or FALLBACK)
 
     def flush(self) -> list[Event]:
         """End of input: decide (vLLM when unsure) and parse what is held."""
         events: list[Event] | None = []
         if self.inner is None:
-            events = self._decide("vllm")
+            events = self._decide(FALLBACK)
             if events is not None:  # (no line returns them: each recognised one is settle()'s to count)
                 self._unsettled = (self._unsettled[0] + 1, self._unsettled[1])
         assert self.inner is not None

@@ -1,19 +1,22 @@
 """`no_signal`: kvwatch is blind and says so, with the flag that gives it back its eyes.
 
-- a vLLM source whose stats logging is off (`--disable-log-stats`, or more than one API server: the
-  default for data-parallel vLLM >= 0.15 logs `disabling stats logging`);
-- a llama.cpp source at default verbosity (reuse derived from timing lines, less exact; severity info):
-  judged on what was seen since the server's last start. Requests seen whole with no reuse lines say
-  so; one complete record from the reuse lines says the opposite (-lv 4), and a request already under
-  way when reading began (no slot pick seen, e.g. `start_at = "end"`) says nothing either way;
-- a vLLM source silent for longer than `silence` seconds while its last stats line showed traffic (its
-  normal idle silence follows a `0.0 tokens/s` line and is not judged).
+What can be missing is what the source's engine declares it can produce (its `signals`):
+- cache-rate samples (vLLM's stats lines) switched off: `--disable-log-stats`, or more than one API
+  server (the default for data-parallel vLLM >= 0.15 logs `disabling stats logging`);
+- exact request records, where an engine may only derive them (llama.cpp at default verbosity: reuse
+  derived from timing lines, less exact; severity info): judged on what was seen since the server's
+  last start. Requests seen whole with no reuse lines say so; one complete record from the reuse lines
+  says the opposite (-lv 4), and a request already under way when reading began (no slot pick seen,
+  e.g. `start_at = "end"`) says nothing either way;
+- cache-rate samples gone silent for longer than `silence` seconds while the last one showed traffic
+  (a normal idle silence follows a `0.0 tokens/s` line and is not judged).
 """
 
 from __future__ import annotations
 
 from dataclasses import dataclass
 
+from kvwatch.engines import signals_of
 from kvwatch.model import Finding
 from kvwatch.window import SourceWindow, Windows
 
@@ -97,9 +100,10 @@ def detect(windows: Windows, now: float, cfg: Settings) -> list[Finding]:
     findings = []
     for source, win in sorted(windows.sources.items()):
         finding: Finding | None = None
-        if win.kind == "vllm":
+        signals = signals_of(win.kind)  # what the source's engine can tell, hence what can be missing
+        if "cache_rate" in signals:
             finding = _stats_off(source, win) or _silent(source, win, now, cfg)
-        elif win.kind == "llamacpp" and win.derived_requests and not win.exact_requests:
+        elif "derived_requests" in signals and win.derived_requests and not win.exact_requests:
             finding = _verbosity(source, win)
         if finding is not None:
             findings.append(finding)

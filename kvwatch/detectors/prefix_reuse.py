@@ -1,4 +1,4 @@
-"""`prefix_reuse_broken` (llama.cpp): consecutive sizeable prompts reuse almost nothing (incident 4).
+"""`prefix_reuse_broken`: a server's consecutive sizeable prompts reuse almost nothing (incident 4).
 
 Two rules, evidence `rule`: "share" when at least `min_share` of the last `requests` prompts of at least
 `min_prompt` tokens reused at most `max_reuse` of themselves; "waste" when, on one slot, `waste_requests`
@@ -17,6 +17,7 @@ from __future__ import annotations
 from collections.abc import Sequence
 from dataclasses import dataclass
 
+from kvwatch.engines import signals_of
 from kvwatch.model import Finding
 from kvwatch.window import RequestPoint, Windows
 
@@ -174,13 +175,13 @@ def _waste(source: str, points: Sequence[RequestPoint], cfg: Settings) -> Findin
 
 
 def detect(windows: Windows, now: float, cfg: Settings) -> list[Finding]:
-    """A finding for every llama.cpp source whose prefix reuse is broken right now."""
+    """A finding for every source of server request records whose prefix reuse is broken right now."""
     if not cfg.enabled:
         return []
     findings = []
     for labels, points in sorted(windows.requests.items()):
         source = dict(labels)["source"]
-        if len(labels) != 1 or windows.source(source).kind != "llamacpp":
+        if len(labels) != 1 or "server_requests" not in signals_of(windows.source(source).kind):
             continue
         finding = _judge(source, points, cfg) or _waste(source, points, cfg)
         if finding is not None:

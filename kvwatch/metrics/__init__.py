@@ -1,4 +1,4 @@
-"""Owns every kvwatch_* metric: one family class per engine, and `Metrics.apply(event)` to feed them.
+"""Owns every kvwatch_* metric: each engine's families (from its package), and `Metrics.apply(event)`.
 
 Everything is registered on a registry passed in, so tests and replays use a fresh one. Counters'
 wall-clock `_created` series are switched off: replays must be deterministic.
@@ -11,21 +11,9 @@ from typing import Any
 
 from prometheus_client import CollectorRegistry, disable_created_metrics
 
-from kvwatch.metrics.llamacpp import LlamacppMetrics
+from kvwatch.engines import ENGINES
 from kvwatch.metrics.sources import SourceCountsCollector
-from kvwatch.metrics.usage import UsageMetrics
-from kvwatch.metrics.vllm import VllmMetrics
-from kvwatch.model import (
-    EngineFact,
-    Event,
-    LlamaRequest,
-    UsageRecord,
-    UsageSkipped,
-    VllmKvTransfer,
-    VllmPrefixV0,
-    VllmSpecDecoding,
-    VllmStats,
-)
+from kvwatch.model import Event
 
 disable_created_metrics()  # type: ignore[no-untyped-call]
 
@@ -37,22 +25,12 @@ class Metrics:
 
     def __init__(self, registry: CollectorRegistry) -> None:
         self.registry = registry
-        self.vllm = VllmMetrics(registry)
-        self.llamacpp = LlamacppMetrics(registry)
-        self.usage = UsageMetrics(registry)
+        # apply() runs per event: one dict lookup on the exact type instead of a chain of isinstance.
+        self._by_type: dict[type, Callable[[Any], None]] = {}
+        for engine in ENGINES.values():
+            self._by_type.update(engine.metrics(registry))
         self.sources = SourceCountsCollector()
         registry.register(self.sources)
-        # apply() runs per event: one dict lookup on the exact type instead of a chain of isinstance.
-        self._by_type: dict[type, Callable[[Any], None]] = {
-            VllmStats: self.vllm.stats,
-            VllmKvTransfer: self.vllm.kv_transfer,
-            VllmPrefixV0: self.vllm.prefix_v0,
-            VllmSpecDecoding: self.vllm.spec_decoding,
-            EngineFact: self.vllm.fact,
-            LlamaRequest: self.llamacpp.apply,
-            UsageRecord: self.usage.apply,
-            UsageSkipped: self.usage.skipped_row,
-        }
 
     def apply(self, event: Event) -> None:
         """Update the metrics an event touches."""

@@ -7,8 +7,8 @@ from dataclasses import dataclass, field
 from operator import itemgetter
 from typing import Literal
 
+from kvwatch.engines.llamacpp import lines as ln
 from kvwatch.model import Event, LlamaRequest
-from kvwatch.parsers import llamacpp_lines as ln
 from kvwatch.parsers.base import ParseError, ParseResult
 
 Selection = Literal["lcp", "lru", "id", "unknown"]

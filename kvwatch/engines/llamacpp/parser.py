@@ -28,11 +28,11 @@ from __future__ import annotations
 
 import re
 
+from kvwatch.engines.llamacpp import lines as ln
+from kvwatch.engines.llamacpp.slots import READ, Questions, Request, Stream
 from kvwatch.model import Event, LogLine, ServerRestart
-from kvwatch.parsers import llamacpp_lines as ln
 from kvwatch.parsers.base import BlockResult, ParseError, ParseResult, ParserSettings, tally
 from kvwatch.parsers.clock import YearlessClock
-from kvwatch.parsers.llamacpp_slots import READ, Questions, Request, Stream
 
 #: A parser's state (`LlamacppParser.state_key`): all that decides how later lines are read but the
 #: slots' last finished tasks, and those, per stream (its router port, None for a plain server).

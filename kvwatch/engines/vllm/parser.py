@@ -11,6 +11,9 @@ from __future__ import annotations
 import json
 import re
 
+from kvwatch.engines.vllm import facts as vllm_facts
+from kvwatch.engines.vllm.kv import KvPayloadError, KvValues, read_kv_payload
+from kvwatch.engines.vllm.stats import COMMON, common_stats, parse_stats, parse_v0_prefix
 from kvwatch.model import (
     EngineFact,
     Event,
@@ -19,12 +22,9 @@ from kvwatch.model import (
     VllmKvTransfer,
     VllmSpecDecoding,
 )
-from kvwatch.parsers import vllm_facts
 from kvwatch.parsers.base import ParseError, ParseResult, ParserSettings
 from kvwatch.parsers.clock import YearlessClock, parse_rfc3339
 from kvwatch.parsers.text import segments, strip_ansi
-from kvwatch.parsers.vllm_kv import KvPayloadError, KvValues, read_kv_payload
-from kvwatch.parsers.vllm_stats import COMMON, common_stats, parse_stats, parse_v0_prefix
 
 _HEADER = re.compile(
     r"(?:DEBUG|INFO|WARNING|ERROR|CRITICAL) (\d\d)-(\d\d) (\d\d):(\d\d):(\d\d) "

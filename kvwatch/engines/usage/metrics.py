@@ -14,8 +14,8 @@ from collections.abc import Iterable
 
 from prometheus_client import CollectorRegistry, Counter, Histogram
 
+from kvwatch.engines.usage.fields import OTHER, bounded_entry
 from kvwatch.model import UsageRecord, UsageSkipped
-from kvwatch.parsers.usage_fields import OTHER, bounded_entry
 
 _SEM = ("source", "entry", "model")
 #: Cached tokens per request: 0 (a cold miss), then 64 x 2^k up to 256k (vLLM caches whole blocks,

@@ -1,4 +1,4 @@
-"""The per-request llama.cpp table of `replay --format text`: one aligned row per request record."""
+"""llama.cpp's part of `replay --format text`: one aligned row per request record."""
 
 from __future__ import annotations
 
@@ -6,6 +6,7 @@ from collections.abc import Sequence
 from datetime import datetime, timezone
 
 from kvwatch.model import LlamaRequest
+from kvwatch.report.summary import SourceView
 
 # `notes` flags what numbers hide: full-reprocess, restores=N, prompt-cache (rescue), derived
 HEADER = (
@@ -21,6 +22,17 @@ HEADER = (
     "notes",
 )
 _LEFT = {"time", "selection", "notes"}  # text columns; numbers align right
+
+
+def section(view: SourceView) -> list[str] | None:
+    """The count and table of a source's last request records (None: it has none)."""
+    if not view.request_count:
+        return None
+    shown = len(view.requests)
+    note = "" if shown == view.request_count else f" (last {shown} shown)"
+    lines = [f"  requests {view.request_count}{note}"]
+    lines.extend("  " + row for row in requests_table(list(view.requests)).splitlines())
+    return lines
 
 
 def requests_table(records: Sequence[LlamaRequest]) -> str:

@@ -34,8 +34,8 @@ class LlamacppMetrics:
         self.prompt_tokens = counter(
             "kvwatch_llamacpp_prompt_tokens", "Prompt tokens of completed requests, cached or not."
         )
-        self.reused_tokens = counter(
-            "kvwatch_llamacpp_reused_tokens",
+        self.cached_tokens = counter(
+            "kvwatch_llamacpp_cached_tokens",
             "Prompt tokens served from the slot's KV cache (n_past) instead of being evaluated.",
         )
         self.full_reprocess = counter(
@@ -73,7 +73,7 @@ class LlamacppMetrics:
         self._counters = (
             self.requests,
             self.prompt_tokens,
-            self.reused_tokens,
+            self.cached_tokens,
             self.full_reprocess,
             self.checkpoint_restores,
             self.lru_selections,
@@ -90,7 +90,7 @@ class LlamacppMetrics:
                 histogram.labels(labels)
         self.requests.inc(labels, 1)
         self.prompt_tokens.inc(labels, event.prompt_tokens or 0)
-        self.reused_tokens.inc(labels, event.reused_tokens or 0)
+        self.cached_tokens.inc(labels, event.reused_tokens or 0)
         if event.full_reprocess:
             self.full_reprocess.inc(labels, 1)
         if event.checkpoint_restores:

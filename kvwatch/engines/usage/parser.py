@@ -30,9 +30,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
-from kvwatch.model import Event, LogLine, UsageRecord, UsageSkipped
-from kvwatch.parsers.base import ParseError, ParseResult, ParserSettings
-from kvwatch.parsers.usage_fields import (
+from kvwatch.engines.usage.fields import (
     BODY_KINDS,
     LITELLM_CALL_TYPES,
     FieldError,
@@ -47,6 +45,8 @@ from kvwatch.parsers.usage_fields import (
     path_get,
     read_usage,
 )
+from kvwatch.model import Event, LogLine, UsageRecord, UsageSkipped
+from kvwatch.parsers.base import ParseError, ParseResult, ParserSettings
 
 TIME_KEYS = ("time", "timestamp", "ts", "@timestamp", "created_at", "start_time", "startTime")
 ENTRY_KEYS = ("request_path", "path", "endpoint", "route", "url", "uri")

@@ -1,0 +1,73 @@
+"""The engines kvwatch reads, one registry line each; whatever picks, lists or detects an engine asks here.
+
+Each engine is a package beside this one (kvwatch/engines/<name>/) declaring an `Engine` (engines.base).
+"""
+
+from __future__ import annotations
+
+from kvwatch.engines import llamacpp, usage, vllm
+from kvwatch.engines.base import Engine, Signal
+from kvwatch.parsers.base import Parser, ParserSettings
+
+#: name -> engine, in the order lists show them (and metrics are registered).
+ENGINES: dict[str, Engine] = {}
+
+
+def register(engine: Engine) -> None:
+    """Add an engine (or replace the one of its name)."""
+    ENGINES[engine.name] = engine
+
+
+register(vllm.ENGINE)
+register(llamacpp.ENGINE)
+register(usage.ENGINE)
+
+#: The engine assumed for a log no engine recognises (replay, and an `auto` source that never decides).
+FALLBACK = vllm.ENGINE.name
+
+
+def names() -> tuple[str, ...]:
+    """Every engine's name, in registry order."""
+    return tuple(ENGINES)
+
+
+def choices() -> tuple[str, ...]:
+    """What `engine =` and `--engine` accept: `auto`, then every engine."""
+    return ("auto", *ENGINES)
+
+
+def make_parser(engine: str, source: str, settings: ParserSettings, options: object = None) -> Parser:
+    """A fresh parser for one source (`options`: the engine's own config, e.g. a usage log's mapping)."""
+    chosen = ENGINES.get(engine)
+    if chosen is None:
+        raise ValueError(f"unknown engine {engine!r}; known: {', '.join(ENGINES)}")
+    return chosen.parser(source, settings, options)
+
+
+def markers_of(engine: str) -> tuple[str, ...] | None:
+    """The markers of the engine's parser (every line it can make an event of holds one); None for
+    `auto` or an unknown engine (every line may matter)."""
+    chosen = ENGINES.get(engine)
+    return None if chosen is None else chosen.markers
+
+
+def detect_engine(sample: str) -> str | None:
+    """The engine whose log the sample (a file's first lines, decoded) looks like, if any."""
+    for engine in sorted(ENGINES.values(), key=lambda e: e.sniff_rank):
+        if engine.sniff(sample):
+            return engine.name
+    return None
+
+
+def engine_of(kind: type) -> str | None:
+    """The engine whose events include this type (None: an engine-neutral event)."""
+    for engine in ENGINES.values():
+        if kind in engine.events:
+            return engine.name
+    return None
+
+
+def signals_of(engine: str) -> frozenset[Signal]:
+    """The engine-neutral signals the engine can produce (none for an unknown or undecided one)."""
+    chosen = ENGINES.get(engine)
+    return frozenset() if chosen is None else chosen.signals

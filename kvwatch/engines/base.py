@@ -1,0 +1,55 @@
+"""What an engine is to the rest of kvwatch: the `Engine` descriptor that each engine package declares.
+
+Everything engine-specific is reached through a descriptor (kvwatch.engines.ENGINES): the machinery
+around it (sources, the parse stage, windows, detectors, alerting) never names an engine.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Mapping
+from dataclasses import dataclass
+from typing import TYPE_CHECKING, Any, Literal
+
+from kvwatch.parsers.base import Parser, ParserSettings
+
+if TYPE_CHECKING:
+    from prometheus_client import CollectorRegistry
+
+    from kvwatch.report.summary import SourceView
+
+#: The engine-neutral signals an engine's events can carry; detectors judge these, `no_signal` asks
+#: which of them an engine can produce:
+#: - "server_requests": request records of one server (prompt, cached, computed tokens, slot or
+#:   conversation where known, full re-processing): prefix_reuse_broken, pinned_cache_length;
+#: - "derived_requests": ... some of which it may only derive at its default verbosity (less exact);
+#: - "gateway_requests": request records per entry point and model: hit_rate_gap, usage_double_counting;
+#: - "cache_rate": periodic cache-rate samples with the traffic they cover: prefix_hit_rate_low, and
+#:   `no_signal` when they stop (or are switched off);
+#: - "offload": offload store/load counters: write_only_offload.
+Signal = Literal["server_requests", "derived_requests", "gateway_requests", "cache_rate", "offload"]
+
+#: A parser for one source: (source name, settings, the engine's own options from the config or None).
+ParserFactory = Callable[[str, ParserSettings, Any], Parser]
+#: An engine's metric families on a registry, as the handler of each event type they are fed.
+MetricsFactory = Callable[["CollectorRegistry"], Mapping[type, Callable[[Any], None]]]
+#: An engine's part of `replay --format text` for one source; None: the source holds nothing of it.
+ReportSection = Callable[["SourceView"], "list[str] | None"]
+
+
+@dataclass(frozen=True)
+class Engine:
+    """One engine kvwatch reads: its name, how to recognise and parse its log, what it feeds."""
+
+    name: str  # the `engine =` / `--engine` value, and the metric prefix (kvwatch_<name>_...)
+    display: str  # how messages and docs name it
+    parser: ParserFactory
+    markers: tuple[str, ...]  # every line its parser can make an event of contains one (the prefilter)
+    sniff: Callable[[str], bool]  # does a file's head (its first lines, decoded) read like its log?
+    events: tuple[type, ...]  # the event types its parser makes (a source's engine is known by them)
+    signals: frozenset[Signal]
+    metrics: MetricsFactory
+    report: ReportSection | None = None
+    sniff_rank: int = 0  # auto-detection tries lower ranks first (stricter sniffs go first)
+    restart_forgets: tuple[str, ...] = ()  # startup facts a restart voids (the new process may differ)
+    reuses: str | None = None  # another engine whose parser reads its lines (Ollama embeds llama-server's)
+    layers: tuple[str, ...] = ()  # cache layers whose lines its log carries (LMCache inside vLLM)

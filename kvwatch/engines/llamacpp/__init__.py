@@ -1,0 +1,46 @@
+"""llama.cpp's llama-server: slot and srv lines joined into request records (parser, metrics, report)."""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Mapping
+from typing import TYPE_CHECKING, Any
+
+from kvwatch.engines.base import Engine
+from kvwatch.engines.llamacpp.parser import MARKERS, LlamacppParser, looks_like_llamacpp
+from kvwatch.model import LlamaRequest
+from kvwatch.parsers.base import Parser, ParserSettings
+
+if TYPE_CHECKING:
+    from prometheus_client import CollectorRegistry
+
+    from kvwatch.report.summary import SourceView
+
+
+def _parser(source: str, settings: ParserSettings, options: Any) -> Parser:
+    return LlamacppParser(source, settings)
+
+
+def _metrics(registry: CollectorRegistry) -> Mapping[type, Callable[[Any], None]]:
+    from kvwatch.engines.llamacpp.metrics import LlamacppMetrics
+
+    return {LlamaRequest: LlamacppMetrics(registry).apply}
+
+
+def _report(view: SourceView) -> list[str] | None:
+    from kvwatch.engines.llamacpp.report import section
+
+    return section(view)
+
+
+ENGINE = Engine(
+    name="llamacpp",
+    display="llama.cpp",
+    parser=_parser,
+    markers=MARKERS,
+    sniff=looks_like_llamacpp,
+    sniff_rank=1,
+    events=(LlamaRequest,),
+    signals=frozenset({"server_requests", "derived_requests"}),
+    metrics=_metrics,
+    report=_report,
+)

@@ -1,0 +1,47 @@
+"""Gateway usage logs: one JSON row of token usage per request (parser, field mapping, metrics, report)."""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Mapping
+from typing import TYPE_CHECKING, Any
+
+from kvwatch.engines.base import Engine
+from kvwatch.engines.usage.parser import UsageParser, looks_like_usage
+from kvwatch.model import UsageRecord, UsageSkipped
+from kvwatch.parsers.base import Parser, ParserSettings
+
+if TYPE_CHECKING:
+    from prometheus_client import CollectorRegistry
+
+    from kvwatch.report.summary import SourceView
+
+
+def _parser(source: str, settings: ParserSettings, options: Any) -> Parser:
+    return UsageParser(source, settings, options)  # options: the source's UsageMapping, if configured
+
+
+def _metrics(registry: CollectorRegistry) -> Mapping[type, Callable[[Any], None]]:
+    from kvwatch.engines.usage.metrics import UsageMetrics
+
+    family = UsageMetrics(registry)
+    return {UsageRecord: family.apply, UsageSkipped: family.skipped_row}
+
+
+def _report(view: SourceView) -> list[str] | None:
+    from kvwatch.engines.usage.report import section
+
+    return section(view)
+
+
+ENGINE = Engine(
+    name="usage",
+    display="gateway usage log",
+    parser=_parser,
+    markers=UsageParser.markers,
+    sniff=looks_like_usage,
+    sniff_rank=0,  # strict (JSON rows with usage), so it goes first
+    events=(UsageRecord,),  # (a source of skipped rows only is not known to be a gateway's)
+    signals=frozenset({"gateway_requests"}),
+    metrics=_metrics,
+    report=_report,
+)

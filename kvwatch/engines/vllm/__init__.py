@@ -1,0 +1,54 @@
+"""vLLM, 0.4 to 0.33: stats, KV Transfer and SpecDecoding lines, startup facts (parser, metrics, report)."""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Mapping
+from typing import TYPE_CHECKING, Any
+
+from kvwatch.engines.base import Engine
+from kvwatch.engines.vllm.parser import MARKERS, VllmParser, looks_like_vllm
+from kvwatch.model import EngineFact, VllmKvTransfer, VllmPrefixV0, VllmSpecDecoding, VllmStats
+from kvwatch.parsers.base import Parser, ParserSettings
+
+if TYPE_CHECKING:
+    from prometheus_client import CollectorRegistry
+
+    from kvwatch.report.summary import SourceView
+
+
+def _parser(source: str, settings: ParserSettings, options: Any) -> Parser:
+    return VllmParser(source, settings)
+
+
+def _metrics(registry: CollectorRegistry) -> Mapping[type, Callable[[Any], None]]:
+    from kvwatch.engines.vllm.metrics import VllmMetrics  # (replay's parsing child needs no metrics)
+
+    family = VllmMetrics(registry)
+    return {
+        VllmStats: family.stats,
+        VllmKvTransfer: family.kv_transfer,
+        VllmPrefixV0: family.prefix_v0,
+        VllmSpecDecoding: family.spec_decoding,
+        EngineFact: family.fact,
+    }
+
+
+def _report(view: SourceView) -> list[str] | None:
+    from kvwatch.engines.vllm.report import section
+
+    return section(view)
+
+
+ENGINE = Engine(
+    name="vllm",
+    display="vLLM",
+    parser=_parser,
+    markers=MARKERS,
+    sniff=looks_like_vllm,
+    sniff_rank=2,
+    events=(VllmStats, VllmKvTransfer, VllmPrefixV0, VllmSpecDecoding, EngineFact),
+    signals=frozenset({"cache_rate", "offload"}),
+    metrics=_metrics,
+    report=_report,
+    restart_forgets=("stats_disabled", "api_server_count", "offload_excluded_groups"),
+)

@@ -1,0 +1,150 @@
+"""Adding an engine is one package plus one registry line: a toy engine from a temporary package.
+
+The package (written to tmp_path, put on sys.path) holds all the toy knows: its line format and parser,
+one metric family, its request records (engine-neutral `RequestRecord`s, which `prefix_reuse_broken`
+judges), its docs row and a golden. It is registered with one line, never by editing a kvwatch file,
+then its log goes through the real `kvwatch replay`.
+"""
+
+from __future__ import annotations
+
+import sys
+from pathlib import Path
+
+import pytest
+from test_docs import code, tables
+
+from kvwatch.cli import main
+from kvwatch.engines import ENGINES, detect_engine
+
+PACKAGE = '''
+"""A toy engine: `[toy] t=<RFC 3339 time> request slot=N prompt=N cached=N` lines."""
+
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass
+
+from kvwatch.engines.base import Engine
+from kvwatch.metrics.families import Family
+from kvwatch.model import RequestRecord
+from kvwatch.parsers.base import ParseError
+from kvwatch.parsers.clock import parse_rfc3339
+
+LINE = re.compile(r"^\\[toy\\] t=(\\S+) request slot=(\\d+) prompt=(\\d+) cached=(\\d+)$")
+DOCS_ROW = "| `kvwatch_toy_requests_total` | counter | source | requests | toy requests completed |"
+
+
+@dataclass(slots=True)
+class ToyRequest(RequestRecord):
+    """One toy request (an engine-neutral request record)."""
+
+
+class ToyParser:
+    markers = ("[toy] ",)
+
+    def __init__(self, source, settings, options):
+        self.source = source
+
+    def parse(self, line):
+        if "[toy] " not in line.text:
+            return None
+        match = LINE.search(line.text)
+        when = parse_rfc3339(match.group(1)) if match else None
+        if match is None or when is None:
+            return ParseError("toy: a torn request line")
+        slot, prompt, cached = (int(g) for g in match.groups()[1:])
+        return [ToyRequest(self.source, when, prompt, cached, slot=slot, conversation=f"slot {slot}")]
+
+    def flush(self):
+        return []
+
+
+def metrics(registry):
+    requests = Family("kvwatch_toy_requests", "Toy requests completed.", "counter", ("source",), registry)
+    return {ToyRequest: lambda event: requests.inc((event.source,), 1)}
+
+
+ENGINE = Engine(
+    name="toy",
+    display="Toy",
+    parser=ToyParser,
+    markers=ToyParser.markers,
+    sniff=lambda sample: sample.startswith("[toy] t="),
+    events=(ToyRequest,),
+    signals=frozenset({"server_requests"}),
+    metrics=metrics,
+)
+'''
+
+#: Eight large prompts on slot 0, each reusing next to nothing: the prefix is broken.
+LOG = "".join(
+    f"[toy] t=2026-03-01T10:00:{second:02d}Z request slot=0 prompt=20000 cached={second * 3}\n"
+    for second in range(0, 40, 5)
+)
+
+GOLDEN = """\
+kvwatch_alert_firing{alert="prefix_reuse_broken",source="toy"} 1
+kvwatch_lines_recognized_total{source="toy"} 8
+kvwatch_lines_total{source="toy"} 8
+kvwatch_lines_truncated_total{source="toy"} 0
+kvwatch_parse_errors_total{source="toy"} 0
+kvwatch_pinned_cache_share_ratio{source="toy"} 0.125
+kvwatch_pinned_cache_tokens{source="toy"} 0
+kvwatch_toy_requests_total{source="toy"} 8
+ALERT 2026-03-01T10:00:20Z firing prefix_reuse_broken{source="toy"} warning: 4 of the last 4 prompts \
+on slot 0 were large and re-processed in full (90 of 80000 tokens reused, 79910 computed again)
+"""
+
+
+@pytest.fixture
+def toy(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
+    """The toy's package on sys.path, registered (one line); the registry is restored afterwards."""
+    package = tmp_path / "toyengine"
+    package.mkdir()
+    (package / "__init__.py").write_text(PACKAGE.lstrip())
+    (package / "toy.golden").write_text(GOLDEN)
+    monkeypatch.syspath_prepend(str(tmp_path))
+    monkeypatch.delitem(sys.modules, "toyengine", raising=False)
+    import toyengine  # type: ignore[import-not-found]
+
+    monkeypatch.setitem(ENGINES, "toy", toyengine.ENGINE)  # the one registry line
+    return package
+
+
+def test_a_toy_engine_replays_to_its_golden_and_fires_prefix_reuse_broken(
+    toy: Path, tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """Detected from its log's head, parsed, counted and judged: the golden, with the existing alert."""
+    log = tmp_path / "toy.log"
+    log.write_text(LOG)
+    assert "toy" == detect_engine(LOG)
+    assert 0 == main(["replay", "--format", "golden", "--year", "2026", str(log)])
+    out = capsys.readouterr().out
+    assert (toy / "toy.golden").read_text() == out
+    assert 'firing prefix_reuse_broken{source="toy"} warning' in out
+
+
+def test_the_toy_docs_row_documents_the_family_it_exports(
+    toy: Path, tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """The package's docs row names, as docs/metrics.md does, exactly the family the replay exposes."""
+    import toyengine
+
+    log = tmp_path / "toy.log"
+    log.write_text(LOG)
+    assert 0 == main(["replay", "--format", "prom", "--engine", "toy", str(log)])
+    exposed = {
+        line.split()[2]: line.split()[3]
+        for line in capsys.readouterr().out.splitlines()
+        if line.startswith("# TYPE kvwatch_toy_")
+    }
+    table = tables(
+        "| metric | type | labels | unit | meaning |\n|---|---|---|---|---|\n" + toyengine.DOCS_ROW
+    )
+    assert exposed == {code(row[0]): row[1] for row in table[0][1:]}
+
+
+def test_the_toy_is_gone_once_unregistered() -> None:
+    """Registration lasts as long as the fixture: the shipped engines are the registry's own."""
+    assert ("vllm", "llamacpp", "usage") == tuple(ENGINES)
