@@ -8,6 +8,7 @@ then its log goes through the real `kvwatch replay`.
 
 from __future__ import annotations
 
+import json
 import sys
 from pathlib import Path
 
@@ -74,8 +75,22 @@ ENGINE = Engine(
     events=(ToyRequest,),
     signals=frozenset({"server_requests"}),
     metrics=metrics,
+    package="toyengine",  # where its dashboard row and rules are
 )
 '''
+
+#: The toy's dashboard row (its row panel first) and rules, as files of its package.
+DASHBOARD = [
+    {"type": "row", "title": "Toy", "gridPos": {"h": 1, "w": 24, "x": 0, "y": 0}, "panels": []},
+    {"type": "stat", "title": "Toy requests", "gridPos": {"h": 8, "w": 24, "x": 0, "y": 1}},
+]
+RULES = """\
+groups:
+  - name: kvwatch-cache
+    rules:
+      - alert: KvwatchToyIdle
+        expr: rate(kvwatch_toy_requests_total[15m]) == 0
+"""
 
 #: Eight large prompts on slot 0, each reusing next to nothing: the prefix is broken.
 LOG = "".join(
@@ -104,6 +119,8 @@ def toy(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
     package.mkdir()
     (package / "__init__.py").write_text(PACKAGE.lstrip())
     (package / "toy.golden").write_text(GOLDEN)
+    (package / "dashboard.json").write_text(json.dumps(DASHBOARD))
+    (package / "rules.yml").write_text(RULES)
     monkeypatch.syspath_prepend(str(tmp_path))
     monkeypatch.delitem(sys.modules, "toyengine", raising=False)
     import toyengine  # type: ignore[import-not-found]
@@ -143,6 +160,20 @@ def test_the_toy_docs_row_documents_the_family_it_exports(
         "| metric | type | labels | unit | meaning |\n|---|---|---|---|---|\n" + toyengine.DOCS_ROW
     )
     assert exposed == {code(row[0]): row[1] for row in table[0][1:]}
+
+
+def test_the_toy_row_and_rule_join_the_shipped_dashboard_and_rules(toy: Path) -> None:
+    """Its package's dashboard row follows the last engine's, before kvwatch's own; its rule joins its group
+    after the other engines' (the shipped files, once regenerated, would carry them)."""
+    from kvwatch.assets.build import build, frame, shipped_parts
+
+    built = build(frame(), shipped_parts())
+    rows = [p["title"] for p in json.loads(built["kvwatch.json"])["panels"] if p["type"] == "row"]
+    assert ["Gateway usage and pinned cache", "Toy", "Alerts"] == rows[2:5]
+    cache = built["kvwatch-rules.yml"].split("  - name: kvwatch-relay")[0]
+    assert cache.endswith(
+        "      - alert: KvwatchToyIdle\n        expr: rate(kvwatch_toy_requests_total[15m]) == 0\n\n"
+    )
 
 
 def test_the_toy_is_gone_once_unregistered() -> None:

@@ -53,3 +53,6 @@ class Engine:
     restart_forgets: tuple[str, ...] = ()  # startup facts a restart voids (the new process may differ)
     reuses: str | None = None  # another engine whose parser reads its lines (Ollama embeds llama-server's)
     layers: tuple[str, ...] = ()  # cache layers whose lines its log carries (LMCache inside vLLM)
+    # The package holding its dashboard row and rules (dashboard.json, rules.yml, rules.test.yml; see
+    # kvwatch.assets.build); None: kvwatch.engines.<name>.
+    package: str | None = None
