@@ -19,7 +19,8 @@ import pytest
 from daemon_helpers import ROOT, wait_until
 from notify_helpers import Receiver
 
-from kvwatch.demo.feed import CLOCKS, SAMPLES, Sample, lines_of, plan, sample_dir, schedule
+from kvwatch.demo.feed import SAMPLES, Sample, lines_of, plan, sample_dir, schedule
+from kvwatch.engines import ENGINES
 
 if sys.version_info >= (3, 11):
     import tomllib
@@ -205,7 +206,9 @@ def test_the_demo_writes_each_sample_byte_for_byte_but_its_times() -> None:
     for sample in SAMPLES:
         original = (ROOT / "samples" / f"{sample.name}.log").read_bytes().decode("utf-8", "surrogateescape")
         written = [t.text for t in schedule(sample, lines_of(original), 1.8e9, 20.0)]
-        mask = CLOCKS[sample.engine].pattern
+        clock = ENGINES[sample.engine].clock
+        assert clock is not None
+        mask = clock.pattern
         expected = [mask.sub("T", line) for line in lines_of(original)]
         assert (sample.name, expected) == (sample.name, [mask.sub("T", line) for line in written])
         assert original.count("\n") == "".join(written).count("\n")

@@ -8,28 +8,28 @@ on a live host, and an alert that took 4 minutes of log fires after 4 min / spee
 (the 120 s hysteresis, hit_rate_gap's 60 min, no_signal's 300 s) count demo seconds, so they span
 `speed` times more of the samples; none of the samples' alerts depends on them.
 
-Per engine: vLLM's `MM-DD HH:MM:SS` headers (UTC; the source says `tz = "UTC"` and this year),
-llama.cpp's relative `M.SS.mmm.uuu` clock (the daemon anchors it on when it read the first line, the
-demo's start), new-api's `created_at` (written in epoch seconds with milliseconds, so rows a fraction
-of a second apart keep their order). Lines without a time of their own keep the time of the line
-before them. The llama.cpp captures come from a tiny CPU model that answers in milliseconds; `pace`
+Each engine's `clock` (kvwatch.parsers.clock.LineClock, declared by its package) says where its
+lines carry their time: vLLM's `MM-DD HH:MM:SS` headers (UTC; the source says `tz = "UTC"` and this
+year), llama.cpp's relative `M.SS.mmm.uuu` clock (the daemon anchors it on when it read the first
+line, the demo's start), new-api's `created_at`. Lines without a time of their own keep the time of
+the line before them. The llama.cpp captures come from a tiny CPU model that answers in milliseconds; `pace`
 plays them as if each second took LLAMACPP_PACE seconds (a turn every few seconds at the default
 speed).
 """
 
 from __future__ import annotations
 
-import re
 import sys
 import threading
 import time
-from collections.abc import Callable, Iterable, Iterator
+from collections.abc import Iterable, Iterator
 from dataclasses import dataclass
-from datetime import datetime, timezone
 from functools import partial
 from importlib import resources
 from pathlib import Path
 from typing import TYPE_CHECKING
+
+from kvwatch.engines import ENGINES
 
 if TYPE_CHECKING:
     if sys.version_info >= (3, 11):
@@ -39,8 +39,6 @@ if TYPE_CHECKING:
 
 #: Real seconds per sample second of the llama.cpp captures (see the module docstring).
 LLAMACPP_PACE = 400.0
-#: vLLM prints neither year nor zone: the sample's times are read in this (leap) year.
-SAMPLE_YEAR = 2000
 
 
 @dataclass(frozen=True)
@@ -94,10 +92,6 @@ SAMPLES = (
     ),
 )
 
-_VLLM = re.compile(r"\b(\d\d)-(\d\d) (\d\d):(\d\d):(\d\d)\b")
-_LLAMA = re.compile(r"^(\d+)\.(\d\d)\.(\d{3})\.(\d{3}) ")
-_USAGE = re.compile(r'"created_at":\s*(\d+(?:\.\d+)?)')
-
 
 def sample_dir() -> Traversable:
     """The bundled samples: the `kvwatch.samples` package (the repository's samples/ directory)."""
@@ -105,64 +99,6 @@ def sample_dir() -> Traversable:
         return resources.files("kvwatch.samples")
     except ModuleNotFoundError:  # an editable install made before samples/ was mapped: the checkout
         return Path(__file__).resolve().parent.parent / "samples"
-
-
-def _vllm_parse(m: re.Match[str]) -> float | None:
-    month, day, hh, mm, ss = map(int, m.groups())
-    try:
-        return datetime(SAMPLE_YEAR, month, day, hh, mm, ss, tzinfo=timezone.utc).timestamp()
-    except ValueError:
-        return None
-
-
-def _vllm_format(when: float) -> str:
-    return datetime.fromtimestamp(when, tz=timezone.utc).strftime("%m-%d %H:%M:%S")
-
-
-def _llama_parse(m: re.Match[str]) -> float:
-    minutes, seconds, millis, micros = map(int, m.groups())
-    return minutes * 60 + seconds + millis / 1e3 + micros / 1e6
-
-
-def _llama_format(rel: float) -> str:
-    us = max(0, round(rel * 1e6))
-    return f"{us // 60_000_000}.{us // 1_000_000 % 60:02d}.{us // 1000 % 1000:03d}.{us % 1000:03d} "
-
-
-@dataclass(frozen=True)
-class Clock:
-    """How an engine's lines carry their time: where, how to read it, how to write a new one."""
-
-    pattern: re.Pattern[str]
-    parse: Callable[[re.Match[str]], float | None]
-    format: Callable[[float], str]
-    relative: bool = False  # llama.cpp: times count from the server's start (the demo's), not epoch
-    first_only: bool = False  # only the first match is a time (a line starts with it)
-
-    def read(self, line: str) -> float | None:
-        """The line's own time, None when it has none."""
-        m = self.pattern.search(line)
-        return self.parse(m) if m else None
-
-    def write(self, line: str, convert: Callable[[float], float]) -> str:
-        """The line with each time `t` in it replaced by `convert(t)`."""
-
-        def one(m: re.Match[str]) -> str:
-            when = self.parse(m)
-            return m.group(0) if when is None else self.format(convert(when))
-
-        return self.pattern.sub(one, line, count=1 if self.first_only else 0)
-
-
-#: Per engine. vLLM: every record's header (`\r`-joined records carry several); new-api: the row's
-#: `created_at`, written with milliseconds.
-CLOCKS = {
-    "vllm": Clock(_VLLM, _vllm_parse, _vllm_format),
-    "llamacpp": Clock(_LLAMA, _llama_parse, _llama_format, relative=True, first_only=True),
-    "usage": Clock(
-        _USAGE, lambda m: float(m.group(1)), lambda when: f'"created_at":{when:.3f}', first_only=True
-    ),
-}
 
 
 @dataclass(frozen=True)
@@ -176,7 +112,9 @@ class Timed:
 
 def schedule(sample: Sample, lines: Iterable[str], start: float, speed: float) -> Iterator[Timed]:
     """The sample's lines with their times moved onto the demo's clock (`start`, epoch seconds)."""
-    clock = CLOCKS[sample.engine]
+    clock = ENGINES[sample.engine].clock
+    if clock is None:
+        raise ValueError(f"{sample.name}: engine {sample.engine} declares no clock for its lines")
     base = 0.0 if clock.relative else start
 
     def convert(when: float, first: float, floor: float) -> float:

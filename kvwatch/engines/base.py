@@ -11,6 +11,7 @@ from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any, Literal
 
 from kvwatch.parsers.base import Parser, ParserSettings
+from kvwatch.parsers.clock import LineClock
 
 if TYPE_CHECKING:
     from prometheus_client import CollectorRegistry
@@ -53,6 +54,7 @@ class Engine:
     restart_forgets: tuple[str, ...] = ()  # startup facts a restart voids (the new process may differ)
     reuses: str | None = None  # another engine whose parser reads its lines (Ollama embeds llama-server's)
     layers: tuple[str, ...] = ()  # cache layers whose lines its log carries (LMCache inside vLLM)
+    clock: LineClock | None = None  # where its lines carry their own time (`kvwatch demo` rewrites it)
     # The package holding its dashboard row and rules (dashboard.json, rules.yml, rules.test.yml; see
     # kvwatch.assets.build); None: kvwatch.engines.<name>.
     package: str | None = None

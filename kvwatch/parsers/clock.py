@@ -9,6 +9,8 @@ starts at the configured one and rolls over when the month goes from December ba
 from __future__ import annotations
 
 import re
+from collections.abc import Callable
+from dataclasses import dataclass
 from datetime import datetime, timezone, tzinfo
 from zoneinfo import ZoneInfo
 
@@ -180,3 +182,28 @@ def parse_rfc3339(text: str) -> float | None:
         return None
     fraction = int(frac[:9].ljust(9, "0")) / 1e9 if frac else 0.0
     return base - offset + fraction
+
+
+@dataclass(frozen=True)
+class LineClock:
+    """How an engine's lines carry their own time: where, how to read it, how to write another."""
+
+    pattern: re.Pattern[str]
+    parse: Callable[[re.Match[str]], float | None]
+    format: Callable[[float], str]
+    relative: bool = False  # times count from the server's start (llama.cpp), not from the epoch
+    first_only: bool = False  # only the first match is a time (a line starts with it)
+
+    def read(self, line: str) -> float | None:
+        """The line's own time, None when it has none."""
+        m = self.pattern.search(line)
+        return self.parse(m) if m else None
+
+    def write(self, line: str, convert: Callable[[float], float]) -> str:
+        """The line with each time `t` in it replaced by `convert(t)`."""
+
+        def one(m: re.Match[str]) -> str:
+            when = self.parse(m)
+            return m.group(0) if when is None else self.format(convert(when))
+
+        return self.pattern.sub(one, line, count=1 if self.first_only else 0)

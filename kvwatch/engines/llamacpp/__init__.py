@@ -6,6 +6,7 @@ from collections.abc import Callable, Mapping
 from typing import TYPE_CHECKING, Any
 
 from kvwatch.engines.base import Engine
+from kvwatch.engines.llamacpp.lines import CLOCK
 from kvwatch.engines.llamacpp.parser import MARKERS, LlamacppParser, looks_like_llamacpp
 from kvwatch.model import LlamaRequest
 from kvwatch.parsers.base import Parser, ParserSettings
@@ -43,4 +44,5 @@ ENGINE = Engine(
     signals=frozenset({"server_requests", "derived_requests"}),
     metrics=_metrics,
     report=_report,
+    clock=CLOCK,
 )

@@ -12,7 +12,7 @@ import json
 import re
 from dataclasses import dataclass
 
-from kvwatch.parsers.clock import YearlessClock, parse_rfc3339
+from kvwatch.parsers.clock import LineClock, YearlessClock, parse_rfc3339
 from kvwatch.parsers.text import strip_ansi
 
 _MONTHS = {m: i for i, m in enumerate(("Jan", "Feb", "Mar", "Apr", "May", "Jun"), 1)}
@@ -150,3 +150,20 @@ def _jsonl(text: str, port: int | None, wall: float | None) -> list[Envelope] | 
         rel = micros / 1e6
     lines = obj["msg"].strip("\n").split("\n")
     return [Envelope(strip_ansi(line), port, rel, wall) for line in lines]
+
+
+_LINE_START = re.compile(r"^(\d+)\.(\d\d)\.(\d{3})\.(\d{3}) ")
+
+
+def _read_relative(m: re.Match[str]) -> float:
+    minutes, seconds, millis, micros = map(int, m.groups())
+    return minutes * 60 + seconds + millis / 1e3 + micros / 1e6
+
+
+def _write_relative(rel: float) -> str:
+    us = max(0, round(rel * 1e6))
+    return f"{us // 60_000_000}.{us // 1_000_000 % 60:02d}.{us // 1000 % 1000:03d}.{us % 1000:03d} "
+
+
+#: `--log-timestamps`' `M.SS.mmm.uuu ` at the start of a line: time since the server started.
+CLOCK = LineClock(_LINE_START, _read_relative, _write_relative, relative=True, first_only=True)

@@ -6,7 +6,7 @@ from collections.abc import Callable, Mapping
 from typing import TYPE_CHECKING, Any
 
 from kvwatch.engines.base import Engine
-from kvwatch.engines.usage.parser import UsageParser, looks_like_usage
+from kvwatch.engines.usage.parser import CLOCK, UsageParser, looks_like_usage
 from kvwatch.model import UsageRecord, UsageSkipped
 from kvwatch.parsers.base import Parser, ParserSettings
 
@@ -44,4 +44,5 @@ ENGINE = Engine(
     signals=frozenset({"gateway_requests"}),
     metrics=_metrics,
     report=_report,
+    clock=CLOCK,
 )

@@ -25,6 +25,7 @@ counted in `not_requests` by reason. Prompt text, user names, keys, IPs and requ
 from __future__ import annotations
 
 import json
+import re
 from collections import Counter
 from collections.abc import Mapping
 from dataclasses import dataclass, field
@@ -47,6 +48,7 @@ from kvwatch.engines.usage.fields import (
 )
 from kvwatch.model import Event, LogLine, UsageRecord, UsageSkipped
 from kvwatch.parsers.base import ParseError, ParseResult, ParserSettings
+from kvwatch.parsers.clock import LineClock
 
 TIME_KEYS = ("time", "timestamp", "ts", "@timestamp", "created_at", "start_time", "startTime")
 ENTRY_KEYS = ("request_path", "path", "endpoint", "route", "url", "uri")
@@ -318,3 +320,12 @@ def looks_like_usage(sample: str) -> bool:
         if isinstance(obj, dict) and kind_of(obj) is not None:
             return True
     return False
+
+
+#: new-api's `created_at` (epoch seconds), written with milliseconds so close rows keep their order.
+CLOCK = LineClock(
+    re.compile(r'"created_at":\s*(\d+(?:\.\d+)?)'),
+    lambda m: float(m.group(1)),
+    lambda when: f'"created_at":{when:.3f}',
+    first_only=True,
+)

@@ -6,7 +6,7 @@ from collections.abc import Callable, Mapping
 from typing import TYPE_CHECKING, Any
 
 from kvwatch.engines.base import Engine
-from kvwatch.engines.vllm.parser import MARKERS, VllmParser, looks_like_vllm
+from kvwatch.engines.vllm.parser import CLOCK, MARKERS, VllmParser, looks_like_vllm
 from kvwatch.model import EngineFact, VllmKvTransfer, VllmPrefixV0, VllmSpecDecoding, VllmStats
 from kvwatch.parsers.base import Parser, ParserSettings
 
@@ -51,4 +51,5 @@ ENGINE = Engine(
     metrics=_metrics,
     report=_report,
     restart_forgets=("stats_disabled", "api_server_count", "offload_excluded_groups"),
+    clock=CLOCK,
 )

@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import json
 import re
+from datetime import datetime, timezone
 
 from kvwatch.engines.vllm import facts as vllm_facts
 from kvwatch.engines.vllm.kv import KvPayloadError, KvValues, read_kv_payload
@@ -23,7 +24,7 @@ from kvwatch.model import (
     VllmSpecDecoding,
 )
 from kvwatch.parsers.base import ParseError, ParseResult, ParserSettings
-from kvwatch.parsers.clock import YearlessClock, parse_rfc3339
+from kvwatch.parsers.clock import LineClock, YearlessClock, parse_rfc3339
 from kvwatch.parsers.text import segments, strip_ansi
 
 _HEADER = re.compile(
@@ -218,3 +219,24 @@ def looks_like_vllm(sample: str) -> bool:
     return _HEADER.search(sample) is not None and (
         "vllm" in sample.lower() or any(marker in sample for marker in MARKERS[:4])
     )
+
+
+#: A header's `MM-DD HH:MM:SS` is read in this (leap) year: vLLM prints neither year nor zone.
+CLOCK_YEAR = 2000
+_HEADER_TIME = re.compile(r"\b(\d\d)-(\d\d) (\d\d):(\d\d):(\d\d)\b")
+
+
+def _read_header_time(m: re.Match[str]) -> float | None:
+    month, day, hh, mm, ss = map(int, m.groups())
+    try:
+        return datetime(CLOCK_YEAR, month, day, hh, mm, ss, tzinfo=timezone.utc).timestamp()
+    except ValueError:
+        return None
+
+
+def _write_header_time(when: float) -> str:
+    return datetime.fromtimestamp(when, tz=timezone.utc).strftime("%m-%d %H:%M:%S")
+
+
+#: Every record's header (`\r`-joined records carry several), in UTC.
+CLOCK = LineClock(_HEADER_TIME, _read_header_time, _write_header_time)
