@@ -168,3 +168,52 @@ def test_a_file_source_restarted_mid_request_emits_it_whole(tmp_path: Path, sig:
         lambda state: file_offset(state, "llama") == log.stat().st_size,
     )
     assert replayed(SAMPLE, "llama") == both
+
+
+@pytest.mark.slow
+def test_a_docker_source_killed_mid_request_emits_it_whole(tmp_path: Path) -> None:
+    """The same through a container's json-file log: entries around a kill -9."""
+    from test_docker_source import Container
+
+    root = tmp_path / "docker"
+    box = Container(root, "llama", "2026-08-18T00:00:00.1Z")
+    source = (
+        '[[source]]\nname = "llama"\nengine = "llamacpp"\ntype = "docker"\ncontainer = "llama"\n'
+        f'docker_root = "{root}"\nstart_at = "beginning"\n'
+    )
+
+    def write(lines: list[str]) -> None:
+        for line in lines:
+            box.line(line)
+
+    def synced(state: Path) -> bool:
+        files = saved(state, "llama").get("files", [])
+        return bool(files) and int(files[-1]["offset"]) == box.log_path.stat().st_size
+
+    both, _ = restarted_mid_request(tmp_path, signal.SIGKILL, source, write, synced)
+    assert replayed(SAMPLE, "llama") == both
+
+
+@pytest.mark.slow
+def test_a_journald_source_killed_mid_request_emits_it_whole(tmp_path: Path) -> None:
+    """The same through journal entries read by cursor: entries around a kill -9."""
+    from test_journald_source import Journal
+    from test_journald_source import write as write_journal
+
+    path = tmp_path / "llama.journal"
+    journal = Journal()
+    source = (
+        '[[source]]\nname = "llama"\nengine = "llamacpp"\ntype = "journald"\nunit = "llama.service"\n'
+        f'file = "{path}"\nstart_at = "beginning"\n'
+    )
+
+    def write(lines: list[str]) -> None:
+        write_journal(path, [journal.entry(line, _SYSTEMD_UNIT="llama.service") for line in lines])
+
+    def synced(state: Path) -> bool:
+        argv = ["journalctl", f"--file={path}", "--output=json", "--lines=1", "--no-pager"]
+        last = json.loads(subprocess.run(argv, capture_output=True, text=True, check=True).stdout)
+        return saved(state, "llama").get("cursor") == last["__CURSOR"]
+
+    both, _ = restarted_mid_request(tmp_path, signal.SIGKILL, source, write, synced)
+    assert replayed(SAMPLE, "llama") == both
