@@ -10,7 +10,9 @@ from collections.abc import Callable
 from typing import Any
 
 from prometheus_client import CollectorRegistry, disable_created_metrics
+from prometheus_client.metrics import MetricWrapperBase
 
+from kvwatch.metrics.families import Family, HistogramFamily
 from kvwatch.metrics.llamacpp import LlamacppMetrics
 from kvwatch.metrics.sources import SourceCountsCollector
 from kvwatch.metrics.usage import UsageMetrics
@@ -54,6 +56,14 @@ class Metrics:
             UsageSkipped: self.usage.skipped_row,
         }
 
+    def forget(self, source: str) -> None:
+        """Drop every series labelled with `source` (a source removed from the config)."""
+        for owner in (self.vllm, self.llamacpp, self.usage):
+            for family in vars(owner).values():
+                _drop(family, source)
+        self.vllm.forget(source)
+        self.sources.counts.pop(source, None)
+
     def apply(self, event: Event) -> None:
         """Update the metrics an event touches."""
         handler = self._by_type.get(type(event))
@@ -64,3 +74,17 @@ class Metrics:
             if isinstance(event, kind):
                 handle(event)
                 return
+
+
+def _drop(family: object, source: str) -> None:
+    """Remove the series of `source` from one family (of ours, or prometheus_client's)."""
+    if isinstance(family, Family | HistogramFamily) and "source" in family.labelnames:
+        at = family.labelnames.index("source")
+        for labels in [k for k in family.series if k[at] == source]:
+            del family.series[labels]
+    elif isinstance(family, MetricWrapperBase):
+        names: tuple[str, ...] = getattr(family, "_labelnames", ())
+        if "source" in names:
+            at = names.index("source")
+            for labels in [k for k in list(getattr(family, "_metrics", {})) if k[at] == source]:
+                family.remove(*labels)
