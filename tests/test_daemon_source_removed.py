@@ -107,3 +107,29 @@ def test_a_restart_without_a_source_resolves_its_restored_alerts(tmp_path: Path)
         state = json.loads((tmp_path / "state" / "alerts.json").read_text())
         assert ({}, {}) == (state["book"], state["sent"])
         assert (tmp_path / "state" / "positions" / "vllm.json").exists()
+
+
+def test_forgetting_a_source_drops_its_series_of_every_family_and_keeps_the_others() -> None:
+    """vLLM, llama.cpp and usage families, line counts and derived gauges: none of `a` left, `b` whole."""
+    from prometheus_client import CollectorRegistry, generate_latest
+
+    from kvwatch.metrics import Metrics
+    from kvwatch.model import EngineFact, LlamaRequest, UsageRecord, UsageSkipped, VllmStats
+    from kvwatch.pipeline import Pipeline
+
+    registry = CollectorRegistry()
+    pipeline = Pipeline(Metrics(registry))
+    for name in ("a", "b"):
+        pipeline.apply(VllmStats(name, 10.0, "0", 1.0, 2.0, 1, 0, 0.5, prefix_hit=0.9))
+        pipeline.apply(EngineFact(name, 10.0, "version", "0.11.0"))
+        pipeline.apply(LlamaRequest(name, 11.0, 0, 1, 100, 90, 10, "lcp", sim_best=0.9, f_keep=1.0))
+        pipeline.apply(UsageRecord(name, 12.0, "/v1/chat/completions", "m", 100, 50))
+        pipeline.apply(UsageSkipped(name, 12.0, "error"))
+        pipeline.metrics.sources.of(name).lines += 5
+    before = generate_latest(registry).decode()
+    pipeline.forget("a")
+    after = generate_latest(registry).decode()
+    assert 'source="a"' in before
+    assert 'source="a"' not in after
+    kept = [line for line in before.splitlines() if 'source="b"' in line]
+    assert kept == [line for line in after.splitlines() if 'source="b"' in line]
