@@ -107,6 +107,15 @@ class LiveAlerts:
         if changed:
             self.save()
 
+    def forget(self, source: str) -> None:
+        """A source left the config: its firing alerts resolve now (notified, reason `source_removed`)
+        and nothing of its alerts is kept, so they leave /metrics and the state file."""
+        resolved = self.book.remove(source, self.clock())
+        self.handle(resolved)
+        for key in [k for k, (alert, _) in self.sent.items() if alert.labels.get("source") == source]:
+            del self.sent[key]
+        self.save()
+
     def save(self) -> None:
         """Write the state atomically (temporary file, fsync, rename); log and go on if the disk refuses."""
         data: dict[str, Any] = {

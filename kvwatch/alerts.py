@@ -14,6 +14,8 @@ from typing import Any, Literal
 from kvwatch.model import Alert, Finding
 
 Reason = Literal["first", "repeat", "resolved", "do-not-notify"]
+#: The evidence `reason` of an alert resolved because its source left the config.
+SOURCE_REMOVED = "source_removed"
 
 
 @dataclass
@@ -68,6 +70,23 @@ class AlertBook:
                 known.alert = replace(known.alert, state="resolved", at=now)
                 transitions.append(known.alert)
         return transitions
+
+    def remove(self, source: str, now: float) -> list[Alert]:
+        """Forget the alerts of a source removed from the config: the firing ones resolve at `now`, with
+        `reason: source_removed` first in their evidence (what notifiers are told)."""
+        transitions: list[Alert] = []
+        for key, known in sorted(self.tracked.items()):
+            if known.alert.labels.get("source") != source:
+                continue
+            del self.tracked[key]
+            if known.alert.state == "firing":
+                evidence = {"reason": SOURCE_REMOVED, **known.alert.evidence}
+                transitions.append(replace(known.alert, state="resolved", at=now, evidence=evidence))
+        return transitions
+
+    def sources(self) -> set[str]:
+        """The sources named by the alerts tracked."""
+        return {t.alert.labels["source"] for t in self.tracked.values() if "source" in t.alert.labels}
 
     def firing(self) -> list[Alert]:
         """The alerts firing now."""

@@ -54,6 +54,11 @@ class Pipeline:
         if self.last_time is None or event.time > self.last_time:
             self.last_time = event.time
 
+    def forget(self, source: str) -> None:
+        """Drop the series and windows of a source removed from the config (its alerts: LiveAlerts)."""
+        self.metrics.forget(source)
+        self.windows.forget(source)
+
     def advance(self, time: float) -> list[Alert]:
         """Run the detectors on every grid point up to `time`; call it before applying an event at `time`.
 

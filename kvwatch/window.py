@@ -90,6 +90,14 @@ class Windows:
             window = self.sources[name] = SourceWindow()
         return window
 
+    def forget(self, source: str) -> None:
+        """Drop everything kept of `source` (a source removed from the config)."""
+        self.sources.pop(source, None)
+        for labels in [k for k in self.requests if dict(k).get("source") == source]:
+            del self.requests[labels]
+        for key in [k for k in self.usage if k[0] == source]:
+            del self.usage[key]
+
     def observe(self, event: Event) -> None:
         """Take one event in."""
         window = self.sources.get(event.source)

@@ -154,6 +154,26 @@ def test_resume_from_cursor_gives_exactly_the_new_lines(tmp_path: Path) -> None:
         again.close()
 
 
+def test_resume_from_cursor_gives_more_than_ten_new_entries(tmp_path: Path) -> None:
+    """A saved cursor with 25 entries after it: all of them, not journalctl's default last ten."""
+    path = tmp_path / "a.journal"
+    journal = Journal()
+    first, later = journal.unit(3), journal.unit(25)
+    write(path, first)
+    source = JournaldSource("gpu0", unit="vllm.service", file=path, start_at="beginning")
+    assert messages(first) == texts(collect(source, 3))
+    saved = source.position()
+    source.close()
+    write(path, later)
+    again = JournaldSource("gpu0", unit="vllm.service", file=path, saved=saved)
+    try:
+        got = collect(again, 25)
+        got += again.poll()
+        assert messages(later) == texts(got)
+    finally:
+        again.close()
+
+
 def test_start_at_end_skips_what_the_journal_holds(tmp_path: Path) -> None:
     """`start_at=end`: none of the existing entries; the new ones from the first seen, in order."""
     path = tmp_path / "a.journal"

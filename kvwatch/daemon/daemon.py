@@ -132,6 +132,10 @@ class Daemon:
         if self.options.persist:
             self.alerts.load()
         self.alerts.deliveries = build_deliveries(self._prepared, self.config, self.counter)
+        configured = {source.name for source in self.config.sources}
+        for gone in sorted(self.pipeline.book.sources() - configured):  # (removed while kvwatch was down)
+            log.info("source %s is no longer configured: its restored alerts resolve", gone)
+            self.alerts.forget(gone)
         self.loop.thread.start()
         self.exporter.start()
         log.info("kvwatch %s listening on %s", __version__, self.exporter.url)

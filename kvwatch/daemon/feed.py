@@ -90,6 +90,9 @@ class Feeder:
         # the engine named in the config.
         self.markers: tuple[str, ...] | None = None
         self._given: tuple[str, ...] | None = None
+        # The parser state saved with the position the source was opened at (the pipeline thread
+        # takes it when it makes the source's parser): a restart finishes the records in progress.
+        self.parser_state: Any = None
         self._thread = threading.Thread(target=self._run, name=f"kvwatch-source-{self.name}", daemon=True)
 
     @property
@@ -136,12 +139,14 @@ class Feeder:
     def _open(self) -> bool:
         """Open the source; log and keep the error on failure."""
         try:
-            source = self._opener(self.config, self._saved())
+            saved = self._saved()
+            source = self._opener(self.config, saved)
         except Exception as exc:
             self._report(f"{type(exc).__name__}: {exc}")
             self.opened.set()
             return False
         self.source = source
+        self.parser_state = saved.get("parser") if saved is not None else None
         self._watch()
         # A first position at once: a first start at the end of a file is remembered even if
         # no line arrives before the next restart.

@@ -23,8 +23,9 @@ from typing import Any
 
 from kvwatch.alerting import LiveAlerts
 from kvwatch.daemon.feed import Closed, Feeder, Lines, Mark
-from kvwatch.daemon.sources import AutoParser, live_parser, parser_settings
+from kvwatch.daemon.sources import AutoParser, live_parser, parser_settings, parser_state
 from kvwatch.model import Alert, Event
+from kvwatch.parsers.base import Parser
 from kvwatch.parsers.run import SourceRun
 from kvwatch.pipeline import Pipeline
 from kvwatch.sources.positions import PositionStore
@@ -101,7 +102,7 @@ class PipelineLoop:
                     item.feeder.markers = run.parser.markers  # (the feeder hands them to its source)
             run.counts.truncated = item.feeder.count("truncated_long_lines")
         elif isinstance(item, Mark):
-            self.marks[item.feeder.name] = (item.feeder, item.position)
+            self.marks[item.feeder.name] = (item.feeder, self._with_state(item))
         elif isinstance(item, Closed):
             self._closed(item)
         elif isinstance(item, Call):
@@ -127,9 +128,32 @@ class PipelineLoop:
         run = self.runs.get(feeder)
         if run is None:
             parser = live_parser(feeder.config, parser_settings(feeder.config))
+            self._resume(feeder, parser)
             counts = self.pipeline.metrics.sources.of(feeder.name)
             run = self.runs[feeder] = SourceRun(feeder.name, parser, counts)
         return run
+
+    def _resume(self, feeder: Feeder, parser: Parser) -> None:
+        """Give a new parser the state saved with the position its source was opened at."""
+        state, feeder.parser_state = feeder.parser_state, None
+        restore = getattr(parser, "restore", None)
+        if not isinstance(state, dict) or not callable(restore):
+            return
+        try:
+            restore(state)
+        except (KeyError, TypeError, ValueError) as exc:
+            log.warning("source %s: ignoring the saved parser state (%r): records in progress at the "
+                        "last save are lost", feeder.name, exc)  # fmt: skip
+
+    def _with_state(self, mark: Mark) -> Any:
+        """The mark's position and the state of the parser that read the lines before it (see
+        parser_state): both are saved together, so a restart goes on from one consistent point."""
+        position = mark.position
+        if self.store is None or not isinstance(position, dict) or not position:
+            return position
+        run = self.runs.get(mark.feeder)
+        state = parser_state(run.parser) if run is not None else mark.feeder.parser_state
+        return {**position, "parser": state} if state is not None else position
 
     def _apply(self, event: Event) -> None:
         """Tick on the event-time grid (the same as replay's), then apply the event."""

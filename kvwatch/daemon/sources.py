@@ -107,6 +107,14 @@ def live_parser(config: SourceConfig, settings: ParserSettings) -> Parser:
     return make_parser(config.engine, config.name, settings, config.usage)
 
 
+def parser_state(parser: Parser) -> dict[str, Any] | None:
+    """The parser's `snapshot()` (JSON, naming its `engine`), saved with the position of the lines it
+    read, so that a restart finishes the records in progress; None for a parser that keeps none."""
+    snapshot = getattr(parser, "snapshot", None)
+    state = snapshot() if callable(snapshot) else None
+    return state if isinstance(state, dict) else None
+
+
 class AutoParser:
     """Holds the first lines until `detect_engine` recognises them, then parses them all.
 
@@ -158,6 +166,18 @@ class AutoParser:
         errors); the line that returned their events was counted recognised already."""
         (recognized, errors), self._unsettled = self._unsettled, (0, 0)
         return 0, recognized, errors
+
+    def snapshot(self) -> dict[str, Any] | None:
+        """The chosen parser's state (see `parser_state`); None while undecided."""
+        return parser_state(self.inner) if self.inner is not None else None
+
+    def restore(self, state: Mapping[str, Any]) -> None:
+        """Choose the engine the state was saved by, and go on from it."""
+        if self.inner is None:
+            self._decide(str(state["engine"]))
+        restore = getattr(self.inner, "restore", None)
+        if callable(restore):
+            restore(state)
 
     def _decide(self, engine: str) -> list[Event] | None:
         """Choose the engine and parse the held lines: their events (None when no line was recognised:

@@ -57,6 +57,10 @@ class YearlessClock:
         """What decides its later answers (its caches left out): equal keys, equal answers."""
         return self._year, self._last_month
 
+    def resume(self, key: tuple[int, int]) -> None:
+        """Go on from a `key()` taken earlier (a restart): later answers are that clock's."""
+        self._year, self._last_month = int(key[0]), int(key[1])
+
     def resolve(
         self, month: int, day: int, hms: tuple[int, int, int], transport: float | None
     ) -> float | None:

@@ -3,8 +3,9 @@
 The command: `journalctl --follow --output=json --no-pager --all --merge --output-fields=…`, then
 `--unit=U` and/or the match `CONTAINER_NAME=N` (docker's journald log driver), `--directory`/`--file`
 (made absolute: journalctl 252 cannot watch a relative `--file` and fails to follow), and where to
-start: `--after-cursor=C` to resume, `--since=@T` when a run saved no cursor yet, `--lines=all` for
-`start_at = "beginning"`, `--lines=0` for `"end"`. Why the flags:
+start: `--lines=all --after-cursor=C` to resume (journalctl 252 `--follow` prints only the last 10
+entries after the cursor without `--lines=all`), `--since=@T` when a run saved no cursor yet,
+`--lines=all` for `start_at = "beginning"`, `--lines=0` for `"end"`. Why the flags:
   - `--all`: without it the JSON output shows a field over 4096 bytes as null, and vLLM lines reach 20 kB;
   - `--merge`: journalctl 252 `--follow` otherwise keeps only the newest boot in the journal, so a
     resume after a reboot would skip the previous boot's last lines.
@@ -75,8 +76,8 @@ def journalctl_argv(
         argv.append(f"--file={os.path.abspath(file)}")
     if unit is not None:
         argv.append(f"--unit={unit}")
-    if cursor is not None:
-        argv.append(f"--after-cursor={cursor}")
+    if cursor is not None:  # (--follow alone would print only the last 10 entries after the cursor)
+        argv += ["--lines=all", f"--after-cursor={cursor}"]
     elif since is not None:
         argv.append(f"--since=@{since:.6f}")
     else:

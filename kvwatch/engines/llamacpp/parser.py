@@ -27,6 +27,8 @@ mode (`[port] ` prefix): each child process is a stream of its own, with its own
 from __future__ import annotations
 
 import re
+from collections.abc import Mapping
+from typing import Any
 
 from kvwatch.engines.llamacpp import lines as ln
 from kvwatch.engines.llamacpp.slots import READ, Questions, Request, Stream
@@ -86,6 +88,23 @@ class LlamacppParser:
         streams = sorted(((-1 if p is None else p), s.key()) for p, s in self._streams.items())
         finished = {port: dict(stream.finished) for port, stream in self._streams.items()}
         return (self._last, self._runs, self._clock.key(), streams), finished
+
+    def snapshot(self) -> dict[str, Any]:
+        """Its state as JSON, saved with a position: a restart then finishes the requests in progress."""
+        streams = [[port, stream.dump()] for port, stream in self._streams.items()]
+        return {"engine": "llamacpp", "last": self._last, "runs": self._runs,
+                "clock": list(self._clock.key()), "streams": streams}  # fmt: skip
+
+    def restore(self, state: Mapping[str, Any]) -> None:
+        """Go on from a `snapshot()`; KeyError, TypeError or ValueError when it is not one."""
+        if state["engine"] != "llamacpp":
+            raise ValueError(f"a state of engine {state['engine']!r}")
+        streams = {None if p is None else int(p): Stream.restored(s) for p, s in state["streams"]}
+        year, month = state["clock"]
+        last = state["last"]
+        self._clock.resume((year, month))
+        self._last, self._runs = None if last is None else float(last), int(state["runs"])
+        self._streams, self._head = streams, ""
 
     def forget(self) -> None:
         """Forget what is known of the slots, as of a server whose lines were skipped (a guess that the

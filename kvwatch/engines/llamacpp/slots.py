@@ -3,9 +3,9 @@
 from __future__ import annotations
 
 import re
-from dataclasses import dataclass, field
+from dataclasses import asdict, dataclass, field
 from operator import itemgetter
-from typing import Literal
+from typing import Any, Literal
 
 from kvwatch.engines.llamacpp import lines as ln
 from kvwatch.model import Event, LlamaRequest
@@ -127,6 +127,64 @@ class Stream:
             sorted(self.requests.items(), key=_SLOT),
             self.last_pick,
             self.timing,
+        )
+
+    def dump(self) -> dict[str, Any]:
+        """What `key()` holds and the finished tasks, as JSON (a saved position: see `restored`)."""
+        return {
+            "anchor": self.anchor,
+            "last_rel": self.last_rel,
+            "stamped": self.stamped,
+            "active": self.active,
+            "announced": self.announced,
+            "picks": [[slot, asdict(pick)] for slot, pick in self.picks.items()],
+            "requests": [[slot, asdict(request)] for slot, request in self.requests.items()],
+            "finished": [[slot, task] for slot, task in self.finished.items()],
+            "last_pick": self._where_last_pick(),
+            "timing": None if self.timing is None else list(self.timing),
+        }
+
+    def _where_last_pick(self) -> list[Any] | None:
+        """The last pick as `dump` saves it: the slot whose pick or request holds it, else its fields."""
+        last = self.last_pick
+        if last is None:
+            return None
+        for slot, pick in self.picks.items():
+            if pick is last:
+                return ["pick", slot]
+        for slot, request in self.requests.items():
+            if request.pick is last:
+                return ["request", slot]
+        return ["alone", asdict(last)]
+
+    @classmethod
+    def restored(cls, data: dict[str, Any]) -> Stream:
+        """`dump()` read back; KeyError, TypeError or ValueError when malformed."""
+        anchor, timing, last = data["anchor"], data["timing"], data["last_pick"]
+        picks = {int(slot): Pick(**pick) for slot, pick in data["picks"]}
+        requests = {
+            int(slot): Request(**{**fields, "pick": Pick(**fields["pick"])})
+            for slot, fields in data["requests"]
+        }
+        # (the last pick is the very object of the pick it is: `_srv` changes it in place)
+        kind, where = last if last is not None else ("none", {})
+        if kind == "pick":
+            last_pick: Pick | None = picks[int(where)]
+        elif kind == "request":
+            last_pick = requests[int(where)].pick
+        else:
+            last_pick = Pick(**where) if kind == "alone" else None
+        return cls(
+            anchor=None if anchor is None else float(anchor),
+            last_rel=float(data["last_rel"]),
+            stamped=bool(data["stamped"]),
+            active=bool(data["active"]),
+            announced=bool(data["announced"]),
+            picks=picks,
+            requests=requests,
+            finished={int(slot): int(task) for slot, task in data["finished"]},
+            last_pick=last_pick,
+            timing=None if timing is None else (int(timing[0]), int(timing[1])),
         )
 
     def drop_in_flight(self) -> None:

@@ -137,6 +137,10 @@ class VllmMetrics:
         self.accepted.inc(labels, ev.accepted_tokens)
         self.drafted.inc(labels, ev.drafted_tokens)
 
+    def forget(self, source: str) -> None:
+        """Forget the version and connector seen for `source` (its series are dropped by Metrics)."""
+        self._info.pop(source, None)
+
     def fact(self, ev: EngineFact) -> None:
         """Apply a startup fact: capacity per engine, version and connector per source."""
         if ev.key == "kv_capacity_tokens":
