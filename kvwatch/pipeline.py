@@ -14,7 +14,7 @@ from kvwatch.alerts import AlertBook
 from kvwatch.detectors import DetectorSettings, detect_all
 from kvwatch.metrics import Metrics
 from kvwatch.metrics.derived import AlertCollector, PinnedCollector
-from kvwatch.model import Alert, Event
+from kvwatch.model import Alert, Event, Finding
 from kvwatch.window import Windows
 
 Observer = Callable[[Event], None]
@@ -42,6 +42,8 @@ class Pipeline:
         self.last_time: float | None = None
         self.tick_every = tick_every
         self.next_tick: float | None = None
+        #: Findings decided outside the detectors (a probe's, by its name), part of every tick until replaced.
+        self.held: dict[str, list[Finding]] = {}
         metrics.registry.register(AlertCollector(self.book))
         metrics.registry.register(PinnedCollector(self.windows, lambda: self.settings.pinned_cache_length))
 
@@ -90,4 +92,5 @@ class Pipeline:
 
     def tick(self, now: float) -> list[Alert]:
         """Run the detectors at event time `now`; return the alert transitions."""
-        return self.book.update(detect_all(self.windows, now, self.settings), now)
+        held = [finding for _, found in sorted(self.held.items()) for finding in found]
+        return self.book.update(detect_all(self.windows, now, self.settings) + held, now)

@@ -11,6 +11,7 @@ from daemon_helpers import ROOT
 
 from kvwatch.assets.build import (
     DASHBOARD,
+    PARTS,
     REGENERATE,
     RULE_TESTS,
     RULES,
@@ -60,10 +61,10 @@ def test_the_shipped_files_are_the_assembly_of_their_parts() -> None:
 
 
 def test_parts_come_in_registry_order_then_kvwatchs_own() -> None:
-    """Every registered engine's part first (each with a dashboard row and rules), then alerts and health."""
+    """Every registered engine's part first (each with a dashboard row and rules), then kvwatch's own."""
     parts = shipped_parts()
-    assert [*ENGINES, "alerts", "health"] == [p.name for p in parts]
-    assert all(p.dashboard is not None and p.rules is not None for p in parts)
+    assert [*ENGINES, *PARTS] == [p.name for p in parts]
+    assert all(p.dashboard is not None and p.rules is not None for p in parts[: len(ENGINES)])
 
 
 def test_each_part_follows_the_last_with_ids_from_one() -> None:

@@ -27,8 +27,8 @@ if TYPE_CHECKING:
     else:
         from importlib.abc import Traversable
 
-#: kvwatch's own parts (kvwatch/assets/parts/<name>/), after the engines': the alerts relay, kvwatch's health.
-PARTS = ("alerts", "health")
+#: kvwatch's own parts (kvwatch/assets/parts/<name>/), after the engines': probe, alerts relay, health.
+PARTS = ("probe", "alerts", "health")
 DASHBOARD = "kvwatch.json"
 RULES = "kvwatch-rules.yml"
 RULE_TESTS = "kvwatch-rules.test.yml"

@@ -19,6 +19,7 @@ from typing import Any, cast
 from kvwatch import DEFAULT_PORT
 from kvwatch.config.alerting import read_detectors, read_notifier, read_silence
 from kvwatch.config.fields import Fields, quote
+from kvwatch.config.probe import read_probe
 from kvwatch.config.types import (
     DEFAULT_DOCKER_ROOT,
     DEFAULT_STATE_DIR,
@@ -32,6 +33,7 @@ from kvwatch.config.types import (
     FileSettings,
     JournaldSettings,
     NotifierConfig,
+    ProbeConfig,
     ServerConfig,
     SourceConfig,
     SourceSettings,
@@ -87,6 +89,7 @@ def parse_config(data: Mapping[str, Any], base: Path, path: Path | None = None) 
         read_silence(Fields(t, f"silence[{i}]", problems, base)) for i, t in enumerate(top.tables("silence"))
     )
     alerting = _alerting(_table(top, "alerting"))
+    probes = _named(top, "probe", read_probe)
     top.done()
     if problems:
         raise ConfigError(str(path) if path else "config", problems)
@@ -98,6 +101,7 @@ def parse_config(data: Mapping[str, Any], base: Path, path: Path | None = None) 
         notifiers=cast("tuple[NotifierConfig, ...]", notifiers),
         silences=tuple(s for s in silences if s is not None),
         alerting=alerting,
+        probes=cast("tuple[ProbeConfig, ...]", probes),
         path=path,
     )
 

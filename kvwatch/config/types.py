@@ -138,6 +138,27 @@ class SilenceConfig:
 
 
 @dataclass(frozen=True, slots=True)
+class ProbeConfig:
+    """One `[[probe]]`: an endpoint probed every `interval` seconds (+ up to `jitter`); the API key
+    comes from the environment variable `api_key_env` or the file `api_key_file`, never the config."""
+
+    name: str
+    url: str
+    api: Literal["openai", "anthropic"] | None = None
+    model: str | None = None
+    interval: int = 900
+    jitter: int = 60
+    prefix_tokens: int = 4096
+    stream: bool = False
+    attribution_header: bool = True
+    timeout: int = 60
+    ca_file: Path | None = None
+    api_key_env: str | None = None
+    api_key_file: Path | None = None
+    headers: Mapping[str, str] = field(default_factory=lambda: MappingProxyType({}))
+
+
+@dataclass(frozen=True, slots=True)
 class AlertingConfig:
     """`[alerting]`: the alert lifecycle's timings, in seconds."""
 
@@ -157,4 +178,5 @@ class Config:
     notifiers: tuple[NotifierConfig, ...] = ()
     silences: tuple[SilenceConfig, ...] = ()
     alerting: AlertingConfig = AlertingConfig()
+    probes: tuple[ProbeConfig, ...] = ()
     path: Path | None = None  # the file it was loaded from; None for `run --stdin`

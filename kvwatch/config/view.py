@@ -5,6 +5,7 @@ from __future__ import annotations
 import dataclasses
 import datetime as dt
 from collections.abc import Mapping
+from urllib.parse import urlsplit
 
 from kvwatch.config.alerting import detector_settings
 from kvwatch.config.types import (
@@ -13,6 +14,7 @@ from kvwatch.config.types import (
     FileSettings,
     JournaldSettings,
     NotifierConfig,
+    ProbeConfig,
     SilenceConfig,
     SourceConfig,
 )
@@ -33,6 +35,8 @@ def summarize(config: Config) -> str:
         *(f"  {_notifier(n)}" for n in config.notifiers),
         f"silences: {len(config.silences)}",
         *(f"  {_silence(s)}" for s in config.silences),
+        *([f"probes: {len(config.probes)}"] if config.probes else []),
+        *(f"  {_probe(p)}" for p in config.probes),
     ]
     return "\n".join(lines) + "\n"
 
@@ -87,6 +91,26 @@ def _notifier(notifier: NotifierConfig) -> str:
         url = f"url=$CREDENTIALS_DIRECTORY/{notifier.name}"
     alerts = ",".join(notifier.alerts) or "all"
     return f"{notifier.name}: {notifier.type} {url} alerts={alerts} min_severity={notifier.min_severity}"
+
+
+def _probe(probe: ProbeConfig) -> str:
+    """One probe on one line: its endpoint without user or query, where its key comes from, never the key."""
+    split = urlsplit(probe.url)
+    url = f"{split.scheme}://{split.hostname}{f':{split.port}' if split.port else ''}{split.path}"
+    key = (
+        f"api_key_env=${probe.api_key_env}"
+        if probe.api_key_env
+        else f"api_key_file={probe.api_key_file}"
+        if probe.api_key_file
+        else "no api key"
+    )
+    headers = f" headers={','.join(sorted(probe.headers))}" if probe.headers else ""
+    return (
+        f"{probe.name}: {url} api={probe.api or 'auto'} model={probe.model or 'auto'} "
+        f"every {probe.interval} s (jitter {probe.jitter} s) prefix_tokens={probe.prefix_tokens} "
+        f"stream={str(probe.stream).lower()} "
+        f"attribution_header={str(probe.attribution_header).lower()} timeout={probe.timeout} s {key}{headers}"
+    )
 
 
 def _silence(silence: SilenceConfig) -> str:

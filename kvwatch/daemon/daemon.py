@@ -35,11 +35,13 @@ from kvwatch.config.types import Config, ConfigError
 from kvwatch.daemon.feed import Feeder
 from kvwatch.daemon.loop import STOP, WAKE, Call, PipelineLoop
 from kvwatch.daemon.metrics import SourceStateCollector
+from kvwatch.daemon.probes import ProbeCollector, Probes
 from kvwatch.daemon.reload import apply_reload
 from kvwatch.daemon.sdnotify import SystemdNotifier
 from kvwatch.daemon.setup import Prepared, build_deliveries, prepare
 from kvwatch.daemon.wakeup import Wakeup
 from kvwatch.metrics import Metrics
+from kvwatch.model import Finding
 from kvwatch.notify.delivery import notifications_counter
 from kvwatch.pipeline import Pipeline
 from kvwatch.sources.positions import PositionStore
@@ -108,6 +110,8 @@ class Daemon:
         )
         self.feeders: dict[str, Feeder] = {}
         self.registry.register(SourceStateCollector(lambda: list(self.feeders.values()), self.items.qsize))
+        self.probes = Probes(prepared.probes, lambda: self.pipeline.settings.probe_prefix_miss, self._hold)
+        self.registry.register(ProbeCollector(self.probes))
         self._prepared = prepared
         self._finished: set[str] = set()
         self._last_beat = time.monotonic()
@@ -166,8 +170,13 @@ class Daemon:
         )
         for job, seconds in (*jobs, (self._poke, beat), (self._send_status, 5.0)):
             scheduler.add_job(job, "interval", seconds=seconds, max_instances=1, coalesce=True)
+        self.probes.schedule(scheduler)
         scheduler.start()
         return scheduler
+
+    def _hold(self, name: str, findings: list[Finding]) -> None:
+        """A probe's alert decision, applied on the pipeline thread (after what is queued already)."""
+        self.items.put(Call(lambda: self.loop.hold(f"probe:{name}", findings), threading.Event()))
 
     def _due(self, flag: threading.Event) -> Callable[[], None]:
         """A job that raises `flag` and wakes the pipeline."""
@@ -270,6 +279,7 @@ class Daemon:
             log.error("reload refused; the running config stays:\n%s", exc)
         else:
             apply_reload(self, config, prepared)
+            self.probes.replace(prepared.probes)
             log.info("reloaded %s", config.path)
         self.systemd.notify("READY=1", self._status_line())
 

@@ -24,7 +24,7 @@ from typing import Any
 from kvwatch.alerting import LiveAlerts
 from kvwatch.daemon.feed import Closed, Feeder, Lines, Mark
 from kvwatch.daemon.sources import AutoParser, live_parser, parser_settings, parser_state
-from kvwatch.model import Alert, Event
+from kvwatch.model import Alert, Event, Finding
 from kvwatch.parsers.base import Parser
 from kvwatch.parsers.run import SourceRun
 from kvwatch.pipeline import Pipeline
@@ -122,6 +122,11 @@ class PipelineLoop:
         if self.sync_due.is_set():
             self.sync_due.clear()
             self._sync()
+
+    def hold(self, key: str, findings: list[Finding]) -> None:
+        """(On this thread) Replace the findings held under `key`; tick at once so they take effect now."""
+        self.pipeline.held[key] = findings
+        self._tick(max(self.pipeline.last_time or 0.0, time.time()))
 
     def _run_of(self, feeder: Feeder) -> SourceRun:
         """The feeder's parser and counts, made on its first lines."""

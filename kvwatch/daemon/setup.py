@@ -9,21 +9,24 @@ What the config loader cannot check without reading secrets or knowing each dete
 
 from __future__ import annotations
 
+import os
+from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any
 
 from prometheus_client import Counter
 
 from kvwatch.config.alerting import detector_settings
-from kvwatch.config.types import Config, ConfigError, NotifierConfig
+from kvwatch.config.types import Config, ConfigError, NotifierConfig, ProbeConfig
 from kvwatch.detectors import DetectorSettings
 from kvwatch.notify.alertmanager import AlertmanagerNotifier
 from kvwatch.notify.base import Notifier
 from kvwatch.notify.delivery import Delivery
 from kvwatch.notify.routing import Route
-from kvwatch.notify.secrets import SecretError
+from kvwatch.notify.secrets import Secret, SecretError, load_secret
 from kvwatch.notify.slack import SlackNotifier
 from kvwatch.notify.webhook import WebhookNotifier
+from kvwatch.probe.run import ProbeSpec
 
 _CLASSES: dict[str, Any] = {
     "slack": SlackNotifier,
@@ -38,6 +41,7 @@ class Prepared:
 
     detectors: DetectorSettings
     notifiers: tuple[tuple[NotifierConfig, Notifier], ...]
+    probes: tuple[tuple[ProbeConfig, ProbeSpec], ...] = ()
 
 
 def prepare(config: Config, deferred: frozenset[str] = frozenset()) -> Prepared:
@@ -60,9 +64,39 @@ def prepare(config: Config, deferred: frozenset[str] = frozenset()) -> Prepared:
             notifiers.append((spec, _CLASSES[spec.type](spec.name, url)))
         except SecretError as exc:
             problems.append(f"notifier[{i}].{exc}")  # (the error starts with the setting it is about)
+    probes = []
+    for i, probe in enumerate(config.probes):
+        try:
+            probes.append((probe, probe_spec(probe, os.environ)))
+        except SecretError as exc:
+            problems.append(f"probe[{i}].{exc}")
     if problems:
         raise ConfigError(str(config.path or "config"), problems)
-    return Prepared(detectors, tuple(notifiers))
+    return Prepared(detectors, tuple(notifiers), tuple(probes))
+
+
+def probe_spec(probe: ProbeConfig, env: Mapping[str, str]) -> ProbeSpec:
+    """What a `[[probe]]` runs, its API key read from its variable or file; SecretError names the setting."""
+    key = None
+    if probe.api_key_env is not None:
+        value = env.get(probe.api_key_env, "").strip()
+        if not value:
+            raise SecretError(f"api_key_env: ${probe.api_key_env} is not set (or empty)")
+        key = Secret(value)
+    elif probe.api_key_file is not None:
+        key = load_secret(probe.name, file=probe.api_key_file, setting="api_key")
+    return ProbeSpec(
+        url=probe.url,
+        api=probe.api,
+        model=probe.model,
+        prefix_tokens=probe.prefix_tokens,
+        stream=probe.stream,
+        attribution_header=probe.attribution_header,
+        timeout=float(probe.timeout),
+        verify=str(probe.ca_file) if probe.ca_file is not None else True,
+        key=key,
+        headers=probe.headers,
+    )
 
 
 def build_deliveries(prepared: Prepared, config: Config, counter: Counter) -> list[Delivery]:

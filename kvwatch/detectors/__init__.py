@@ -12,6 +12,7 @@ from kvwatch.detectors import (
     no_signal,
     pinned_cache,
     prefix_reuse,
+    probe_prefix_miss,
     write_only_offload,
 )
 from kvwatch.model import Finding
@@ -36,6 +37,8 @@ class DetectorSettings:
     prefix_hit_rate_low: hit_rate_low.Settings = field(default_factory=hit_rate_low.Settings)
     hit_rate_gap: hit_rate_gap.Settings = field(default_factory=hit_rate_gap.Settings)
     usage_double_counting: double_counting.Settings = field(default_factory=double_counting.Settings)
+    # (decided after each probe run by the daemon, not by detect_all: see probe_prefix_miss)
+    probe_prefix_miss: probe_prefix_miss.Settings = field(default_factory=probe_prefix_miss.Settings)
 
 
 #: Every alert kvwatch raises, in the detectors' order: each detector's alert is named as its field above
