@@ -14,6 +14,7 @@ backlog would keep the scrape out for as long as the flood lasts.
 from __future__ import annotations
 
 import contextlib
+import errno
 import logging
 import queue
 import re
@@ -68,13 +69,16 @@ class Connection:
 
 def bind(address: str, port: int) -> socket.socket:
     """A listening socket; address "" is every interface, IPv6 and IPv4 where the host has IPv6
-    (as Go's net.Listen(":PORT")), else IPv4's."""
+    (as Go's net.Listen(":PORT")), else IPv4's; "::" is IPv6's and IPv4's too (as Go's)."""
+    if address in ("", "::") and socket.has_dualstack_ipv6():
+        try:
+            return socket.create_server(
+                ("::", port), family=socket.AF_INET6, backlog=BACKLOG, dualstack_ipv6=True
+            )
+        except OSError as exc:  # (IPv6 disabled on the host: IPv4 alone; a taken port is an error)
+            if address == "::" or exc.errno == errno.EADDRINUSE:
+                raise
     if address == "":
-        if socket.has_dualstack_ipv6():
-            with contextlib.suppress(OSError):
-                return socket.create_server(
-                    ("::", port), family=socket.AF_INET6, backlog=BACKLOG, dualstack_ipv6=True
-                )
         return socket.create_server(("0.0.0.0", port), backlog=BACKLOG)
     family = socket.getaddrinfo(address, port, type=socket.SOCK_STREAM)[0][0]
     return socket.create_server((address, port), family=family, backlog=BACKLOG)
