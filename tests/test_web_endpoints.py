@@ -193,3 +193,29 @@ def test_a_kept_alive_connection_answers_request_after_request(tmp_path: Path) -
     assert [200, 200, 404] == [status for status, _ in seen]
     assert seen[0][1] is not None and all(sock is seen[0][1] for _, sock in seen)  # (one connection)
     assert 0 == daemon.stop()
+
+
+def raw(port: int, chunks: list[bytes], shut: bool = False) -> bytes:
+    """Send `chunks` one by one on a raw connection (then shut the sending side down); all that comes back."""
+    with socket.create_connection(("127.0.0.1", port), timeout=10) as sock:
+        for chunk in chunks:
+            sock.sendall(chunk)
+        if shut:
+            sock.shutdown(socket.SHUT_WR)
+        answer = b""
+        while data := sock.recv(65536):
+            answer += data
+        return answer
+
+
+def test_requests_in_pieces_half_closed_or_too_large(tmp_path: Path) -> None:
+    """A request sent byte by byte is answered; one whose client then shuts its side (`printf … | nc`) too;
+    headers over 32 KiB get 431 and the connection closed."""
+    daemon = started(tmp_path)
+    port = port_of(daemon)
+    request_bytes = b"GET /-/healthy HTTP/1.1\r\nHost: x\r\nConnection: close\r\n\r\n"
+    assert raw(port, [bytes([b]) for b in request_bytes]).startswith(b"HTTP/1.1 200 ")
+    assert raw(port, [b"GET /-/healthy HTTP/1.0\r\n\r\n"], shut=True).endswith(b"\r\n\r\nok\n")
+    big = b"GET /metrics HTTP/1.1\r\nX-Big: " + b"a" * (40 << 10) + b"\r\n\r\n"
+    assert raw(port, [big]).startswith(b"HTTP/1.1 431 ")
+    assert 0 == daemon.stop()

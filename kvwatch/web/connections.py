@@ -65,6 +65,7 @@ class Connection:
     buffer: bytearray = field(default_factory=bytearray)
     request: bytes = b""  # the whole request a worker answers
     last: bool = False  # the request's body is not read: close after answering it
+    ended: bool = False  # the client sent all it will (shut its side down)
 
 
 def bind(address: str, port: int) -> socket.socket:
@@ -203,8 +204,11 @@ class Server:
             except (OSError, ssl.SSLError):
                 self._close(conn)
                 return
-            if not data:
-                self._close(conn)
+            if not data:  # (a whole request before the end is answered still: `printf ... | nc`)
+                conn.ended = True
+                self._dispatch(conn)
+                if conn in self._waiting:
+                    self._close(conn)
                 return
             if conn.idle:
                 conn.idle, conn.deadline = False, self.clock() + READ_TIMEOUT
@@ -254,7 +258,7 @@ class Server:
                 return
             else:
                 size += body
-        conn.request, conn.last = bytes(buffer[:size]), not keep
+        conn.request, conn.last = bytes(buffer[:size]), not keep or conn.ended
         del buffer[:size]
         self._selector.unregister(conn.sock)
         del self._waiting[conn]
