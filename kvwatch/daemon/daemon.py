@@ -213,12 +213,15 @@ class Daemon:
 
     def _ready(self) -> tuple[bool, str]:
         """Has every configured source started (tried to open, as before READY=1)? Else which not."""
-        waiting = sorted(name for name, f in list(self.feeders.items()) if not f.opened.is_set())
-        if not self._started and not waiting:
-            return False, "starting: the sources are not started yet"
+        feeders = dict(self.feeders)
+        waiting = sorted(
+            s.name
+            for s in self.config.sources
+            if s.name not in feeders or not feeders[s.name].opened.is_set()
+        )
         if waiting:
             return False, f"sources not started yet: {', '.join(waiting)}"
-        return True, "ok"
+        return (True, "ok") if self._started else (False, "starting")
 
     def _page(self) -> str:
         """The landing page (the exporter calls it under the pipeline's lock)."""
