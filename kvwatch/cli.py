@@ -24,6 +24,10 @@ from kvwatch.parsers.clock import iso, parse_rfc3339, zone
 FORMATS = ("text", "prom", "json", "golden")
 #: `kvwatch replay`'s exit status when a FILE had no line any engine tried recognised.
 UNRECOGNISED = 3
+#: `--log.level` and `--log.format` (kvwatch.daemon.log's LEVELS and FORMATS; not imported: replay
+#: would load the daemon's modules).
+LOG_LEVELS = ("debug", "info", "warn", "error")
+LOG_FORMATS = ("logfmt", "json")
 
 
 def _year(text: str) -> int:
@@ -176,10 +180,14 @@ def build_parser() -> argparse.ArgumentParser:
 
 
 def _listen(text: str) -> tuple[str, int]:
+    """ADDRESS:PORT, [IPV6]:PORT, or :PORT (address "": every interface, as Go's net.Listen)."""
     host, sep, port = text.rpartition(":")
-    if not sep or not port.isdigit() or int(port) > 65535:
-        raise argparse.ArgumentTypeError(f"expected ADDRESS:PORT (port 0 picks a free one): {text!r}")
-    return host.strip("[]") or "127.0.0.1", int(port)
+    bracketed = host.startswith("[") and host.endswith("]")
+    if not sep or not port.isdigit() or int(port) > 65535 or (":" in host and not bracketed):
+        raise argparse.ArgumentTypeError(
+            f"expected ADDRESS:PORT, [IPV6]:PORT or :PORT (port 0 picks a free one): {text!r}"
+        )
+    return host[1:-1] if bracketed else host, int(port)
 
 
 def _speed(text: str) -> float:
@@ -201,7 +209,9 @@ def _daemon_commands(sub: Any) -> None:
         "Follow the configured sources, serve /metrics, send alerts: until SIGTERM (or the end of --stdin).",
         """examples:
   kvwatch run --config /etc/kvwatch/kvwatch.toml
-  kvwatch run --config kvwatch.toml --listen 127.0.0.1:0 --sync-interval 1
+  kvwatch run --config kvwatch.toml --web.listen-address :7433 --web.config.file web-config.yml
+  kvwatch run --config kvwatch.toml --web.listen-address 127.0.0.1:7433 --web.listen-address [::1]:7433
+  kvwatch run --config kvwatch.toml --listen 127.0.0.1:0 --sync-interval 1 --log.level debug
   docker logs -f vllm 2>&1 | kvwatch run --stdin --engine vllm --listen 127.0.0.1:7433
 """,
     )
@@ -222,11 +232,36 @@ def _daemon_commands(sub: Any) -> None:
         help=f"with --stdin: the input's engine, one of {', '.join(choices())} (default: auto)",
     )
     run.add_argument(
+        "--web.listen-address",
         "--listen",
+        dest="listen",
+        action="append",
         type=_listen,
         metavar="ADDRESS:PORT",
-        help="where /metrics is served, instead of [server]; port 0 picks a free one "
+        help="where /metrics is served, instead of [server]; repeat it for several; :PORT is every "
+        "interface (IPv6 and IPv4), [::1]:PORT an IPv6 address; port 0 picks a free one "
         f"(default: the config's [server], else 127.0.0.1:{DEFAULT_PORT})",
+    )
+    run.add_argument(
+        "--web.config.file",
+        dest="web_config",
+        metavar="PATH",
+        help="the web config file (TLS, basic auth), instead of server.web_config "
+        "(default: the config's server.web_config, else none)",
+    )
+    run.add_argument(
+        "--log.level",
+        dest="log_level",
+        choices=LOG_LEVELS,
+        default="info",
+        help="the least severe level logged (default: info)",
+    )
+    run.add_argument(
+        "--log.format",
+        dest="log_format",
+        choices=LOG_FORMATS,
+        help="the log lines' format (default: the journal's priority prefix under systemd, else "
+        "time, level, logger and message)",
     )
     run.add_argument(
         "--sync-interval",
@@ -259,7 +294,8 @@ def _daemon_commands(sub: Any) -> None:
         type=_listen,
         default=("127.0.0.1", DEFAULT_PORT),
         metavar="ADDRESS:PORT",
-        help=f"where /metrics is served; port 0 picks a free one (default: 127.0.0.1:{DEFAULT_PORT})",
+        help="where /metrics is served; :PORT is every interface; port 0 picks a free one "
+        f"(default: 127.0.0.1:{DEFAULT_PORT})",
     )
     demo.add_argument(
         "--keep",
@@ -472,14 +508,21 @@ def cmd_run(args: argparse.Namespace) -> int:
     if args.stdin == bool(args.config):
         print("kvwatch run: give --config PATH or --stdin (not both)", file=sys.stderr)
         return 2
+    from pathlib import Path
+
     from kvwatch.config import ConfigError
     from kvwatch.daemon import Daemon, Options, setup_logging
 
-    setup_logging()
+    setup_logging(args.log_level, args.log_format)
     loaded = _load(args)
     if loaded is None:
         return 1
-    options = Options(listen=args.listen, sync_interval=args.sync_interval, persist=not args.stdin)
+    options = Options(
+        listen=tuple(args.listen or ()),
+        web_config=Path(args.web_config) if args.web_config else None,
+        sync_interval=args.sync_interval,
+        persist=not args.stdin,
+    )
     try:
         daemon = Daemon(loaded[0], loaded[1], options)
     except (OSError, ConfigError) as err:

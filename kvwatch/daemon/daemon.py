@@ -22,6 +22,7 @@ import threading
 import time
 from collections.abc import Callable
 from dataclasses import dataclass
+from pathlib import Path
 from types import FrameType
 
 from apscheduler.schedulers.background import BackgroundScheduler
@@ -63,7 +64,8 @@ STOP_WAIT = 5.0
 class Options:
     """What the command line may change."""
 
-    listen: tuple[str, int] | None = None
+    listen: tuple[tuple[str, int], ...] = ()  # (address, port) each; () takes [server]'s; "" every interface
+    web_config: Path | None = None  # instead of server.web_config
     sync_interval: float = SYNC_INTERVAL
     persist: bool = True  # False: no positions or alert state (stdin without a config file)
 
@@ -114,18 +116,29 @@ class Daemon:
         self.registry.register(ProbeCollector(self.probes))
         self._prepared = prepared
         self._finished: set[str] = set()
+        self._started = False  # every configured source's feeder has tried to open (READY=1 was sent)
         self._last_beat = time.monotonic()
         self._last_ping = 0.0
         # Set by the signal handlers (and _ended), read by the main loop: plain flags, no lock (see wakeup).
         self._stopping = self._reloading = False
         self._wakeup = Wakeup()
         self._status = (0, time.monotonic())
-        address, port = options.listen or (config.server.listen_address, config.server.port)
-        web = load_web_config(config.server.web_config) if config.server.web_config else None
+        (address, port), *more = options.listen or ((config.server.listen_address, config.server.port),)
+        web_config = options.web_config or config.server.web_config
+        web = load_web_config(web_config) if web_config else None
         self.exporter = Exporter(
-            address, port, self.registry, lock=self.lock, page=self._page, health=self._health, web=web
+            address,
+            port,
+            self.registry,
+            lock=self.lock,
+            page=self._page,
+            health=self._health,
+            ready=self._ready,
+            web=web,
+            more=more,
         )
-        warn_if_exposed(address, web is not None and bool(web.users))
+        for host, _ in ((address, port), *more):
+            warn_if_exposed(host, web is not None and bool(web.users))
 
     def run(self) -> int:
         """Start, wait for signals, stop; 0 on a clean stop."""
@@ -142,12 +155,13 @@ class Daemon:
             self.alerts.forget(gone)
         self.loop.thread.start()
         self.exporter.start()
-        log.info("kvwatch %s listening on %s", __version__, self.exporter.url)
+        log.info("kvwatch %s listening on %s", __version__, " ".join(self.exporter.urls))
         for source in self.config.sources:
             self.start_feeder(source.name)
         for feeder in list(self.feeders.values()):
             feeder.opened.wait(10.0)
         scheduler = self._schedule()
+        self._started = True
         self.systemd.notify("READY=1", self._status_line())
         while not self._stopping:
             self._wakeup.wait(1.0)
@@ -209,6 +223,18 @@ class Daemon:
         if age > STALE:
             return False, f"pipeline has not finished an item for {age:.0f} s"
         return True, "ok"
+
+    def _ready(self) -> tuple[bool, str]:
+        """Has every configured source started (tried to open, as before READY=1)? Else which not."""
+        feeders = dict(self.feeders)
+        waiting = sorted(
+            s.name
+            for s in self.config.sources
+            if s.name not in feeders or not feeders[s.name].opened.is_set()
+        )
+        if waiting:
+            return False, f"sources not started yet: {', '.join(waiting)}"
+        return (True, "ok") if self._started else (False, "starting")
 
     def _page(self) -> str:
         """The landing page (the exporter calls it under the pipeline's lock)."""

@@ -60,8 +60,15 @@ class RateLimit(logging.Filter):
         return False
 
 
-def setup_logging(level: int = logging.INFO, env: dict[str, str] | None = None) -> None:
-    """Send kvwatch's logs to stderr in the right shape; replaces earlier handlers."""
+#: `--log.level`'s names, the exporter toolkit's, and their logging levels.
+LEVELS = {"debug": logging.DEBUG, "info": logging.INFO, "warn": logging.WARNING, "error": logging.ERROR}
+#: `--log.format`'s names.
+FORMATS = ("logfmt", "json")
+
+
+def setup_logging(level: str = "info", fmt: str | None = None, env: dict[str, str] | None = None) -> None:
+    """Send kvwatch's logs at `level` (a LEVELS name) and above to stderr in the right shape (`fmt`, one
+    of FORMATS, or None: the journal's under systemd, else a plain line); replaces earlier handlers."""
     env = dict(os.environ) if env is None else env
     handler = logging.StreamHandler(sys.stderr)
     if env.get("JOURNAL_STREAM"):
@@ -73,5 +80,5 @@ def setup_logging(level: int = logging.INFO, env: dict[str, str] | None = None) 
     for old in list(root.handlers):
         root.removeHandler(old)
     root.addHandler(handler)
-    root.setLevel(level)
+    root.setLevel(LEVELS[level])
     logging.getLogger("apscheduler").setLevel(logging.WARNING)  # it logs every job run at INFO

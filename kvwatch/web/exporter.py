@@ -1,33 +1,40 @@
-"""The HTTP side: `/metrics` (Prometheus text or OpenMetrics by `Accept`), `/` and `/healthz`.
+"""The HTTP side: `/metrics` (Prometheus text or OpenMetrics by `Accept`), `/`, `/healthz`, `/-/healthy`
+and `/-/ready`, for GET and HEAD.
 
 A scrape, and the landing page (kvwatch.web.landing), take the pipeline's lock, so they never see a
 half-applied batch (and never iterate a dict the pipeline thread is changing); they give up with 503
-after SCRAPE_WAIT seconds rather than hang on a stuck pipeline. `/healthz` never takes the lock.
-With a web config, every path needs basic auth and the socket speaks TLS.
+after SCRAPE_WAIT seconds rather than hang on a stuck pipeline. `/healthz`, `/-/healthy` and `/-/ready`
+never take the lock. With a web config, every path needs basic auth and the sockets speak TLS.
+Connections are read by kvwatch.web.connections: no idle or half-open connection can hold the others up.
 """
 
 from __future__ import annotations
 
 import gzip
+import io
 import ipaddress
 import logging
+import socket
 import threading
-from collections.abc import Callable
-from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
-from typing import Any
+from collections.abc import Callable, Sequence
+from http.server import BaseHTTPRequestHandler
+from typing import Any, cast
 
 from prometheus_client import CollectorRegistry
 from prometheus_client.exposition import choose_encoder
 
 from kvwatch.web.config import WebConfig
+from kvwatch.web.connections import Server, bind, send_all
 
 log = logging.getLogger(__name__)
 
 SCRAPE_WAIT = 10.0
 
+Check = Callable[[], tuple[bool, str]]
+
 
 class Exporter:
-    """Serves the registry and the daemon's pages from a thread per request."""
+    """Serves the registry and the daemon's pages on one or more addresses."""
 
     def __init__(
         self,
@@ -37,47 +44,86 @@ class Exporter:
         *,
         lock: threading.Lock,
         page: Callable[[], str],
-        health: Callable[[], tuple[bool, str]],
+        health: Check,
+        ready: Check | None = None,
         web: WebConfig | None = None,
+        more: Sequence[tuple[str, int]] = (),
     ) -> None:
-        """Bind now (so a busy port fails the start); `start()` serves."""
-        handler = type("Handler", (_Handler,), {"exporter": self})
+        """Bind now (so a busy port fails the start); `start()` serves. `address` "" is every interface;
+        `more`: further (address, port) to listen on; `ready` defaults to `health`."""
         self.registry, self.lock, self.page, self.health, self.web = registry, lock, page, health, web
-        self.server = ThreadingHTTPServer((address, port), handler)
-        self.server.daemon_threads = True
+        self.ready = ready or health
+        sockets: list[socket.socket] = []
+        try:
+            for host, number in ((address, port), *more):
+                sockets.append(bind(host, number))
+        except OSError:
+            for sock in sockets:
+                sock.close()
+            raise
         context = web.ssl_context() if web is not None else None
-        if context is not None:
-            self.server.socket = context.wrap_socket(self.server.socket, server_side=True)
         self.scheme = "https" if context is not None else "http"
-        self._thread = threading.Thread(
-            target=self.server.serve_forever, kwargs={"poll_interval": 0.1}, name="kvwatch-http", daemon=True
-        )
+        self.server = Server(sockets, self._answer, context)
+
+    @property
+    def urls(self) -> list[str]:
+        """Where it listens, e.g. `http://127.0.0.1:7433/`, `http://[::]:7433/` for every interface."""
+        urls = []
+        for sock in self.server.listeners:
+            host, port = str(sock.getsockname()[0]), sock.getsockname()[1]
+            host = f"[{host}]" if ":" in host else host
+            urls.append(f"{self.scheme}://{host}:{port}/")
+        return urls
 
     @property
     def url(self) -> str:
-        """Where it listens, e.g. `http://127.0.0.1:7433/`."""
-        host, port = str(self.server.server_address[0]), self.server.server_address[1]
-        host = f"[{host}]" if ":" in host else host
-        return f"{self.scheme}://{host}:{port}/"
+        """The first of `urls`."""
+        return self.urls[0]
 
     def start(self) -> None:
         """Serve in the background."""
-        self._thread.start()
+        self.server.start()
 
     def stop(self) -> None:
-        """Stop serving and close the socket."""
-        self.server.shutdown()
-        self.server.server_close()
+        """Stop serving and close the sockets."""
+        self.server.stop()
+
+    def _answer(self, request: bytes, sock: socket.socket, peer: tuple[Any, ...]) -> bool:
+        """Answer one whole request (on a worker thread); whether the connection stays open."""
+        return not _Handler(request, sock, peer, self).close_connection
 
 
 class _Handler(BaseHTTPRequestHandler):
-    """Routes GET requests."""
+    """Answers one request read whole already; routes GET and HEAD."""
 
-    exporter: Exporter
     server_version = "kvwatch"
+    protocol_version = "HTTP/1.1"
+
+    def __init__(self, request: bytes, sock: socket.socket, peer: tuple[Any, ...], exporter: Exporter):
+        """Answer `request` on `sock` at once."""
+        self.raw, self.exporter = request, exporter
+        super().__init__(sock, peer, cast(Any, exporter))
+
+    def setup(self) -> None:
+        """Read from the request's bytes; write into a buffer sent whole by finish()."""
+        self.connection = self.request
+        self.rfile, self.wfile = io.BytesIO(self.raw), io.BytesIO()
+
+    def handle(self) -> None:
+        """One request (the connection loop reads the next one)."""
+        self.close_connection = True
+        self.handle_one_request()
+
+    def finish(self) -> None:
+        """Send the response."""
+        send_all(self.connection, self.wfile.getvalue())  # type: ignore[attr-defined]
+
+    def do_HEAD(self) -> None:
+        """As GET, without the body (_send leaves it out)."""
+        self.do_GET()
 
     def do_GET(self) -> None:
-        """Answer /metrics, / or /healthz."""
+        """Answer /metrics, /, /healthz, /-/healthy or /-/ready."""
         ex = self.exporter
         if ex.web is not None and not ex.web.authorized(self.headers.get("Authorization")):
             self._send(
@@ -90,9 +136,11 @@ class _Handler(BaseHTTPRequestHandler):
         path = self.path.split("?", 1)[0]
         if path == "/metrics":
             self._metrics()
-        elif path == "/healthz":
-            ok, text = ex.health()
+        elif path in ("/healthz", "/-/ready"):
+            ok, text = ex.health() if path == "/healthz" else ex.ready()
             self._send(200 if ok else 503, "text/plain; charset=utf-8", (text + "\n").encode())
+        elif path == "/-/healthy":
+            self._send(200, "text/plain; charset=utf-8", b"ok\n")
         elif path == "/":
             self._page()
         else:
@@ -134,7 +182,8 @@ class _Handler(BaseHTTPRequestHandler):
         for key, value in (extra or {}).items():
             self.send_header(key, value)
         self.end_headers()
-        self.wfile.write(body)
+        if self.command != "HEAD":
+            self.wfile.write(body)
 
     def log_message(self, format: str, *args: Any) -> None:
         """Requests are not logged (a scrape every 15 s would flood the journal)."""
@@ -150,5 +199,5 @@ def warn_if_exposed(address: str, auth: bool) -> None:
         log.warning(
             "listening on %s beyond loopback WITHOUT authentication: anyone who can reach this "
             "port reads the metrics; set server.web_config with basic_auth_users (and TLS)",
-            address,
+            address or "every interface",
         )
