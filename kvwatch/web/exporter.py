@@ -19,6 +19,7 @@ from typing import Any
 from prometheus_client import CollectorRegistry
 from prometheus_client.exposition import choose_encoder
 
+from kvwatch.web.auth import BasicAuth, count_failures
 from kvwatch.web.config import WebConfig
 
 log = logging.getLogger(__name__)
@@ -43,8 +44,9 @@ class Exporter:
         """Bind now (so a busy port fails the start); `start()` serves."""
         handler = type("Handler", (_Handler,), {"exporter": self})
         self.registry, self.lock, self.page, self.health, self.web = registry, lock, page, health, web
-        self.server = ThreadingHTTPServer((address, port), handler)
-        self.server.daemon_threads = True
+        self.auth = BasicAuth(web.users if web else {}, count_failures(registry))
+        self.extra_headers = dict(web.headers) if web else {}
+        self.server = _Server((address, port), handler)
         context = web.ssl_context() if web is not None else None
         if context is not None:
             self.server.socket = context.wrap_socket(self.server.socket, server_side=True)
@@ -70,6 +72,15 @@ class Exporter:
         self.server.server_close()
 
 
+class _Server(ThreadingHTTPServer):
+    """A thread per connection."""
+
+    daemon_threads = True
+    # socketserver's listen backlog is 5: a burst of connections (64 clients at once) overflows
+    # it, and each dropped SYN costs its client, a scraper too, a 1 s retransmission.
+    request_queue_size = 128
+
+
 class _Handler(BaseHTTPRequestHandler):
     """Routes GET requests."""
 
@@ -79,13 +90,7 @@ class _Handler(BaseHTTPRequestHandler):
     def do_GET(self) -> None:
         """Answer /metrics, / or /healthz."""
         ex = self.exporter
-        if ex.web is not None and not ex.web.authorized(self.headers.get("Authorization")):
-            self._send(
-                401,
-                "text/plain; charset=utf-8",
-                b"Unauthorized\n",
-                {"WWW-Authenticate": 'Basic realm="kvwatch"'},
-            )
+        if not self._authorized():
             return
         path = self.path.split("?", 1)[0]
         if path == "/metrics":
@@ -97,6 +102,17 @@ class _Handler(BaseHTTPRequestHandler):
             self._page()
         else:
             self._send(404, "text/plain; charset=utf-8", b"Not found\n")
+
+    def _authorized(self) -> bool:
+        """Whether basic auth lets the request through; if not, the 401 (or 429 when busy) is sent."""
+        verdict = self.exporter.auth.check(self.headers.get("Authorization"))
+        if verdict == "throttled":
+            text, extra = b"Too many password checks at once; retry later\n", {"Retry-After": "1"}
+            self._send(429, "text/plain; charset=utf-8", text, extra)
+        elif verdict != "ok":
+            extra = {"WWW-Authenticate": 'Basic realm="kvwatch"'}
+            self._send(401, "text/plain; charset=utf-8", b"Unauthorized\n", extra)
+        return verdict == "ok"
 
     def _locked(self, make: Callable[[], bytes]) -> bytes | None:
         """`make()` under the pipeline's lock; None (503 sent) when the lock is not had in SCRAPE_WAIT."""
@@ -131,7 +147,7 @@ class _Handler(BaseHTTPRequestHandler):
         self.send_response(status)
         self.send_header("Content-Type", content_type)
         self.send_header("Content-Length", str(len(body)))
-        for key, value in (extra or {}).items():
+        for key, value in {**self.exporter.extra_headers, **(extra or {})}.items():
             self.send_header(key, value)
         self.end_headers()
         self.wfile.write(body)
