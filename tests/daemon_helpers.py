@@ -89,7 +89,7 @@ class Kvwatch:
 
         def listening() -> bool:
             text = log.read_bytes()[start:].decode("utf-8", "replace")
-            found.extend(re.findall(r"listening on (http://[\d.]+:\d+)/", text))
+            found.extend(re.findall(r"listening on (https?://[\d.]+:\d+)/", text))
             if self.proc.poll() is not None:
                 raise AssertionError(f"kvwatch exited {self.proc.returncode}:\n{text}")
             return bool(found)

@@ -12,8 +12,9 @@ import urllib.request
 from pathlib import Path
 
 import pytest
-from daemon_helpers import free_port, wait_until
+from daemon_helpers import Kvwatch, file_source, free_port, wait_until, write_config
 from pki_helpers import Pki, make_pki
+from prometheus_helpers import query, start_prometheus, stop_prometheus, wait_for
 from test_http import get, serve
 
 from kvwatch.cli import main
@@ -286,3 +287,29 @@ def test_a_yaml_syntax_error_names_the_line(tmp_path: Path) -> None:
     with pytest.raises(ConfigError) as err:
         load_web_config(write(tmp_path, "basic_auth_users:\n  alice: [unclosed\n"))
     assert err.value.problems[0].startswith("not valid YAML: line ")
+
+
+@pytest.mark.slow  # a real Prometheus server
+def test_a_real_prometheus_scrapes_kvwatch_over_mtls_with_basic_auth(tmp_path: Path, pki: Pki) -> None:
+    """The daemon with a web-config.yml (mTLS, a bcrypt user): Prometheus scrapes it with its client cert."""
+    web = write(tmp_path / "web", MTLS.format(alice=SECRET), pki)
+    log = tmp_path / "app.log"
+    log.write_text("".join(f"line {i}\n" for i in range(42)))
+    body = f'[server]\nweb_config = "{web}"\n' + file_source("app", log)
+    kv = Kvwatch(["--config", str(write_config(tmp_path / "kv.toml", body))], tmp_path / "kv.err")
+    assert kv.url.startswith("https://127.0.0.1:")
+    (tmp_path / "password").write_text("secret\n")
+    tls = {"ca_file": str(pki.ca), "cert_file": str(pki.cert("client")), "key_file": str(pki.key("client"))}
+    scrape = {
+        "scheme": "https",
+        "tls_config": tls,
+        "basic_auth": {"username": "alice", "password_file": str(tmp_path / "password")},
+    }
+    url, prom = start_prometheus(tmp_path, [kv.url.removeprefix("https://")], scrape=scrape)
+    try:
+        found = wait_for(lambda: query(url, 'kvwatch_lines_total{source="app"}') or None, 30.0, "a sample")
+        assert "42" == found[0]["value"][1]
+        assert "1" == query(url, 'up{job="kvwatch"}')[0]["value"][1]
+    finally:
+        stop_prometheus(prom)
+        assert 0 == kv.stop()
