@@ -107,16 +107,17 @@ def test_the_dummy_hash_has_the_users_cost_and_matches_nothing() -> None:
 
 
 def test_an_unknown_user_takes_as_long_as_a_wrong_password() -> None:
-    """Median times of many checks (cost 8, interleaved): unknown user and known user agree within 35%."""
+    """Median times of many interleaved checks (cost 8): an unknown user within 0.6-1.7x of a known one."""
+    # Without the dummy check an unknown user would answer in microseconds, a thousandth of a known one.
     auth = BasicAuth({"prom": bcrypt.hashpw(b"right", bcrypt.gensalt(8)).decode()})
     times: dict[str, list[float]] = {"unknown_user": [], "wrong_password": []}
-    for _ in range(15):
+    for _ in range(21):
         for user in ("eve", "prom"):
             start = time.perf_counter()
             verdict = auth.check(basic(user, "guess"))
             times[verdict].append(time.perf_counter() - start)
     unknown, known = statistics.median(times["unknown_user"]), statistics.median(times["wrong_password"])
-    assert 0.74 < unknown / known < 1.35, (unknown, known)
+    assert 0.6 < unknown / known < 1.7, (unknown, known)
     assert known > 0.005, "a real bcrypt check ran"
 
 
@@ -150,10 +151,7 @@ print(" ".join(map(str, statuses)))
 
 
 def flood(kv: Kvwatch, good: str, clients: int = 64, tries: int = 5) -> tuple[float, float, float, int]:
-    """`clients` threads each send `tries` wrong passwords while correct scrapes are timed and RSS read.
-
-    Returns (peak RSS MB, slowest correct scrape s, flood wall s, correct scrapes).
-    """
+    """(peak RSS MB, slowest correct scrape s, wall s, scrapes) under `clients` x `tries` wrong passwords."""
     argv = [sys.executable, "-c", ATTACKERS, kv.url + "/metrics", str(clients), str(tries)]
     peak, slowest, scrapes = rss_mb(kv.proc.pid), 0.0, 0
     start = time.monotonic()

@@ -132,11 +132,12 @@ def _parse_yaml(path: Path, data: dict[Any, Any]) -> WebConfig:
             problems.append(_unknown(f"http_server_config.{key}"))
     users: dict[str, str] = {}
     for user, stored in _mapping(data, "basic_auth_users", problems).items():
+        match = BCRYPT.fullmatch(stored) if isinstance(stored, str) else None
         if not isinstance(user, str):
             problems.append(f"basic_auth_users: user name {user!r} must be a string")
-        elif not isinstance(stored, str) or not BCRYPT.fullmatch(stored):
+        elif match is None:
             problems.append(f"basic_auth_users.{user}: not a bcrypt hash ({_HASH_ADVICE})")
-        elif not 4 <= int(stored[4:6] if stored[3] == "$" else stored[3:5]) <= 31:
+        elif not 4 <= int(match[1]) <= 31:
             problems.append(f"basic_auth_users.{user}: bcrypt cost outside the allowed range (4,31)")
         else:
             users[user] = stored
