@@ -340,8 +340,8 @@ def _daemon_commands(sub: Any) -> None:
         sub,
         "hash-password",
         "read a password on stdin, print its hash for the web config",
-        "Read a password (prompted on a terminal, else standard input's first line) and print its scrypt "
-        "hash, for the web config's [basic_auth_users].",
+        "Read a password (prompted on a terminal, else standard input's first line) and print its bcrypt "
+        "hash (cost 10, as `htpasswd -nBC 10`), for the web-config.yml's basic_auth_users.",
         """examples:
   kvwatch hash-password
   printf '%s\\n' "$PASSWORD" | kvwatch hash-password
@@ -655,11 +655,14 @@ def cmd_hash_password(args: argparse.Namespace) -> int:
     """Read a password (prompted on a terminal, else the first line of stdin); print its hash."""
     import getpass
 
-    from kvwatch.web.config import hash_password
+    from kvwatch.web.auth import hash_password
 
     password = getpass.getpass("password: ") if sys.stdin.isatty() else sys.stdin.readline().rstrip("\n")
     if not password:
         print("kvwatch: empty password", file=sys.stderr)
+        return 1
+    if len(password.encode("utf-8")) > 72:
+        print("kvwatch: bcrypt reads 72 bytes at most; use a shorter password", file=sys.stderr)
         return 1
     print(hash_password(password))
     return 0

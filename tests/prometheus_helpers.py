@@ -21,7 +21,7 @@ import time
 import urllib.error
 import urllib.parse
 import urllib.request
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from pathlib import Path
 from typing import Any, TypeVar
 
@@ -94,9 +94,13 @@ def label_values(url: str, label: str, match: str) -> list[str]:
 
 
 def start_prometheus(
-    tmp_path: Path, targets: Sequence[str], job: str = "kvwatch", timeout: float = 60.0
+    tmp_path: Path,
+    targets: Sequence[str],
+    job: str = "kvwatch",
+    timeout: float = 60.0,
+    scrape: Mapping[str, Any] | None = None,
 ) -> tuple[str, subprocess.Popen[bytes]]:
-    """Start Prometheus scraping `targets` (host:port) every second; its base URL once it is ready."""
+    """Start Prometheus scraping `targets` every second, with `scrape`'s extra keys; its URL once ready."""
     exe = shutil.which("prometheus") or "/usr/bin/prometheus"
     assert Path(exe).exists(), "prometheus not found: apt-get install prometheus"
     home = tmp_path / "prometheus"
@@ -106,7 +110,9 @@ def start_prometheus(
         json.dumps(  # JSON is YAML
             {
                 "global": {"scrape_interval": "1s", "evaluation_interval": "1s", "scrape_timeout": "1s"},
-                "scrape_configs": [{"job_name": job, "static_configs": [{"targets": list(targets)}]}],
+                "scrape_configs": [
+                    {"job_name": job, "static_configs": [{"targets": list(targets)}], **(scrape or {})}
+                ],
             }
         ),
         encoding="utf-8",

@@ -16,7 +16,8 @@ import pytest
 from prometheus_client import CollectorRegistry, Counter
 
 from kvwatch.config.types import ConfigError
-from kvwatch.web.config import WebConfig, check_password, hash_password, load_web_config
+from kvwatch.web.auth import check_password, hash_password
+from kvwatch.web.config import WebConfig, load_web_config
 from kvwatch.web.exporter import Exporter
 
 OPENMETRICS = "application/openmetrics-text; version=1.0.0; charset=utf-8"
@@ -106,17 +107,17 @@ def test_a_stuck_pipeline_makes_scrapes_and_the_page_fail_not_hang(monkeypatch: 
 
 
 def test_password_hashes_check_and_are_salted() -> None:
-    """hash_password gives `scrypt$...` that checks the right password only, differently each time."""
+    """hash_password gives bcrypt `$2b$10$...` that checks the right password only, salted."""
     stored = hash_password("s3cret")
-    assert (True, False) == (check_password("s3cret", stored), check_password("wrong", stored))
+    assert (True, False) == (check_password(b"s3cret", stored), check_password(b"wrong", stored))
     assert stored != hash_password("s3cret")
-    assert stored.startswith("scrypt$16384$8$1$")
+    assert stored.startswith("$2b$10$")
 
 
 def test_basic_auth_guards_every_path(tmp_path: Path) -> None:
     """With basic_auth_users, requests without the right password get 401."""
-    (tmp_path / "web.toml").write_text(f'[basic_auth_users]\nprom = "{hash_password("pw")}"\n')
-    ex = serve(load_web_config(tmp_path / "web.toml"))
+    (tmp_path / "web-config.yml").write_text(f"basic_auth_users:\n  prom: '{hash_password('pw')}'\n")
+    ex = serve(load_web_config(tmp_path / "web-config.yml"))
     good = {"Authorization": "Basic " + base64.b64encode(b"prom:pw").decode()}
     bad = {"Authorization": "Basic " + base64.b64encode(b"prom:nope").decode()}
     try:
@@ -141,8 +142,8 @@ def test_tls_from_the_web_config(tmp_path: Path) -> None:
          "-keyout", str(tmp_path / "k.pem"), "-out", str(tmp_path / "c.pem")],
         check=True, capture_output=True,
     )  # fmt: skip
-    (tmp_path / "web.toml").write_text('[tls_server_config]\ncert_file = "c.pem"\nkey_file = "k.pem"\n')
-    ex = serve(load_web_config(tmp_path / "web.toml"))
+    (tmp_path / "web-config.yml").write_text("tls_server_config:\n  cert_file: c.pem\n  key_file: k.pem\n")
+    ex = serve(load_web_config(tmp_path / "web-config.yml"))
     context = ssl.create_default_context(cafile=str(tmp_path / "c.pem"))
     context.check_hostname = False
     try:
@@ -154,13 +155,14 @@ def test_tls_from_the_web_config(tmp_path: Path) -> None:
 
 def test_web_config_errors_name_the_field(tmp_path: Path) -> None:
     """A bad web config lists each problem with its field."""
-    (tmp_path / "web.toml").write_text(
-        '[tls_server_config]\ncert_file = "c.pem"\n[basic_auth_users]\nu = "plain"\n'
+    (tmp_path / "web-config.yml").write_text(
+        "tls_server_config:\n  cert_file: c.pem\nbasic_auth_users:\n  u: plain\n"
     )
     with pytest.raises(ConfigError) as err:
-        load_web_config(tmp_path / "web.toml")
+        load_web_config(tmp_path / "web-config.yml")
     expected = [
-        "tls_server_config: give both cert_file and key_file",
-        "basic_auth_users.u: must be a hash from `kvwatch hash-password`",
+        "tls_server_config.key_file: missing (TLS needs cert_file and key_file)",
+        "basic_auth_users.u: not a bcrypt hash (make one with `kvwatch hash-password` or "
+        "`htpasswd -nBC 10 \"\" | tr -d ':\\n'`)",
     ]
     assert expected == err.value.problems

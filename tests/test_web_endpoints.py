@@ -17,7 +17,7 @@ from daemon_helpers import ROOT, Kvwatch, file_source, free_port, wait_until, wr
 
 from kvwatch.cli import LOG_FORMATS, LOG_LEVELS, _listen
 from kvwatch.daemon.log import FORMATS, LEVELS
-from kvwatch.web.config import hash_password
+from kvwatch.web.auth import hash_password
 
 
 def request(
@@ -93,9 +93,9 @@ def test_basic_auth_guards_the_health_endpoints_too(tmp_path: Path) -> None:
     """`--web.config.file` gives the users; /-/healthy, /-/ready, HEAD and /healthz need them, as
     node_exporter's toolkit guards every path."""
     (tmp_path / "a.log").write_text("")
-    (tmp_path / "web.toml").write_text(f'[basic_auth_users]\nprom = "{hash_password("pw")}"\n')
+    (tmp_path / "web-config.yml").write_text(f"basic_auth_users:\n  prom: '{hash_password('pw')}'\n")
     config = write_config(tmp_path / "c.toml", file_source("a", tmp_path / "a.log"))
-    daemon = Kvwatch(["--config", str(config), "--web.config.file", str(tmp_path / "web.toml")],
+    daemon = Kvwatch(["--config", str(config), "--web.config.file", str(tmp_path / "web-config.yml")],
                      tmp_path / "kvwatch.log")  # fmt: skip
     port = port_of(daemon)
     good = {"Authorization": "Basic " + base64.b64encode(b"prom:pw").decode()}

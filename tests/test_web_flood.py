@@ -82,8 +82,8 @@ def certificate(directory: Path) -> Path:
          "-keyout", str(directory / "k.pem"), "-out", str(directory / "c.pem")],
         check=True, capture_output=True,
     )  # fmt: skip
-    web = directory / "web.toml"
-    web.write_text('[tls_server_config]\ncert_file = "c.pem"\nkey_file = "k.pem"\n')
+    web = directory / "web-config.yml"
+    web.write_text("tls_server_config:\n  cert_file: c.pem\n  key_file: k.pem\n")
     return web
 
 

@@ -15,6 +15,7 @@ from __future__ import annotations
 
 import contextlib
 import errno
+import itertools
 import logging
 import queue
 import re
@@ -94,14 +95,20 @@ class Server:
         answer: Answer,
         context: ssl.SSLContext | None = None,
         clock: Callable[[], float] = time.monotonic,
+        urgent: Callable[[bytes], bool] = lambda head: False,
     ) -> None:
-        """Take the bound sockets; nothing runs before `start()`."""
+        """Take the bound sockets; nothing runs before `start()`. `urgent(head)`: whether a request goes
+        ahead of those waiting for a worker (a client whose password is verified already)."""
         self.listeners, self.answer, self.context, self.clock = list(listeners), answer, context, clock
+        self.urgent = urgent
         self._selector = selectors.DefaultSelector()
         self._wake_r, self._wake_w = socket.socketpair()
         self._waiting: dict[Connection, None] = {}  # not with a worker, longest waiting first
         self._busy = 0
-        self._jobs: queue.Queue[Connection | None] = queue.Queue()
+        # (lane, order, connection): lane 0 before lane 1, arrival order within a lane; a flood of
+        # unverified passwords, each waiting for the one hash check, never queues a verified scrape.
+        self._jobs: queue.PriorityQueue[tuple[int, int, Connection | None]] = queue.PriorityQueue()
+        self._order = itertools.count()
         self._back: queue.Queue[tuple[Connection, bool]] = queue.Queue()
         self._stopping = False
         self._threads = [threading.Thread(target=self._serve, name="kvwatch-http", daemon=True)]
@@ -131,7 +138,7 @@ class Server:
         with contextlib.suppress(OSError):
             self._wake_w.send(b"x")
         for _ in range(WORKERS):
-            self._jobs.put(None)
+            self._jobs.put((2, next(self._order), None))
         if self._threads[0].is_alive():
             self._threads[0].join(5.0)
         else:
@@ -263,12 +270,12 @@ class Server:
         self._selector.unregister(conn.sock)
         del self._waiting[conn]
         self._busy += 1
-        self._jobs.put(conn)
+        self._jobs.put((0 if self.urgent(head) else 1, next(self._order), conn))
 
     def _work(self) -> None:
         """A worker: answer requests until stop()."""
         while True:
-            conn = self._jobs.get()
+            _, _, conn = self._jobs.get()
             if conn is None:
                 return
             keep = False

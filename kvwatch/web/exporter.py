@@ -14,6 +14,7 @@ import gzip
 import io
 import ipaddress
 import logging
+import re
 import socket
 import threading
 from collections.abc import Callable, Sequence
@@ -23,12 +24,14 @@ from typing import Any, cast
 from prometheus_client import CollectorRegistry
 from prometheus_client.exposition import choose_encoder
 
+from kvwatch.web.auth import BasicAuth, count_failures
 from kvwatch.web.config import WebConfig
 from kvwatch.web.connections import Server, bind, send_all
 
 log = logging.getLogger(__name__)
 
 SCRAPE_WAIT = 10.0
+_AUTHORIZATION = re.compile(rb"(?im)^authorization:[ \t]*([^\r\n]*)")
 
 Check = Callable[[], tuple[bool, str]]
 
@@ -53,6 +56,8 @@ class Exporter:
         `more`: further (address, port) to listen on; `ready` defaults to `health`."""
         self.registry, self.lock, self.page, self.health, self.web = registry, lock, page, health, web
         self.ready = ready or health
+        self.auth = BasicAuth(web.users if web else {}, count_failures(registry))
+        self.extra_headers = dict(web.headers) if web else {}
         sockets: list[socket.socket] = []
         try:
             for host, number in ((address, port), *more):
@@ -63,7 +68,7 @@ class Exporter:
             raise
         context = web.ssl_context() if web is not None else None
         self.scheme = "https" if context is not None else "http"
-        self.server = Server(sockets, self._answer, context)
+        self.server = Server(sockets, self._answer, context, urgent=self._urgent)
 
     @property
     def urls(self) -> list[str]:
@@ -87,6 +92,11 @@ class Exporter:
     def stop(self) -> None:
         """Stop serving and close the sockets."""
         self.server.stop()
+
+    def _urgent(self, head: bytes) -> bool:
+        """Whether a request's credentials are verified already (read from its raw head, cheaply)."""
+        found = _AUTHORIZATION.search(head)
+        return self.auth.known(found.group(1).decode("latin-1") if found else None)
 
     def _answer(self, request: bytes, sock: socket.socket, peer: tuple[Any, ...]) -> bool:
         """Answer one whole request (on a worker thread); whether the connection stays open."""
@@ -125,13 +135,7 @@ class _Handler(BaseHTTPRequestHandler):
     def do_GET(self) -> None:
         """Answer /metrics, /, /healthz, /-/healthy or /-/ready."""
         ex = self.exporter
-        if ex.web is not None and not ex.web.authorized(self.headers.get("Authorization")):
-            self._send(
-                401,
-                "text/plain; charset=utf-8",
-                b"Unauthorized\n",
-                {"WWW-Authenticate": 'Basic realm="kvwatch"'},
-            )
+        if not self._authorized():
             return
         path = self.path.split("?", 1)[0]
         if path == "/metrics":
@@ -145,6 +149,17 @@ class _Handler(BaseHTTPRequestHandler):
             self._page()
         else:
             self._send(404, "text/plain; charset=utf-8", b"Not found\n")
+
+    def _authorized(self) -> bool:
+        """Whether basic auth lets the request through; if not, the 401 (or 429 when busy) is sent."""
+        verdict = self.exporter.auth.check(self.headers.get("Authorization"))
+        if verdict == "throttled":
+            text, extra = b"Too many password checks at once; retry later\n", {"Retry-After": "1"}
+            self._send(429, "text/plain; charset=utf-8", text, extra)
+        elif verdict != "ok":
+            extra = {"WWW-Authenticate": 'Basic realm="kvwatch"'}
+            self._send(401, "text/plain; charset=utf-8", b"Unauthorized\n", extra)
+        return verdict == "ok"
 
     def _locked(self, make: Callable[[], bytes]) -> bytes | None:
         """`make()` under the pipeline's lock; None (503 sent) when the lock is not had in SCRAPE_WAIT."""
@@ -179,7 +194,7 @@ class _Handler(BaseHTTPRequestHandler):
         self.send_response(status)
         self.send_header("Content-Type", content_type)
         self.send_header("Content-Length", str(len(body)))
-        for key, value in (extra or {}).items():
+        for key, value in {**self.exporter.extra_headers, **(extra or {})}.items():
             self.send_header(key, value)
         self.end_headers()
         if self.command != "HEAD":
