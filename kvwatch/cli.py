@@ -24,6 +24,9 @@ from kvwatch.parsers.clock import iso, parse_rfc3339, zone
 FORMATS = ("text", "prom", "json", "golden")
 #: `kvwatch replay`'s exit status when a FILE had no line any engine tried recognised.
 UNRECOGNISED = 3
+#: `kvwatch run`'s exit status when it refuses its config (sysexits' EX_CONFIG): the shipped unit's
+#: RestartPreventExitStatus= stops the restart loop on it, since a restart cannot fix the file.
+CONFIG_ERROR = 78
 
 
 def _year(text: str) -> int:
@@ -203,6 +206,12 @@ def _daemon_commands(sub: Any) -> None:
   kvwatch run --config /etc/kvwatch/kvwatch.toml
   kvwatch run --config kvwatch.toml --listen 127.0.0.1:0 --sync-interval 1
   docker logs -f vllm 2>&1 | kvwatch run --stdin --engine vllm --listen 127.0.0.1:7433
+
+exit status:
+  0    stopped by SIGTERM, or the end of --stdin
+  1    could not start (state_dir not writable, port in use, ...)
+  2    a bad argument
+  78   the config was refused (EX_CONFIG; the unit does not restart on it)
 """,
     )
     run.add_argument(
@@ -362,13 +371,13 @@ def cmd_run(args: argparse.Namespace) -> int:
     setup_logging()
     loaded = _load(args)
     if loaded is None:
-        return 1
+        return CONFIG_ERROR
     options = Options(listen=args.listen, sync_interval=args.sync_interval, persist=not args.stdin)
     try:
         daemon = Daemon(loaded[0], loaded[1], options)
     except (OSError, ConfigError) as err:
         print(f"kvwatch: cannot start: {err}", file=sys.stderr)
-        return 1
+        return CONFIG_ERROR if isinstance(err, ConfigError) else 1
     return daemon.run()
 
 

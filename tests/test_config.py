@@ -42,8 +42,20 @@ def test_example_config_loads() -> None:
     assert ServerConfig("127.0.0.1", 7433, None) == config.server
     assert ["docker", "file", "journald"] == [s.type for s in config.sources]
     assert ["write_only_offload", "pinned_cache"] == list(config.detectors)
-    assert ["slack-webhook", "alertmanager"] == [n.name for n in config.notifiers]
+    assert ["alertmanager"] == [n.name for n in config.notifiers]  # Slack needs the unit's drop-in
     assert 1 == len(config.silences)
+
+
+def test_state_dir_defaults_to_systemds_state_directory(tmp_path: Path) -> None:
+    """No state_dir: `$STATE_DIRECTORY` (its first entry) when systemd sets it; a given one wins."""
+    from kvwatch.config import parse_config
+
+    env = {"STATE_DIRECTORY": "/var/lib/private/kvwatch:/var/lib/other"}
+    assert Path("/var/lib/private/kvwatch") == parse_config({}, tmp_path, env=env).state_dir
+    assert Path("/var/lib/kvwatch") == parse_config({}, tmp_path, env={}).state_dir
+    assert Path("/var/lib/kvwatch") == parse_config({}, tmp_path, env={"STATE_DIRECTORY": "rel"}).state_dir
+    given = parse_config({"state_dir": "/srv/kv"}, tmp_path, env=env)
+    assert Path("/srv/kv") == given.state_dir
 
 
 def test_empty_file_gives_the_defaults(tmp_path: Path) -> None:

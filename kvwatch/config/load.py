@@ -8,6 +8,7 @@ Relative paths are taken from the config file's directory. Notifier URLs are sec
 
 from __future__ import annotations
 
+import os
 import re
 import sys
 import zoneinfo
@@ -74,12 +75,23 @@ def load_config(path: str | Path) -> Config:
     return parse_config(data, path.resolve().parent, path)
 
 
-def parse_config(data: Mapping[str, Any], base: Path, path: Path | None = None) -> Config:
+def default_state_dir(env: Mapping[str, str] | None = None) -> Path:
+    """`state_dir` when the config gives none: systemd's `$STATE_DIRECTORY` (its first entry), else
+    /var/lib/kvwatch."""
+    given = (os.environ if env is None else env).get("STATE_DIRECTORY", "")
+    first = given.split(":")[0]
+    return Path(first) if first.startswith("/") else DEFAULT_STATE_DIR
+
+
+def parse_config(
+    data: Mapping[str, Any], base: Path, path: Path | None = None, env: Mapping[str, str] | None = None
+) -> Config:
     """Validate an already parsed TOML document; relative paths are taken from `base`."""
     problems: list[str] = []
     top = Fields(data, "", problems, base)
     server = _server(_table(top, "server"))
-    state_dir = top.path("state_dir", DEFAULT_STATE_DIR)
+    default_dir = default_state_dir(env)
+    state_dir = top.path("state_dir", default_dir)
     sources = _named(top, "source", _source)
     detectors = read_detectors(top)
     notifiers = _named(top, "notifier", read_notifier)
@@ -92,7 +104,7 @@ def parse_config(data: Mapping[str, Any], base: Path, path: Path | None = None) 
         raise ConfigError(str(path) if path else "config", problems)
     return Config(
         server=server,
-        state_dir=state_dir or DEFAULT_STATE_DIR,
+        state_dir=state_dir or default_dir,
         sources=cast("tuple[SourceConfig, ...]", sources),
         detectors=MappingProxyType(detectors),
         notifiers=cast("tuple[NotifierConfig, ...]", notifiers),
