@@ -372,6 +372,10 @@ def cmd_run(args: argparse.Namespace) -> int:
     loaded = _load(args)
     if loaded is None:
         return CONFIG_ERROR
+    # `[log]`, unless `--log.level` / `--log.format` were given (their defaults are None).
+    logs = loaded[0].log
+    flag_level, flag_format = getattr(args, "log_level", None), getattr(args, "log_format", None)
+    setup_logging(flag_level or logs.level, flag_format or logs.format)
     options = Options(listen=args.listen, sync_interval=args.sync_interval, persist=not args.stdin)
     try:
         daemon = Daemon(loaded[0], loaded[1], options)

@@ -132,6 +132,7 @@ def schema_keys(monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> set[str]:
         "notifier": [{"name": "n", "type": "webhook", "url": "https://example.invalid/hook"}],
         "silence": [{"matchers": {"alert": "no_signal"}, "ends_at": "2030-01-01T00:00:00Z"}],
         "alerting": {},
+        "log": {},
     }
     parse_config(probe, tmp_path)
     for detector in dataclasses.fields(DetectorSettings):

@@ -24,6 +24,8 @@ from kvwatch.config.types import (
     DEFAULT_DOCKER_ROOT,
     DEFAULT_STATE_DIR,
     ENGINES,
+    LOG_FORMATS,
+    LOG_LEVELS,
     SOURCE_TYPES,
     START_AT,
     AlertingConfig,
@@ -33,6 +35,9 @@ from kvwatch.config.types import (
     Engine,
     FileSettings,
     JournaldSettings,
+    LogConfig,
+    LogFormat,
+    LogLevel,
     NotifierConfig,
     ServerConfig,
     SourceConfig,
@@ -99,6 +104,7 @@ def parse_config(
         read_silence(Fields(t, f"silence[{i}]", problems, base)) for i, t in enumerate(top.tables("silence"))
     )
     alerting = _alerting(_table(top, "alerting"))
+    log = _log(_table(top, "log"))
     top.done()
     if problems:
         raise ConfigError(str(path) if path else "config", problems)
@@ -110,6 +116,7 @@ def parse_config(
         notifiers=cast("tuple[NotifierConfig, ...]", notifiers),
         silences=tuple(s for s in silences if s is not None),
         alerting=alerting,
+        log=log,
         path=path,
     )
 
@@ -128,6 +135,17 @@ def _alerting(f: Fields | None) -> AlertingConfig:
     }
     f.done()
     return AlertingConfig(**{k: float(v if v is not None else 0) for k, v in values.items()})
+
+
+def _log(f: Fields | None) -> LogConfig:
+    """`[log]`: level and format, as `--log.level` and `--log.format` take them."""
+    if f is None:
+        return LogConfig()
+    level = cast(LogLevel, f.choice("level", LOG_LEVELS, "info"))
+    given = f.get("format") is not None  # (absent is a choice too: the journal's shape, else plain)
+    fmt = cast("LogFormat | None", f.choice("format", LOG_FORMATS, None) if given else None)
+    f.done()
+    return LogConfig(level, fmt)
 
 
 def config_for_stdin(engine: str) -> Config:

@@ -147,6 +147,21 @@ class AlertingConfig:
     suppress_older_than: float = 15 * 60.0  # first start: older transitions are recorded, not notified
 
 
+LogLevel = Literal["debug", "info", "warn", "error"]
+LogFormat = Literal["logfmt", "json"]
+LOG_LEVELS: tuple[LogLevel, ...] = ("debug", "info", "warn", "error")
+LOG_FORMATS: tuple[LogFormat, ...] = ("logfmt", "json")
+
+
+@dataclass(frozen=True, slots=True)
+class LogConfig:
+    """`[log]`: the daemon's log level and format (None: the journal's shape under systemd, else plain);
+    `--log.level` and `--log.format` override them."""
+
+    level: LogLevel = "info"
+    format: LogFormat | None = None
+
+
 @dataclass(frozen=True, slots=True)
 class Config:
     """The whole validated config file."""
@@ -158,4 +173,5 @@ class Config:
     notifiers: tuple[NotifierConfig, ...] = ()
     silences: tuple[SilenceConfig, ...] = ()
     alerting: AlertingConfig = AlertingConfig()
+    log: LogConfig = LogConfig()
     path: Path | None = None  # the file it was loaded from; None for `run --stdin`

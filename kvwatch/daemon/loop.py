@@ -26,6 +26,7 @@ from kvwatch.daemon.feed import Closed, Feeder, Lines, Mark
 from kvwatch.daemon.sources import AutoParser, live_parser, parser_settings
 from kvwatch.model import Alert, Event
 from kvwatch.parsers.run import SourceRun
+from kvwatch.parsers.skips import SkipLog
 from kvwatch.pipeline import Pipeline
 from kvwatch.sources.positions import PositionStore
 
@@ -128,7 +129,8 @@ class PipelineLoop:
         if run is None:
             parser = live_parser(feeder.config, parser_settings(feeder.config))
             counts = self.pipeline.metrics.sources.of(feeder.name)
-            run = self.runs[feeder] = SourceRun(feeder.name, parser, counts)
+            skips = SkipLog.when_enabled(feeder.name, time.monotonic)
+            run = self.runs[feeder] = SourceRun(feeder.name, parser, counts, skips)
         return run
 
     def _apply(self, event: Event) -> None:
