@@ -29,6 +29,10 @@ UNRECOGNISED = 3
 LOG_LEVELS = ("debug", "info", "warn", "error")
 LOG_FORMATS = ("logfmt", "json")
 
+#: `kvwatch run`'s exit status when it refuses its config (sysexits' EX_CONFIG): the shipped unit's
+#: RestartPreventExitStatus= stops the restart loop on it, since a restart cannot fix the file.
+CONFIG_ERROR = 78
+
 
 def _year(text: str) -> int:
     if not text.isdigit() or not 1970 <= int(text) <= 9999:
@@ -213,6 +217,12 @@ def _daemon_commands(sub: Any) -> None:
   kvwatch run --config kvwatch.toml --web.listen-address 127.0.0.1:7433 --web.listen-address [::1]:7433
   kvwatch run --config kvwatch.toml --listen 127.0.0.1:0 --sync-interval 1 --log.level debug
   docker logs -f vllm 2>&1 | kvwatch run --stdin --engine vllm --listen 127.0.0.1:7433
+
+exit status:
+  0    stopped by SIGTERM, or the end of --stdin
+  1    could not start (state_dir not writable, port in use, ...)
+  2    a bad argument
+  78   the config was refused (EX_CONFIG; the unit does not restart on it)
 """,
     )
     run.add_argument(
@@ -253,15 +263,14 @@ def _daemon_commands(sub: Any) -> None:
         "--log.level",
         dest="log_level",
         choices=LOG_LEVELS,
-        default="info",
-        help="the least severe level logged (default: info)",
+        help="the least severe level logged (default: the config's [log] level, else info)",
     )
     run.add_argument(
         "--log.format",
         dest="log_format",
         choices=LOG_FORMATS,
-        help="the log lines' format (default: the journal's priority prefix under systemd, else "
-        "time, level, logger and message)",
+        help="the log lines' format (default: the config's [log] format, else the journal's priority "
+        "prefix under systemd, else time, level, logger and message)",
     )
     run.add_argument(
         "--sync-interval",
@@ -513,10 +522,13 @@ def cmd_run(args: argparse.Namespace) -> int:
     from kvwatch.config import ConfigError
     from kvwatch.daemon import Daemon, Options, setup_logging
 
-    setup_logging(args.log_level, args.log_format)
+    setup_logging(args.log_level or "info", args.log_format)  # (until the config says otherwise)
     loaded = _load(args)
     if loaded is None:
-        return 1
+        return CONFIG_ERROR
+    # `[log]`, unless `--log.level` / `--log.format` were given (their defaults are None).
+    logs = loaded[0].log
+    setup_logging(args.log_level or logs.level, args.log_format or logs.format)
     options = Options(
         listen=tuple(args.listen or ()),
         web_config=Path(args.web_config) if args.web_config else None,
@@ -527,7 +539,7 @@ def cmd_run(args: argparse.Namespace) -> int:
         daemon = Daemon(loaded[0], loaded[1], options)
     except (OSError, ConfigError) as err:
         print(f"kvwatch: cannot start: {err}", file=sys.stderr)
-        return 1
+        return CONFIG_ERROR if isinstance(err, ConfigError) else 1
     return daemon.run()
 
 

@@ -42,8 +42,20 @@ def test_example_config_loads() -> None:
     assert ServerConfig("127.0.0.1", 7433, None) == config.server
     assert ["docker", "file", "journald"] == [s.type for s in config.sources]
     assert ["write_only_offload", "pinned_cache"] == list(config.detectors)
-    assert ["slack-webhook", "alertmanager"] == [n.name for n in config.notifiers]
+    assert ["alertmanager"] == [n.name for n in config.notifiers]  # Slack needs the unit's drop-in
     assert 1 == len(config.silences)
+
+
+def test_state_dir_defaults_to_systemds_state_directory(tmp_path: Path) -> None:
+    """No state_dir: `$STATE_DIRECTORY` (its first entry) when systemd sets it; a given one wins."""
+    from kvwatch.config import parse_config
+
+    env = {"STATE_DIRECTORY": "/var/lib/private/kvwatch:/var/lib/other"}
+    assert Path("/var/lib/private/kvwatch") == parse_config({}, tmp_path, env=env).state_dir
+    assert Path("/var/lib/kvwatch") == parse_config({}, tmp_path, env={}).state_dir
+    assert Path("/var/lib/kvwatch") == parse_config({}, tmp_path, env={"STATE_DIRECTORY": "rel"}).state_dir
+    given = parse_config({"state_dir": "/srv/kv"}, tmp_path, env=env)
+    assert Path("/srv/kv") == given.state_dir
 
 
 def test_empty_file_gives_the_defaults(tmp_path: Path) -> None:
@@ -384,3 +396,66 @@ def test_alerting_timings(tmp_path: Path) -> None:
     with pytest.raises(ConfigError) as err:
         load_config(path)
     assert "alerting.repeat_interval: must be an integer 60-2592000" in str(err.value)
+
+
+def test_notifier_tls_and_auth_settings_and_their_problems(tmp_path: Path) -> None:
+    """ca_file, basic_auth (username; password_file or password_credential) or a bearer token; Slack takes
+    no auth; every problem names its field and never a secret."""
+    from kvwatch.config import parse_config
+
+    good = {
+        "name": "am",
+        "type": "alertmanager",
+        "url": "https://am.internal:9093",
+        "ca_file": "ca.pem",
+        "basic_auth": {"username": "kv", "password_credential": "am-password"},
+    }
+    (notifier,) = parse_config({"notifier": [good]}, tmp_path).notifiers
+    assert (tmp_path / "ca.pem", "kv", "am-password") == (
+        notifier.ca_file,
+        notifier.basic_auth_username,
+        notifier.basic_auth_password_credential,
+    )
+    assert frozenset({"am-password"}) == notifier.credentials()
+    bad = [
+        {**good, "basic_auth": {"username": "kv"}},
+        {
+            **good,
+            "name": "b",
+            "basic_auth": {"username": "kv", "password_credential": "../x"},
+            "bearer_token_file": "t",
+        },
+        {"name": "s", "type": "slack", "bearer_token_credential": "tok"},
+        {
+            "name": "w",
+            "type": "webhook",
+            "url": "https://h/x",
+            "bearer_token_file": "a",
+            "bearer_token_credential": "b",
+        },
+    ]
+    with pytest.raises(ConfigError) as info:
+        parse_config({"notifier": bad}, tmp_path)
+    assert [
+        "notifier[0].basic_auth.password_file: give password_file or password_credential (exactly one)",
+        "notifier[1].basic_auth.password_credential: must be a credential name (a file name, no /)",
+        "notifier[1].basic_auth.password_file: give password_file or password_credential (exactly one)",
+        "notifier[1].basic_auth: give basic_auth or a bearer token, not both",
+        'notifier[2].bearer_token_credential: not a setting of type "slack" (the webhook URL is its '
+        "credential)",
+        "notifier[3].bearer_token_file: give bearer_token_file or bearer_token_credential, not both",
+    ] == info.value.problems
+
+
+def test_a_credential_that_is_not_there_is_named_by_its_setting(tmp_path: Path) -> None:
+    from kvwatch.config import parse_config
+    from kvwatch.notify.secrets import SecretError
+
+    spec = {"name": "am", "type": "alertmanager", "url": "https://am:9093", "bearer_token_credential": "tok"}
+    (notifier,) = parse_config({"notifier": [spec]}, tmp_path).notifiers
+    with pytest.raises(SecretError, match=r"^bearer_token_credential: no file \$CREDENTIALS_DIRECTORY/tok "):
+        notifier.resolve_transport(env={"CREDENTIALS_DIRECTORY": str(tmp_path)})
+    (tmp_path / "tok").write_text("abc\n")
+    transport = notifier.resolve_transport(env={"CREDENTIALS_DIRECTORY": str(tmp_path)})
+    assert {"Authorization": "Bearer abc"} == transport.headers()
+    assert "abc" not in repr(transport)

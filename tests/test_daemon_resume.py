@@ -24,7 +24,7 @@ SAMPLE = ROOT / "samples" / "llamacpp-healthy-two-slots.log"
 TOTALS = (
     "kvwatch_llamacpp_requests_total",
     "kvwatch_llamacpp_prompt_tokens_total",
-    "kvwatch_llamacpp_reused_tokens_total",
+    "kvwatch_llamacpp_cached_tokens_total",
     "kvwatch_llamacpp_slot_similarity_ratio_count",
 )
 

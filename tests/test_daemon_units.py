@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import logging
+import os
 import subprocess
 import sys
 from pathlib import Path
@@ -314,3 +315,21 @@ def test_check_config_counts_the_detectors_that_run(
         "usage_double_counting, probe_prefix_miss; disabled: pinned_cache_length, prefix_hit_rate_low\n"
     ) in out
     assert "  pinned_cache: disabled\n  no_signal: enabled\n" in out
+
+
+def test_run_exits_78_on_a_refused_config_so_the_unit_does_not_restart(tmp_path: Path) -> None:
+    """A config that fails to load, or that prepare() refuses (a notifier without a URL), ends `run`
+    with EX_CONFIG, the unit's RestartPreventExitStatus=; the problem is on stderr."""
+    from kvwatch.cli import CONFIG_ERROR
+
+    env = {k: v for k, v in os.environ.items() if k != "CREDENTIALS_DIRECTORY"}
+    cfg = tmp_path / "kv.toml"
+    for text, problem in [
+        ("bogus = 1\n", 'unknown key "bogus" at top level'),
+        ('[[notifier]]\nname = "pager"\ntype = "webhook"\n', "notifier[0].url: give url or url_file"),
+    ]:
+        cfg.write_text(f'state_dir = "{tmp_path / "state"}"\n{text}')
+        argv = [sys.executable, "-m", "kvwatch", "run", "--config", str(cfg), "--listen", "127.0.0.1:0"]
+        done = subprocess.run(argv, capture_output=True, text=True, timeout=60, check=False, env=env)
+        assert (78, True) == (done.returncode, problem in done.stderr), done.stderr
+    assert 78 == CONFIG_ERROR

@@ -129,10 +129,18 @@ def schema_keys(monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> set[str]:
             {"name": "j", "type": "journald", "unit": "u.service"},
             {"name": "s", "type": "stdin"},
         ],
-        "notifier": [{"name": "n", "type": "webhook", "url": "https://example.invalid/hook"}],
+        "notifier": [
+            {
+                "name": "n",
+                "type": "webhook",
+                "url": "https://example.invalid/hook",
+                "basic_auth": {"username": "u", "password_file": "p"},
+            }
+        ],
         "silence": [{"matchers": {"alert": "no_signal"}, "ends_at": "2030-01-01T00:00:00Z"}],
         "alerting": {},
         "probe": [{"name": "p", "url": "http://127.0.0.1:1/v1", "headers": {"X-A": "b"}}],
+        "log": {},
     }
     parse_config(probe, tmp_path)
     for detector in dataclasses.fields(DetectorSettings):

@@ -3,9 +3,11 @@
 from __future__ import annotations
 
 import os
+import re
 import subprocess
 import sys
 from pathlib import Path
+from typing import Any
 
 import pytest
 from daemon_helpers import ROOT
@@ -16,6 +18,7 @@ from kvwatch.config.unit import Account, load_unit, parse_unit, read_problem, st
 ASSETS = ROOT / "kvwatch" / "assets"
 EXAMPLE = ASSETS / "kvwatch.example.toml"
 SHIPPED = ASSETS / "kvwatch.service"
+SLACK_DROP_IN = ASSETS / "kvwatch-slack-webhook.conf"
 NOBODY = Account(65534, frozenset({65534}))
 
 
@@ -34,8 +37,50 @@ def test_the_shipped_unit_is_read_as_systemd_reads_it() -> None:
         shipped.protect_system,
         shipped.protect_home,
     )
-    assert {"slack-webhook": "/etc/kvwatch/slack-webhook"} == dict(shipped.credentials)
+    assert {} == dict(shipped.credentials)  # LoadCredential= fails a unit whose file is missing
     assert "/etc/kvwatch/kvwatch.toml" == shipped.config
+
+
+def with_slack_drop_in(tmp_path: Path) -> Path:
+    """The shipped unit with the shipped Slack drop-in installed next to it, as README step 3 does."""
+    path = tmp_path / "kvwatch.service"
+    path.write_bytes(SHIPPED.read_bytes())
+    (tmp_path / "kvwatch.service.d").mkdir()
+    (tmp_path / "kvwatch.service.d" / "slack-webhook.conf").write_bytes(SLACK_DROP_IN.read_bytes())
+    return path
+
+
+def example_with_slack() -> str:
+    """The example config with its commented Slack notifier uncommented."""
+    text = EXAMPLE.read_text(encoding="utf-8")
+    block = re.search(r'^# \[\[notifier\]\]\n# name = "slack-webhook"\n(?:# .*\n)+', text, re.MULTILINE)
+    assert block is not None, "the example's Slack notifier"
+    return text.replace(block.group(0), re.sub(r"^# ", "", block.group(0), flags=re.MULTILINE))
+
+
+def test_the_slack_drop_in_loads_the_credential_a_notifier_of_that_name_reads(tmp_path: Path) -> None:
+    """With the drop-in, the unit loads /etc/kvwatch/slack-webhook as the credential `slack-webhook`."""
+    loaded = load_unit(with_slack_drop_in(tmp_path))
+    assert {"slack-webhook": "/etc/kvwatch/slack-webhook"} == dict(loaded.credentials)
+    cfg = tmp_path / "kv.toml"
+    cfg.write_text(example_with_slack(), encoding="utf-8")
+    assert "slack-webhook" in {n.name for n in load_config(cfg).notifiers}
+
+
+def test_check_config_passes_on_the_example_with_slack_and_the_drop_in(tmp_path: Path) -> None:
+    """The uncommented Slack notifier is taken on trust once the drop-in loads its credential; without
+    the drop-in it is a problem naming the credential file."""
+    cfg = tmp_path / "kv.toml"
+    cfg.write_text(example_with_slack(), encoding="utf-8")
+    env = {k: v for k, v in os.environ.items() if k != "CREDENTIALS_DIRECTORY"}
+    argv = [sys.executable, "-m", "kvwatch", "check-config", str(cfg), "--unit"]
+    opts: dict[str, Any] = {"capture_output": True, "text": True, "timeout": 60, "env": env}
+    done = subprocess.run([*argv, str(with_slack_drop_in(tmp_path))], check=False, **opts)
+    assert (0, "") == (done.returncode, done.stderr)
+    assert "  slack-webhook: slack url=$CREDENTIALS_DIRECTORY/slack-webhook" in done.stdout
+    bare = subprocess.run([*argv, str(SHIPPED)], check=False, **opts)
+    assert 1 == bare.returncode
+    assert "url: give url or url_file, or the file $CREDENTIALS_DIRECTORY/slack-webhook\n" in bare.stderr
 
 
 def test_drop_ins_override_and_an_empty_assignment_resets(tmp_path: Path) -> None:
@@ -52,15 +97,13 @@ def test_drop_ins_override_and_an_empty_assignment_resets(tmp_path: Path) -> Non
 
 def test_the_example_config_agrees_with_the_unit() -> None:
     """The unit's StateDirectory= is the example's state_dir, its user can write there, ExecStart reads
-    the path the example says to check, and each LoadCredential= feeds a notifier of that name."""
+    the path the example says to check, and no notifier needs a credential the unit does not load."""
     shipped = load_unit(SHIPPED)
     config = load_config(EXAMPLE)
     assert [Path(f"/var/lib/{d}") for d in shipped.state_directories] == [config.state_dir]
     assert None is state_dir_problem(shipped, config.state_dir)
     assert f"kvwatch check-config {shipped.config}" in EXAMPLE.read_text(encoding="utf-8")
-    by_name = {n.name: n for n in config.notifiers}
-    for name in shipped.credentials:
-        assert (None, None) == (by_name[name].url, by_name[name].url_file), name
+    assert "slack-webhook" not in {n.name for n in config.notifiers}  # it needs the drop-in
 
 
 def test_check_config_passes_on_the_example_on_a_fresh_machine(tmp_path: Path) -> None:
@@ -71,7 +114,6 @@ def test_check_config_passes_on_the_example_on_a_fresh_machine(tmp_path: Path) -
     done = subprocess.run(argv, capture_output=True, text=True, timeout=60, check=False, env=env)
     assert (0, "") == (done.returncode, done.stderr)
     assert f"service: {SHIPPED} runs kvwatch as a dynamic user (DynamicUser=yes)\n" in done.stdout
-    assert "  slack-webhook: slack url=$CREDENTIALS_DIRECTORY/slack-webhook" in done.stdout
 
 
 def test_a_credential_the_unit_does_not_load_is_still_a_problem(tmp_path: Path) -> None:

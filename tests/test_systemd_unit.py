@@ -13,10 +13,13 @@ import shutil
 import subprocess
 from pathlib import Path
 
+import pytest
+
 from kvwatch.config import load_config
 
 ROOT = Path(__file__).resolve().parents[1]
 UNIT = ROOT / "kvwatch" / "assets" / "kvwatch.service"
+SLACK_DROP_IN = ROOT / "kvwatch" / "assets" / "kvwatch-slack-webhook.conf"
 SYSTEM_UNITS = Path("/usr/lib/systemd/system")
 
 
@@ -27,10 +30,10 @@ def analyze(*args: str) -> subprocess.CompletedProcess[str]:
     return subprocess.run([exe, *args], capture_output=True, text=True, timeout=120, check=False)
 
 
-def directives() -> dict[str, list[str]]:
-    """Every `Key=value` of the unit, values in order."""
+def directives(path: Path = UNIT) -> dict[str, list[str]]:
+    """Every `Key=value` of the unit (or a drop-in), values in order."""
     found: dict[str, list[str]] = {}
-    for line in UNIT.read_text(encoding="utf-8").splitlines():
+    for line in path.read_text(encoding="utf-8").splitlines():
         if "=" in line and not line.startswith(("#", "[")):
             key, value = line.split("=", 1)
             found.setdefault(key.strip(), []).append(value.strip())
@@ -45,11 +48,16 @@ def test_security_exposure_at_most_2() -> None:
     assert float(match.group(1)) <= 2.0, result.stdout
 
 
-def test_verify_finds_nothing(tmp_path: Path) -> None:
-    """`systemd-analyze verify` of the shipped unit, with its executables in place, prints nothing."""
+@pytest.mark.parametrize("drop_in", [False, True], ids=["shipped", "with-slack-drop-in"])
+def test_verify_finds_nothing(tmp_path: Path, drop_in: bool) -> None:
+    """`systemd-analyze verify` of the shipped unit (and with the Slack drop-in), with its executables
+    in place, prints nothing."""
     unit = tmp_path / "etc" / "systemd" / "system" / "kvwatch.service"
     unit.parent.mkdir(parents=True)
     shutil.copyfile(UNIT, unit)
+    if drop_in:
+        (tmp_path / "etc" / "systemd" / "system" / "kvwatch.service.d").mkdir()
+        shutil.copyfile(SLACK_DROP_IN, unit.parent / "kvwatch.service.d" / "slack-webhook.conf")
     shutil.copytree(SYSTEM_UNITS, tmp_path / "usr" / "lib" / "systemd" / "system", symlinks=True)
     for exe in ("opt/kvwatch/bin/kvwatch", "bin/kill"):
         path = tmp_path / exe
@@ -91,9 +99,19 @@ def test_unit_runs_the_daemon_as_a_notify_service_with_one_capability() -> None:
     assert not {"User", "Group", "ProcSubset"} & set(unit), "root, docker group or a hidden /proc/stat"
 
 
-def test_load_credential_name_is_a_notifier_name(tmp_path: Path) -> None:
-    """The credential the unit loads is what a notifier of that name reads from $CREDENTIALS_DIRECTORY."""
-    (credential,) = directives()["LoadCredential"]
+def test_the_unit_loads_no_credential_and_stops_restarting_on_a_config_error() -> None:
+    """No LoadCredential= (a missing file would fail the unit on a host without Slack), and the exit
+    status of a refused config ends Restart=on-failure's loop."""
+    from kvwatch.cli import CONFIG_ERROR
+
+    unit = directives()
+    assert "LoadCredential" not in unit
+    assert [str(CONFIG_ERROR)] == unit["RestartPreventExitStatus"]
+
+
+def test_the_slack_drop_in_credential_name_is_a_notifier_name(tmp_path: Path) -> None:
+    """The credential the drop-in loads is what a notifier of that name reads from $CREDENTIALS_DIRECTORY."""
+    (credential,) = directives(SLACK_DROP_IN)["LoadCredential"]
     name, source = credential.split(":", 1)
     config = tmp_path / "kvwatch.toml"
     config.write_text(f'[[notifier]]\nname = "{name}"\ntype = "slack"\n', encoding="utf-8")

@@ -12,6 +12,7 @@ from pathlib import Path
 ASSETS = (
     "kvwatch.example.toml",
     "kvwatch.service",
+    "kvwatch-slack-webhook.conf",
     "kvwatch.json",
     "kvwatch-rules.yml",
     "kvwatch-rules.test.yml",
@@ -50,6 +51,8 @@ def next_steps(directory: Path) -> list[str]:
         f"  2. kvwatch check-config {d / 'kvwatch.toml'}",
         f"  3. install -m 0644 {d / 'kvwatch.service'} /etc/systemd/system/ && systemctl daemon-reload"
         " && systemctl enable --now kvwatch",
+        f"     (Slack: install -D -m 0644 {d / 'kvwatch-slack-webhook.conf'}"
+        " /etc/systemd/system/kvwatch.service.d/slack-webhook.conf)",
         "     (the unit runs /opt/kvwatch/bin/kvwatch with /etc/kvwatch/kvwatch.toml:"
         " `systemctl edit kvwatch` if yours differ)",
         f"  4. Grafana: Dashboards > New > Import, upload {d / 'kvwatch.json'}",

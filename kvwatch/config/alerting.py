@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import dataclasses
+from pathlib import Path
 from types import MappingProxyType
 from typing import Any, cast
 
@@ -63,7 +64,47 @@ def read_notifier(f: Fields, name: str) -> NotifierConfig:
         if alert not in ALERTS:
             f.problem(f"alerts[{i}]", unknown("alert", alert, ALERTS))
     severity = cast(Severity, f.choice("min_severity", SEVERITIES, "info"))
-    return NotifierConfig(name, kind, url, url_file, alerts, severity)
+    auth = _auth(f, kind)
+    return NotifierConfig(name, kind, url, url_file, alerts, severity, f.path("ca_file"), *auth)
+
+
+def _auth(f: Fields, kind: str) -> tuple[str | None, Path | None, str | None, Path | None, str | None]:
+    """`basic_auth` (username; password_file or password_credential) or a bearer token (file or
+    credential): at most one of them, and none for Slack, whose URL is its credential."""
+    token_file, token_credential = f.path("bearer_token_file"), _credential_name(f, "bearer_token_credential")
+    if token_file is not None and token_credential is not None:
+        f.problem("bearer_token_file", "give bearer_token_file or bearer_token_credential, not both")
+    user = password_file = password_credential = None
+    table = f.get("basic_auth")
+    if table is not None and not isinstance(table, dict):
+        f.problem("basic_auth", "must be a table (basic_auth = { username = ..., password_file = ... })")
+    elif table is not None:
+        sub = Fields(table, f.name("basic_auth"), f.problems, f.base)
+        user = sub.string("username", required="")
+        password_file, password_credential = (
+            sub.path("password_file"),
+            _credential_name(sub, "password_credential"),
+        )
+        if (password_file is None) == (password_credential is None):
+            sub.problem("password_file", "give password_file or password_credential (exactly one)")
+        sub.done()
+        if token_file is not None or token_credential is not None:
+            f.problem("basic_auth", "give basic_auth or a bearer token, not both")
+    if kind == "slack":
+        for key in ("basic_auth", "bearer_token_file", "bearer_token_credential"):
+            if f.has(key):
+                f.problem(key, 'not a setting of type "slack" (the webhook URL is its credential)')
+        return None, None, None, None, None
+    return user, password_file, password_credential, token_file, token_credential
+
+
+def _credential_name(f: Fields, key: str) -> str | None:
+    """A systemd credential's name: a file name in $CREDENTIALS_DIRECTORY."""
+    name = f.string(key)
+    if name is not None and ("/" in name or name in (".", "..")):
+        f.problem(key, "must be a credential name (a file name, no /)")
+        return None
+    return name
 
 
 def read_silence(f: Fields) -> SilenceConfig | None:

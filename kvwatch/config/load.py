@@ -8,6 +8,7 @@ Relative paths are taken from the config file's directory. Notifier URLs are sec
 
 from __future__ import annotations
 
+import os
 import re
 import sys
 import zoneinfo
@@ -23,6 +24,8 @@ from kvwatch.config.probe import read_probe
 from kvwatch.config.types import (
     DEFAULT_DOCKER_ROOT,
     DEFAULT_STATE_DIR,
+    LOG_FORMATS,
+    LOG_LEVELS,
     SOURCE_TYPES,
     START_AT,
     AlertingConfig,
@@ -32,6 +35,9 @@ from kvwatch.config.types import (
     Engine,
     FileSettings,
     JournaldSettings,
+    LogConfig,
+    LogFormat,
+    LogLevel,
     NotifierConfig,
     ProbeConfig,
     ServerConfig,
@@ -76,12 +82,23 @@ def load_config(path: str | Path) -> Config:
     return parse_config(data, path.resolve().parent, path)
 
 
-def parse_config(data: Mapping[str, Any], base: Path, path: Path | None = None) -> Config:
+def default_state_dir(env: Mapping[str, str] | None = None) -> Path:
+    """`state_dir` when the config gives none: systemd's `$STATE_DIRECTORY` (its first entry), else
+    /var/lib/kvwatch."""
+    given = (os.environ if env is None else env).get("STATE_DIRECTORY", "")
+    first = given.split(":")[0]
+    return Path(first) if first.startswith("/") else DEFAULT_STATE_DIR
+
+
+def parse_config(
+    data: Mapping[str, Any], base: Path, path: Path | None = None, env: Mapping[str, str] | None = None
+) -> Config:
     """Validate an already parsed TOML document; relative paths are taken from `base`."""
     problems: list[str] = []
     top = Fields(data, "", problems, base)
     server = _server(_table(top, "server"))
-    state_dir = top.path("state_dir", DEFAULT_STATE_DIR)
+    default_dir = default_state_dir(env)
+    state_dir = top.path("state_dir", default_dir)
     sources = _named(top, "source", _source)
     detectors = read_detectors(top)
     notifiers = _named(top, "notifier", read_notifier)
@@ -90,18 +107,20 @@ def parse_config(data: Mapping[str, Any], base: Path, path: Path | None = None) 
     )
     alerting = _alerting(_table(top, "alerting"))
     probes = _named(top, "probe", read_probe)
+    log = _log(_table(top, "log"))
     top.done()
     if problems:
         raise ConfigError(str(path) if path else "config", problems)
     return Config(
         server=server,
-        state_dir=state_dir or DEFAULT_STATE_DIR,
+        state_dir=state_dir or default_dir,
         sources=cast("tuple[SourceConfig, ...]", sources),
         detectors=MappingProxyType(detectors),
         notifiers=cast("tuple[NotifierConfig, ...]", notifiers),
         silences=tuple(s for s in silences if s is not None),
         alerting=alerting,
         probes=cast("tuple[ProbeConfig, ...]", probes),
+        log=log,
         path=path,
     )
 
@@ -118,8 +137,23 @@ def _alerting(f: Fields | None) -> AlertingConfig:
             "suppress_older_than", 0, 30 * 86400, int(default.suppress_older_than)
         ),
     }
+    base = f.string("runbook_base_url", default.runbook_base_url) or default.runbook_base_url
+    if not base.startswith(("http://", "https://")):
+        f.problem("runbook_base_url", "must be an http:// or https:// URL")
     f.done()
-    return AlertingConfig(**{k: float(v if v is not None else 0) for k, v in values.items()})
+    seconds = {k: float(v if v is not None else 0) for k, v in values.items()}
+    return AlertingConfig(**seconds, runbook_base_url=base.split("#")[0])
+
+
+def _log(f: Fields | None) -> LogConfig:
+    """`[log]`: level and format, as `--log.level` and `--log.format` take them."""
+    if f is None:
+        return LogConfig()
+    level = cast(LogLevel, f.choice("level", LOG_LEVELS, "info"))
+    given = f.get("format") is not None  # (absent is a choice too: the journal's shape, else plain)
+    fmt = cast("LogFormat | None", f.choice("format", LOG_FORMATS, None) if given else None)
+    f.done()
+    return LogConfig(level, fmt)
 
 
 def config_for_stdin(engine: str) -> Config:

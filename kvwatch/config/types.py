@@ -11,7 +11,9 @@ from typing import Literal
 from kvwatch import DEFAULT_PORT
 from kvwatch.engines.usage.parser import UsageMapping
 from kvwatch.model import Severity
+from kvwatch.notify.runbook import RUNBOOK_BASE_URL
 from kvwatch.notify.secrets import Secret, SecretError, load_secret
+from kvwatch.notify.transport import Transport, basic_authorization, host_trust_store
 
 Engine = str  # "auto" or a name of kvwatch.engines.ENGINES
 SourceType = Literal["file", "docker", "journald", "stdin"]
@@ -117,6 +119,12 @@ class NotifierConfig:
     url_file: Path | None = None
     alerts: tuple[str, ...] = ()  # empty: every alert
     min_severity: Severity = "info"
+    ca_file: Path | None = None  # None: the host's trust store
+    basic_auth_username: str | None = None
+    basic_auth_password_file: Path | None = None
+    basic_auth_password_credential: str | None = None
+    bearer_token_file: Path | None = None
+    bearer_token_credential: str | None = None
 
     def resolve_url(self, env: Mapping[str, str] | None = None) -> Secret:
         """The URL from `url`, `url_file` or `$CREDENTIALS_DIRECTORY/<name>`; SecretError if none."""
@@ -125,6 +133,44 @@ class NotifierConfig:
         if secret is None:
             raise SecretError(f"url: give url or url_file, or the file $CREDENTIALS_DIRECTORY/{self.name}")
         return secret
+
+    def credentials(self) -> frozenset[str]:
+        """The systemd credentials this notifier reads (its URL's, by its name, when no URL is given)."""
+        names = {self.basic_auth_password_credential, self.bearer_token_credential}
+        if self.url is None and self.url_file is None:
+            names.add(self.name)
+        return frozenset(n for n in names if n)
+
+    def resolve_transport(self, env: Mapping[str, str] | None = None) -> Transport:
+        """The CA bundle and Authorization header; SecretError names the setting, never the secret."""
+        verify: str | bool = host_trust_store()
+        if self.ca_file is not None:
+            if not self.ca_file.is_file():
+                raise SecretError(f"ca_file: {self.ca_file} is not a readable file")
+            verify = str(self.ca_file)
+        authorization = None
+        if self.basic_auth_username is not None:
+            password = _credential(
+                "basic_auth.password", self.basic_auth_password_file, self.basic_auth_password_credential, env
+            )
+            authorization = basic_authorization(self.basic_auth_username, password)
+        elif self.bearer_token_file is not None or self.bearer_token_credential is not None:
+            token = _credential("bearer_token", self.bearer_token_file, self.bearer_token_credential, env)
+            authorization = Secret(f"Bearer {token.reveal()}")
+        return Transport(verify, authorization)
+
+
+def _credential(
+    setting: str, file: Path | None, credential: str | None, env: Mapping[str, str] | None
+) -> Secret:
+    """A secret from `<setting>_file` or the systemd credential `<setting>_credential`."""
+    secret = load_secret(credential or "", file=file, env=env, setting=setting)
+    if secret is None:
+        where = f"$CREDENTIALS_DIRECTORY/{credential}" if credential else "nowhere"
+        raise SecretError(
+            f"{setting}_credential: no file {where} (systemd's LoadCredential={credential}:...)"
+        )
+    return secret
 
 
 @dataclass(frozen=True, slots=True)
@@ -165,6 +211,22 @@ class AlertingConfig:
     resolve_after: float = 120.0  # a firing alert resolves once its condition is absent this long
     repeat_interval: float = 4 * 3600.0  # a firing alert is notified again this often
     suppress_older_than: float = 15 * 60.0  # first start: older transitions are recorded, not notified
+    runbook_base_url: str = RUNBOOK_BASE_URL  # runbook_url = this + "#" + the alert's name
+
+
+LogLevel = Literal["debug", "info", "warn", "error"]
+LogFormat = Literal["logfmt", "json"]
+LOG_LEVELS: tuple[LogLevel, ...] = ("debug", "info", "warn", "error")
+LOG_FORMATS: tuple[LogFormat, ...] = ("logfmt", "json")
+
+
+@dataclass(frozen=True, slots=True)
+class LogConfig:
+    """`[log]`: the daemon's log level and format (None: the journal's shape under systemd, else plain);
+    `--log.level` and `--log.format` override them."""
+
+    level: LogLevel = "info"
+    format: LogFormat | None = None
 
 
 @dataclass(frozen=True, slots=True)
@@ -179,4 +241,5 @@ class Config:
     silences: tuple[SilenceConfig, ...] = ()
     alerting: AlertingConfig = AlertingConfig()
     probes: tuple[ProbeConfig, ...] = ()
+    log: LogConfig = LogConfig()
     path: Path | None = None  # the file it was loaded from; None for `run --stdin`

@@ -249,14 +249,12 @@ def _groups(names: tuple[str, ...]) -> list[grp.struct_group]:
 
 
 def deferred_credentials(unit: Unit, config: Config, env: Mapping[str, str]) -> frozenset[str]:
-    """Notifiers whose URL only systemd will hand over (LoadCredential=): outside the service, with no
-    $CREDENTIALS_DIRECTORY, they cannot be resolved now and are not a problem."""
+    """Notifiers whose URL or password only systemd will hand over (LoadCredential=): outside the
+    service, with no $CREDENTIALS_DIRECTORY, they cannot be resolved now and are not a problem."""
     if env.get("CREDENTIALS_DIRECTORY"):
         return frozenset()
     return frozenset(
-        n.name
-        for n in config.notifiers
-        if n.url is None and n.url_file is None and n.name in unit.credentials
+        n.name for n in config.notifiers if n.credentials() and n.credentials() <= set(unit.credentials)
     )
 
 
@@ -292,8 +290,8 @@ def what_the_service_sees(
         elif journal:
             lines.append(f"  source {source.name}: the journal: readable")
     for notifier in config.notifiers:
-        if notifier.url is None and notifier.url_file is None and notifier.name in unit.credentials:
-            path = Path(unit.credentials[notifier.name])
+        for name in sorted(notifier.credentials() & set(unit.credentials)):
+            path = Path(unit.credentials[name])
             why = "present" if stat_of(path) is not None else "missing: systemd will not start the unit"
             lines.append(f"  notifier {notifier.name}: LoadCredential= {path}: {why}")
     return lines

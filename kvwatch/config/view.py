@@ -18,6 +18,7 @@ from kvwatch.config.types import (
     SilenceConfig,
     SourceConfig,
 )
+from kvwatch.notify.secrets import MASK
 
 
 def summarize(config: Config) -> str:
@@ -90,7 +91,14 @@ def _notifier(notifier: NotifierConfig) -> str:
     else:
         url = f"url=$CREDENTIALS_DIRECTORY/{notifier.name}"
     alerts = ",".join(notifier.alerts) or "all"
-    return f"{notifier.name}: {notifier.type} {url} alerts={alerts} min_severity={notifier.min_severity}"
+    line = f"{notifier.name}: {notifier.type} {url} alerts={alerts} min_severity={notifier.min_severity}"
+    if notifier.ca_file is not None:
+        line += f" ca_file={notifier.ca_file}"
+    if notifier.basic_auth_username is not None:
+        line += f" basic_auth={notifier.basic_auth_username}:{MASK}"
+    elif notifier.bearer_token_file is not None or notifier.bearer_token_credential is not None:
+        line += f" bearer_token={MASK}"
+    return line
 
 
 def _probe(probe: ProbeConfig) -> str:

@@ -27,6 +27,7 @@ from kvwatch.daemon.sources import AutoParser, live_parser, parser_settings, par
 from kvwatch.model import Alert, Event, Finding
 from kvwatch.parsers.base import Parser
 from kvwatch.parsers.run import SourceRun
+from kvwatch.parsers.skips import SkipLog
 from kvwatch.pipeline import Pipeline
 from kvwatch.sources.positions import PositionStore
 
@@ -135,7 +136,8 @@ class PipelineLoop:
             parser = live_parser(feeder.config, parser_settings(feeder.config))
             self._resume(feeder, parser)
             counts = self.pipeline.metrics.sources.of(feeder.name)
-            run = self.runs[feeder] = SourceRun(feeder.name, parser, counts)
+            skips = SkipLog.when_enabled(feeder.name, time.monotonic)
+            run = self.runs[feeder] = SourceRun(feeder.name, parser, counts, skips)
         return run
 
     def _resume(self, feeder: Feeder, parser: Parser) -> None:

@@ -55,13 +55,18 @@ def prepare(config: Config, deferred: frozenset[str] = frozenset()) -> Prepared:
             continue
         try:
             url = spec.resolve_url()
+            transport = spec.resolve_transport()
             if spec.type == "alertmanager":
                 # A firing alert carries endsAt beyond the next repeat, so Alertmanager does not resolve
                 # it on its own (resolve_timeout, 5 min by default) between kvwatch's repeats.
                 ttl = 1.5 * config.alerting.repeat_interval
-                notifiers.append((spec, AlertmanagerNotifier(spec.name, url, firing_ttl=ttl)))
+                base = config.alerting.runbook_base_url
+                am = AlertmanagerNotifier(
+                    spec.name, url, firing_ttl=ttl, runbook_base_url=base, transport=transport
+                )
+                notifiers.append((spec, am))
                 continue
-            notifiers.append((spec, _CLASSES[spec.type](spec.name, url)))
+            notifiers.append((spec, _CLASSES[spec.type](spec.name, url, transport=transport)))
         except SecretError as exc:
             problems.append(f"notifier[{i}].{exc}")  # (the error starts with the setting it is about)
     probes = []

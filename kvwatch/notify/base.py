@@ -21,6 +21,7 @@ from requests.exceptions import InvalidSchema, InvalidURL, MissingSchema
 
 from kvwatch.model import Alert
 from kvwatch.notify.secrets import Secret, receiver, scrub
+from kvwatch.notify.transport import Transport
 
 #: Slack incoming-webhook error bodies that no retry can fix.
 SLACK_PERMANENT = frozenset(
@@ -128,14 +129,23 @@ def post_json(
     payload: Any,
     timeout: float,
     clock: Callable[[], float] = time.time,
+    *,
+    transport: Transport | None = None,
 ) -> Outcome:
-    """POST `payload` as JSON to `url` and classify the answer; error text names the receiver by
-    scheme and host (`receiver`) and is scrubbed of the rest of the URL."""
+    """POST `payload` as JSON to `url` over `transport` (default: the host's trust store, no auth) and
+    classify the answer; error text names the receiver by scheme and host (`receiver`) and is
+    scrubbed of the rest of the URL and of the credentials."""
+    transport = transport or Transport()
     data = json.dumps(payload, default=str, ensure_ascii=False).encode("utf-8")
-    headers = {"Content-Type": "application/json; charset=utf-8"}
+    headers = {"Content-Type": "application/json; charset=utf-8", **transport.headers()}
     try:
         with session.post(
-            url.reveal(), data=data, headers=headers, timeout=timeout, allow_redirects=False
+            url.reveal(),
+            data=data,
+            headers=headers,
+            timeout=timeout,
+            allow_redirects=False,
+            verify=transport.verify,
         ) as resp:
             outcome = classify(resp.status_code, resp.text, resp.headers.get("Retry-After"), clock())
     except requests.Timeout as exc:
@@ -146,7 +156,7 @@ def post_json(
         outcome = Outcome("retry", "connection", None, f"{type(exc).__name__}: {exc}")
     if outcome.kind == "ok":
         return outcome
-    detail = f"{receiver(url)}: {scrub(outcome.detail, url)}"
+    detail = f"{receiver(url)}: {scrub(outcome.detail, url, *transport.secrets())}"
     return Outcome(outcome.kind, outcome.reason, outcome.retry_after, detail)
 
 

@@ -21,6 +21,7 @@ from kvwatch.model import Alert
 from kvwatch.notify.base import Outcome, post_json
 from kvwatch.notify.payload import iso_utc
 from kvwatch.notify.secrets import Secret
+from kvwatch.notify.transport import Transport
 
 MAX_BLOCKS = 50
 HEADER_MAX = 150
@@ -127,7 +128,10 @@ class SlackNotifier:
     min_interval: float = 1.0
     max_batch: int = 1
     clock: Callable[[], float] = field(default=time.time, repr=False)
+    transport: Transport = field(default_factory=Transport, repr=False)
 
     def send(self, alerts: Sequence[Alert], session: requests.Session) -> Outcome:
         """Post one message for `alerts`."""
-        return post_json(session, self.url, build_message(alerts), self.timeout, self.clock)
+        return post_json(
+            session, self.url, build_message(alerts), self.timeout, self.clock, transport=self.transport
+        )

@@ -13,6 +13,7 @@ from kvwatch.model import Alert
 from kvwatch.notify.base import Outcome, post_json
 from kvwatch.notify.payload import alert_to_json
 from kvwatch.notify.secrets import Secret
+from kvwatch.notify.transport import Transport
 
 
 @dataclass(frozen=True)
@@ -25,9 +26,10 @@ class WebhookNotifier:
     min_interval: float = 0.0
     max_batch: int = 1
     clock: Callable[[], float] = field(default=time.time, repr=False)
+    transport: Transport = field(default_factory=Transport, repr=False)
 
     def send(self, alerts: Sequence[Alert], session: requests.Session) -> Outcome:
         """Post the alert object (or a list of them)."""
         objects = [alert_to_json(alert) for alert in alerts]
         body = objects[0] if len(objects) == 1 else objects
-        return post_json(session, self.url, body, self.timeout, self.clock)
+        return post_json(session, self.url, body, self.timeout, self.clock, transport=self.transport)

@@ -9,32 +9,51 @@ from __future__ import annotations
 from collections.abc import Callable
 
 from kvwatch.model import Event, LogLine, SourceCounts
-from kvwatch.parsers.base import BlockResult, ParseError, Parser, tally
+from kvwatch.parsers.base import BlockResult, ParseError, Parser, ParseResult, tally
+from kvwatch.parsers.skips import SkipLog
 from kvwatch.sources.framing import Batch, Block, Malformed
 from kvwatch.sources.scanner import LineFilter
 
 
 class SourceRun:
-    """One source's parser and line counts."""
+    """One source's parser and line counts; with `skips` (the daemon's, when `kvwatch.lines` logs
+    DEBUG), a sampled log of the lines it did not use (parsers/skips.py)."""
 
-    def __init__(self, source: str, parser: Parser, counts: SourceCounts) -> None:
+    def __init__(
+        self, source: str, parser: Parser, counts: SourceCounts, skips: SkipLog | None = None
+    ) -> None:
         self.source = source
         self.parser = parser
         self.counts = counts
         self._filter: LineFilter | None = None
         self._markers: tuple[str, ...] = ()
+        self.skips = skips
+
+    def _unused(self, result: ParseResult, text: str) -> None:
+        """Tell the skip log about a line that gave no events (a recognised one gave a list)."""
+        assert self.skips is not None
+        if result is None and getattr(self.parser, "inner", True) is None:
+            return  # (an auto parser holding its first lines until it knows the engine)
+        if result is None:
+            self.skips.line("not_recognised", text)
+        elif isinstance(result, ParseError):
+            self.skips.line(f"error: {result.reason}", text)
 
     def take(self, batch: Batch) -> list[Event]:
         """Count a batch and parse it when it is a line."""
         counts = self.counts
         if isinstance(batch, int):
             counts.lines += batch
+            if self.skips is not None:
+                self.skips.no_marker(batch)
             return []
         if isinstance(batch, Block):
             return self._take_block(batch.texts)
         counts.lines += 1
         if isinstance(batch, Malformed):
             counts.errors += 1
+            if self.skips is not None:
+                self.skips.line(f"malformed: {batch.reason}", None)
             return []
         result = self.parser.parse(batch)
         if isinstance(result, list):
@@ -42,11 +61,18 @@ class SourceRun:
             return result
         if isinstance(result, ParseError):
             counts.errors += 1
+        if self.skips is not None:
+            self._unused(result, batch.text)
         return []
 
     def _take_block(self, texts: list[str]) -> list[Event]:
         # The same counting as take(), in one loop (or in the parser's own): a block is thousands of lines.
         block: Callable[[list[str]], BlockResult] | None = getattr(self.parser, "parse_block", None)
+        if self.skips is not None:  # each line's verdict is wanted: no block parser, whose are summed
+            events = []
+            for text in texts:
+                events += self.take(LogLine(self.source, text, None))
+            return events
         if block is not None:
             events, recognized, errors = block(texts)
         else:
@@ -64,6 +90,10 @@ class SourceRun:
         """Events of a read's batches, in order."""
         events: list[Event] = []
         counts, parse, take = self.counts, self.parser.parse, self.take
+        if self.skips is not None:
+            for batch in batches:
+                events += take(batch)
+            return events
         for batch in batches:
             if type(batch) is LogLine:  # take() of the commonest batch written out: a call fewer per line
                 counts.lines += 1
@@ -86,6 +116,8 @@ class SourceRun:
             self._filter, self._markers = LineFilter(markers), markers
         chosen = self._filter.select(lines)
         self.counts.lines += len(lines) - len(chosen)
+        if self.skips is not None:
+            self.skips.no_marker(len(lines) - len(chosen))
         events: list[Event] = []
         for index in chosen:
             events += self.take(LogLine(self.source, lines[index].decode("utf-8", "replace"), when))
