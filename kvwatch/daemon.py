@@ -35,6 +35,7 @@ from kvwatch.config_types import Config, ConfigError
 from kvwatch.daemon_feed import Feeder
 from kvwatch.daemon_loop import STOP, WAKE, Call, PipelineLoop
 from kvwatch.daemon_metrics import SourceStateCollector
+from kvwatch.daemon_queue import LineQueue
 from kvwatch.daemon_setup import Prepared, build_deliveries, prepare
 from kvwatch.exporter import Exporter, landing_page, warn_if_exposed
 from kvwatch.metrics import Metrics
@@ -47,8 +48,6 @@ from kvwatch.webconfig import load_web_config
 
 log = logging.getLogger("kvwatch")
 
-#: Queue capacity in batches (each up to daemon_feed.BATCH = 512 lines).
-QUEUE_SIZE = 256
 SYNC_INTERVAL = 5.0
 HEARTBEAT = 1.0
 STALE = 30.0  # /healthz fails when the pipeline thread has not finished an item for this long
@@ -82,7 +81,7 @@ class Daemon:
         self.pipeline = Pipeline(
             Metrics(self.registry), settings=prepared.detectors, resolve_after=timings.resolve_after
         )
-        self.items: queue.Queue[object] = queue.Queue(QUEUE_SIZE)
+        self.items: queue.Queue[object] = LineQueue()
         self.lock = threading.Lock()
         self.systemd = SystemdNotifier()
         self.counter = notifications_counter(self.registry)
