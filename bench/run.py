@@ -8,6 +8,7 @@ mtail's (and the generator's), and prints a side-by-side table, the ratios and t
     python bench/run.py --quick    # vLLM 50 MB + 4x, llama.cpp 10 MB: well under a minute
     python bench/run.py --check-only   # tiny files, counts only (what tests/test_bench_sanity runs)
     python bench/run.py --daemon-only  # only the live daemon at 20k lines/s (bench/daemon.py)
+    python bench/run.py --memory-only  # only the memory figures (bench/memory.py): daemon RSS, replay peak
 """
 
 from __future__ import annotations
@@ -30,6 +31,7 @@ from pathlib import Path
 from typing import Any
 
 from daemon import DaemonResult, bench_daemon, report
+from memory import BURST_LINES, DaemonMemory, burst_file, burst_report, daemon_rss, replay_peak
 
 BENCH = Path(__file__).resolve().parent
 MTAIL_PROG = BENCH / "kvwatch.mtail"
@@ -376,10 +378,21 @@ def main(argv: list[str] | None = None) -> int:
     )
     ap.add_argument("--no-daemon", action="store_true", help="skip the live daemon benchmark")
     ap.add_argument("--daemon-only", action="store_true", help="only the live daemon benchmark")
+    ap.add_argument(
+        "--memory-seconds", type=float, help="length of the daemon memory run (default 60; --quick 20)"
+    )
+    ap.add_argument("--no-memory", action="store_true", help="skip the memory figures")
+    ap.add_argument("--memory-only", action="store_true", help="only the memory figures")
     args = ap.parse_args(argv)
     daemon_seconds = args.daemon_seconds or (20.0 if args.quick else 30.0)
+    memory_seconds = args.memory_seconds or (20.0 if args.quick else 60.0)
     if args.daemon_only:
         return run_daemon(daemon_seconds, args.json)
+    if args.memory_only:
+        _, figures = run_memory(memory_seconds, Path(args.workdir))
+        if args.json:
+            Path(args.json).write_text(json.dumps({"memory": figures}, indent=1) + "\n")
+        return 0
     for tool in ("mtail", "rg"):
         if shutil.which(tool) is None:
             print(f"bench: {tool} is not installed", file=sys.stderr)
@@ -459,8 +472,12 @@ def main(argv: list[str] | None = None) -> int:
                 print(f"  [{'met' if met else 'MISSED'}] {target}: {measured}")
         for daemon in daemons.values():
             print("\n" + report(daemon))
+    memory: dict[str, Any] = {}
+    if not args.no_memory:
+        marks_memory, memory = run_memory(memory_seconds, workdir)
+        marks += marks_memory
     if args.json:
-        dump = {
+        dump: dict[str, Any] = {
             key: {
                 "file": str(res.path),
                 "bytes": res.size,
@@ -471,9 +488,11 @@ def main(argv: list[str] | None = None) -> int:
             }
             for key, res in results.items()
         }
-        dump["targets"] = [list(m) for m in marks]  # type: ignore[assignment]
+        dump["targets"] = [list(m) for m in marks]
         for key, daemon in daemons.items():
             dump[key] = daemon_json(daemon)
+        if memory:
+            dump["memory"] = memory
         Path(args.json).write_text(json.dumps(dump, indent=1) + "\n")
     return 0 if ok else 1
 
@@ -517,6 +536,34 @@ def run_daemon(seconds: float, json_path: str | None) -> int:
         dump["targets"] = [list(m) for m in marks]
         Path(json_path).write_text(json.dumps(dump, indent=1) + "\n")
     return 0
+
+
+def run_memory(seconds: float, workdir: Path) -> tuple[list[tuple[str, str, bool]], dict[str, Any]]:
+    """Issue #20 item 1's figures: the daemon's RSS over time at 20k stats lines/s, and the peak RSS
+    (parent + forked children) of a replay of 400k stats/KV lines that share one timestamp."""
+    print("\nmemory (issue #20 item 1):")
+    daemon: DaemonMemory = daemon_rss(seconds)
+    print(daemon.report())
+    for target, measured, met in daemon.targets():
+        print(f"  [{'met' if met else 'MISSED'}] {target}: {measured}")
+    path = burst_file(BURST_LINES, workdir)
+    replay = replay_peak(path)
+    print("\n".join(burst_report(path, replay)))
+    marks = [
+        *daemon.targets(),
+        (f"replay of {path.name}: peak RSS < 100 MB", f"{replay.peak_mb:.1f} MB", replay.peak_mb < 100),
+    ]
+    dump = {
+        "daemon_seconds": daemon.seconds,
+        "daemon_rss_mb": [[round(at, 1), mb] for at, mb in daemon.samples],
+        "daemon_peak_rss_mb": daemon.hwm_mb,
+        "daemon_lines_written": daemon.lines_written,
+        "daemon_lines_counted": daemon.lines_counted,
+        "replay_file": str(path),
+        "replay_peak_rss_mb": replay.peak_mb,
+        "replay_process_peaks_mb": list(replay.hwm_mb.values()),
+    }
+    return marks, dump
 
 
 def cpu_model() -> str:

@@ -1,11 +1,14 @@
 """Event-time windows per source: the recent history that detectors judge, bounded in time and count.
 
 `Windows.observe(event)` is the only writer. Detectors read it as plain data. Nothing here reads a clock:
-entries older than the horizon are dropped relative to the newest event time seen.
+entries older than the horizon are dropped relative to the newest event time seen. An engine's stats
+and KV lines are kept as points, one per run of lines that share an event time (vLLM stamps whole
+seconds), each summarising its lines exactly, so a flood of lines costs one point a second.
 """
 
 from __future__ import annotations
 
+from array import array
 from collections import deque
 from dataclasses import dataclass, field
 
@@ -27,6 +30,10 @@ Labels = tuple[tuple[str, str], ...]
 #: How much event time windows keep, and how many per-request points per group.
 HORIZON = 3600.0
 MAX_REQUESTS = 500
+#: Points kept per engine series: more than the horizon's seconds, so whole-second stamps never hit it.
+MAX_POINTS = 4096
+#: Prompt throughputs a stats point keeps of its newest lines (the busy lines write_only_offload counts).
+POINT_TAIL = 64
 #: Usage records (#6) kept per (source, model), and how many such groups at most.
 MAX_USAGE = 5000
 MAX_USAGE_GROUPS = 256
@@ -46,12 +53,77 @@ class RequestPoint:
     conversation: str = ""  # the conversation the engine shows it continues ("": not known)
 
 
+@dataclass(slots=True)
+class StatsPoint:
+    """The stats lines of one engine at one event time: counts, maxima and newest values detectors read."""
+
+    time: float
+    lines: int = 0
+    #: prompt throughput of the newest lines (at most 2 x POINT_TAIL, at least POINT_TAIL when there were)
+    prompts: array[float] = field(default_factory=lambda: array("d"))
+    external_lines: int = 0
+    external_max: float = 0.0
+    usage_last: float | None = None
+    #: lines with prefill and a prefix hit rate (prefix_hit_rate_low's lines)
+    rate_lines: int = 0
+    rate_max: float = 0.0
+    rate_last: float = 0.0
+
+    def add(self, line: VllmStats) -> None:
+        """Take one more line of this time in."""
+        self.lines += 1
+        prompts = self.prompts
+        prompts.append(line.prompt_throughput)
+        if len(prompts) >= 2 * POINT_TAIL:
+            del prompts[:POINT_TAIL]
+        external = line.external_hit
+        if external is not None:
+            if not self.external_lines or external > self.external_max:
+                self.external_max = external
+            self.external_lines += 1
+        if line.kv_cache_usage is not None:
+            self.usage_last = line.kv_cache_usage
+        rate = line.prefix_hit
+        if rate is not None and line.prompt_throughput > 0:
+            if not self.rate_lines or rate > self.rate_max:
+                self.rate_max = rate
+            self.rate_lines += 1
+            self.rate_last = rate
+
+
+@dataclass(slots=True)
+class KvPoint:
+    """The KV Transfer lines of one engine at one event time, summed (over the lines with byte counts)."""
+
+    time: float
+    lines: int = 0
+    #: lines with byte counts (unknown is not zero), their stored and loaded bytes
+    counted: int = 0
+    store: int = 0
+    load: int = 0
+    #: lookups of the counted lines that report them
+    lookup_lines: int = 0
+    lookups: int = 0
+
+    def add(self, line: VllmKvTransfer) -> None:
+        """Take one more line of this time in."""
+        self.lines += 1
+        if line.store_bytes is None:
+            return
+        self.counted += 1
+        self.store += line.store_bytes
+        self.load += line.load_bytes or 0
+        if line.lookups is not None:
+            self.lookup_lines += 1
+            self.lookups += line.lookups
+
+
 @dataclass
 class EngineWindow:
-    """One vLLM engine's recent stats and KV lines, and its totals since start."""
+    """One vLLM engine's recent stats and KV lines as points in time order, and its totals since start."""
 
-    stats: deque[VllmStats] = field(default_factory=deque)
-    kv: deque[VllmKvTransfer] = field(default_factory=deque)
+    stats: deque[StatsPoint] = field(default_factory=lambda: deque(maxlen=MAX_POINTS))
+    kv: deque[KvPoint] = field(default_factory=lambda: deque(maxlen=MAX_POINTS))
     store_total: int = 0
     load_total: int = 0
 
@@ -115,20 +187,26 @@ class Windows:
             # (_engine's call only for a new engine: these two branches run for nearly every event)
             engine = window.engines.get(event.engine) or self._engine(window, event.engine)
             stats = engine.stats
-            stats.append(event)
+            time = event.time
+            if not stats or stats[-1].time != time:
+                stats.append(StatsPoint(time))
+                oldest = time - self.horizon
+                while stats[0].time < oldest:  # drop what left the horizon
+                    stats.popleft()
+            stats[-1].add(event)
             window.last_stats = event
-            oldest = event.time - self.horizon
-            while stats and stats[0].time < oldest:  # drop what left the horizon (nearly every line)
-                stats.popleft()
         elif isinstance(event, VllmKvTransfer):
             engine = window.engines.get(event.engine) or self._engine(window, event.engine)
             kv = engine.kv
-            kv.append(event)
+            time = event.time
+            if not kv or kv[-1].time != time:
+                kv.append(KvPoint(time))
+                oldest = time - self.horizon
+                while kv[0].time < oldest:
+                    kv.popleft()
+            kv[-1].add(event)
             engine.store_total += event.store_bytes or 0
             engine.load_total += event.load_bytes or 0
-            oldest = event.time - self.horizon
-            while kv and kv[0].time < oldest:
-                kv.popleft()
         elif isinstance(event, VllmPrefixV0):
             self._engine(window, event.engine)
         elif isinstance(event, EngineFact):

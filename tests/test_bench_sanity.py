@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import os
 import subprocess
 import sys
 from pathlib import Path
@@ -27,3 +28,20 @@ def test_bench_counts_agree_with_mtail(tmp_path: Path) -> None:
     assert "DIFFERENT" not in proc.stdout
     # bench/floor.py (the bare Python scan shown beside kvwatch) is held to kvwatch's counts too
     assert "[same] vLLM json-file: floor.py: store bytes per engine" in proc.stdout
+
+
+@pytest.mark.slow
+def test_one_timestamp_replay_stays_small_with_its_child(tmp_path: Path) -> None:
+    """`bench/memory.py burst`: 200k stats/KV lines sharing one second (96 MB, so a forked child frames
+    them) replay under 100 MB of RSS, the parent's and the child's summed."""
+    proc = subprocess.run(
+        [sys.executable, str(RUN.parent / "memory.py"), "burst", "200000"],
+        capture_output=True,
+        text=True,
+        timeout=300,
+        check=False,
+        env={**os.environ, "KVWATCH_BENCH_DIR": str(tmp_path)},
+    )
+    assert proc.returncode == 0, proc.stdout + proc.stderr
+    assert "; 2 processes," in proc.stdout, proc.stdout
+    assert "[met] replay of burst-200000.log" in proc.stdout, proc.stdout

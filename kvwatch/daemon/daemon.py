@@ -37,6 +37,7 @@ from kvwatch.daemon.feed import Feeder
 from kvwatch.daemon.loop import STOP, WAKE, Call, PipelineLoop
 from kvwatch.daemon.metrics import SourceStateCollector
 from kvwatch.daemon.probes import ProbeCollector, Probes
+from kvwatch.daemon.queue import LineQueue
 from kvwatch.daemon.reload import apply_reload
 from kvwatch.daemon.sdnotify import SystemdNotifier
 from kvwatch.daemon.setup import Prepared, build_deliveries, prepare
@@ -52,8 +53,6 @@ from kvwatch.web.landing import SourceRow, landing_page
 
 log = logging.getLogger("kvwatch")
 
-#: Queue capacity in batches (each up to feed.BATCH = 512 lines).
-QUEUE_SIZE = 256
 SYNC_INTERVAL = 5.0
 HEARTBEAT = 1.0
 STALE = 30.0  # /healthz fails when the pipeline thread has not finished an item for this long
@@ -88,7 +87,7 @@ class Daemon:
         self.pipeline = Pipeline(
             Metrics(self.registry), settings=prepared.detectors, resolve_after=timings.resolve_after
         )
-        self.items: queue.Queue[object] = queue.Queue(QUEUE_SIZE)
+        self.items: queue.Queue[object] = LineQueue()
         self.lock = threading.Lock()
         self.systemd = SystemdNotifier()
         self.counter = notifications_counter(self.registry)

@@ -29,24 +29,23 @@ def detect(windows: Windows, now: float, cfg: Settings) -> list[Finding]:
     findings = []
     for source, win in sorted(windows.sources.items()):
         for engine, eng in sorted(win.engines.items()):
-            rates = [
-                s.prefix_hit
-                for s in eng.stats
-                if s.time >= now - cfg.window and s.prefix_hit is not None and s.prompt_throughput > 0
-            ]
-            if len(rates) < cfg.min_intervals or max(rates) >= cfg.threshold:
+            cutoff = now - cfg.window
+            points = [p for p in eng.stats if p.time >= cutoff and p.rate_lines]
+            lines = sum(p.rate_lines for p in points)
+            if lines < cfg.min_intervals or max(p.rate_max for p in points) >= cfg.threshold:
                 continue
+            low, last = max(p.rate_max for p in points), points[-1].rate_last
             findings.append(
                 Finding(
                     alert="prefix_hit_rate_low",
                     labels=(("source", source), ("engine", engine)),
                     severity="warning",
-                    summary=f"prefix cache hit rate stayed under {cfg.threshold:.0%} (last {rates[-1]:.1%})",
+                    summary=f"prefix cache hit rate stayed under {cfg.threshold:.0%} (last {last:.1%})",
                     cause="Prompts rarely share a prefix with what the cache holds: a changing prompt head, "
                     "eviction under memory pressure, or traffic that does not repeat.",
                     fix="Look at pinned_cache_length and the gateway's per-entry hit rates; check GPU KV "
                     "usage for eviction pressure.",
-                    evidence={"lines": len(rates), "max": max(rates), "last": rates[-1]},
+                    evidence={"lines": lines, "max": low, "last": last},
                 )
             )
     return findings

@@ -12,7 +12,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from itertools import takewhile
 
-from kvwatch.model import Finding, VllmStats
+from kvwatch.model import Finding
 from kvwatch.window import EngineWindow, SourceWindow, Windows
 
 CAUSE_HYBRID = (
@@ -45,42 +45,48 @@ class Settings:
     min_prompt_throughput: float = 1.0
 
 
-def _last_busy(eng: EngineWindow, cfg: Settings) -> list[VllmStats]:
+def _last_busy(eng: EngineWindow, cfg: Settings) -> list[tuple[float, float]]:
+    """(time, prompt throughput) of the newest `min_intervals` busy lines, oldest first."""
     # Walk back from the newest line: a tick costs O(min_intervals), not O(window).
-    busy: list[VllmStats] = []
-    for line in reversed(eng.stats):
-        if line.prompt_throughput >= cfg.min_prompt_throughput:
-            busy.append(line)
-            if len(busy) == cfg.min_intervals:
-                break
+    busy: list[tuple[float, float]] = []
+    threshold, wanted = cfg.min_prompt_throughput, cfg.min_intervals
+    for point in reversed(eng.stats):
+        for prompt in reversed(point.prompts):
+            if prompt >= threshold:
+                busy.append((point.time, prompt))
+                if len(busy) == wanted:
+                    return busy[::-1]
     return busy[::-1]
 
 
 def _cleared(eng: EngineWindow, cfg: Settings) -> bool:
     """Whether _judge certainly finds nothing: too few busy lines, or since the oldest of them a
-    load or an External hit (walks back from the newest line without building lists: this runs
+    load or an External hit (walks back from the newest point without building lists: this runs
     for every engine at every tick, and a healthy tier loads something every few intervals)."""
     if cfg.min_intervals < 1:
         return False
     count, oldest = 0, None
     threshold, wanted = cfg.min_prompt_throughput, cfg.min_intervals  # locals: read once, not per line
-    for line in reversed(eng.stats):
-        if line.prompt_throughput >= threshold:
-            count += 1
-            if count == wanted:
-                oldest = line.time
-                break
+    for point in reversed(eng.stats):
+        for prompt in reversed(point.prompts):
+            if prompt >= threshold:
+                count += 1
+                if count == wanted:
+                    oldest = point.time
+                    break
+        if oldest is not None:
+            break
     if oldest is None:
         return True
     for kv in reversed(eng.kv):
         if kv.time < oldest:
             break
-        if kv.store_bytes is not None and (kv.load_bytes or 0) > 0:  # byte counts are never negative
+        if kv.load > 0:  # byte counts are never negative
             return True
-    for line in reversed(eng.stats):
-        if line.time < oldest:
+    for point in reversed(eng.stats):
+        if point.time < oldest:
             break
-        if line.external_hit is not None and line.external_hit > 0:
+        if point.external_lines and point.external_max > 0:
             return True
     return False
 
@@ -92,31 +98,32 @@ def _judge(
     if len(busy) < cfg.min_intervals:
         return None
     # The KV line of an interval is logged right after its stats line, at the same second.
-    oldest = busy[0].time
-    stats = list(takewhile(lambda s: s.time >= oldest, reversed(eng.stats)))[::-1]
-    kv = [k for k in takewhile(lambda k: k.time >= oldest, reversed(eng.kv)) if k.store_bytes is not None]
+    oldest = busy[0][0]
+    stats = list(takewhile(lambda s: s.time >= oldest, reversed(eng.stats)))  # (newest first)
+    kv = [k for k in takewhile(lambda k: k.time >= oldest, reversed(eng.kv)) if k.counted]
     if not kv:
         return None
-    stored = sum(k.store_bytes or 0 for k in kv)
-    loaded = sum(k.load_bytes or 0 for k in kv)
-    external = [s.external_hit for s in stats if s.external_hit is not None]
-    if stored < cfg.min_store_bytes or loaded > 0 or any(e > 0 for e in external):
+    stored = sum(k.store for k in kv)
+    loaded = sum(k.load for k in kv)
+    external = sum(s.external_lines for s in stats)
+    hit = any(s.external_lines and s.external_max > 0 for s in stats)
+    if stored < cfg.min_store_bytes or loaded > 0 or hit:
         return None
-    lookups = [k.lookups for k in kv if k.lookups is not None]
-    usage = [s.kv_cache_usage for s in stats if s.kv_cache_usage is not None]
+    lookups = [k.lookups for k in kv if k.lookup_lines]
+    usage = next((s.usage_last for s in stats if s.usage_last is not None), None)
     groups = win.facts.get("offload_excluded_groups")
     evidence = {
         "busy_intervals": len(busy),
-        "span_seconds": round(busy[-1].time - busy[0].time, 1),
+        "span_seconds": round(busy[-1][0] - busy[0][0], 1),
         "stored_bytes_window": stored,
         "stored_bytes_total": eng.store_total,
         "loaded_bytes_window": 0,
         "loaded_bytes_total": eng.load_total,
         "external_hit_rate": "0.0% on every line" if external else "not reported",
-        "external_lines": len(external),
+        "external_lines": external,
         "lookups_window": sum(lookups) if lookups else None,
-        "gpu_kv_usage_last": usage[-1] if usage else None,
-        "prompt_throughput_mean": round(sum(s.prompt_throughput for s in busy) / len(busy), 1),
+        "gpu_kv_usage_last": usage,
+        "prompt_throughput_mean": round(sum(prompt for _, prompt in busy) / len(busy), 1),
         "connector": win.facts.get("connector"),
         "vllm_version": win.facts.get("version"),
         "excluded_kv_groups": groups,
