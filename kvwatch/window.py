@@ -11,6 +11,7 @@ from dataclasses import dataclass, field
 
 from kvwatch.engines import ENGINES, engine_of
 from kvwatch.model import (
+    CachePrefetch,
     EngineFact,
     Event,
     LlamaRequest,
@@ -70,6 +71,7 @@ class SourceWindow:
     exact_requests: int = 0  # ... and read from the reuse lines (both since the server's last start)
     joined_requests: int = 0  # derived records of requests whose start was not seen (read mid-request)
     conversations: dict[int, int] = field(default_factory=dict)  # slot -> its conversation number
+    prefetches: deque[CachePrefetch] = field(default_factory=deque)  # cache-tier prefetches that ended
 
 
 class Windows:
@@ -142,6 +144,12 @@ class Windows:
                 conversation=event.conversation,
             )
             self._add_request((("source", event.source),), point)
+        elif isinstance(event, CachePrefetch):
+            prefetches = window.prefetches
+            prefetches.append(event)
+            oldest = event.time - self.horizon
+            while prefetches and prefetches[0].time < oldest:
+                prefetches.popleft()
         elif isinstance(event, ServerRestart):
             self._restart(window, event)
 
@@ -215,6 +223,7 @@ class Windows:
         window.started = event.time
         window.derived_requests = window.exact_requests = window.joined_requests = 0
         window.conversations.clear()
+        window.prefetches.clear()
         restarted = ENGINES.get(event.engine_kind)
         for key in restarted.restart_forgets if restarted is not None else ():
             window.facts.pop(key, None)

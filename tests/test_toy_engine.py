@@ -147,4 +147,4 @@ def test_the_toy_docs_row_documents_the_family_it_exports(
 
 def test_the_toy_is_gone_once_unregistered() -> None:
     """Registration lasts as long as the fixture: the shipped engines are the registry's own."""
-    assert ("vllm", "llamacpp", "usage") == tuple(ENGINES)
+    assert ("vllm", "llamacpp", "usage", "sglang") == tuple(ENGINES)
