@@ -88,8 +88,9 @@ def batch(message: str) -> Batch | None:
         return None
     fields: dict[str, str] = {}
     last = ""
-    parts = body[head.end() :].split(", ")
-    trailing = parts[-1].strip() == ""
+    rest = body[head.end() :].rstrip()
+    trailing = rest.endswith(",")  # 0.4.4-0.4.5 and 0.4.10-0.5.8 end with `, `
+    parts = rest.rstrip(",").split(", ")
     for raw in parts:
         part = raw.strip()
         if not part:

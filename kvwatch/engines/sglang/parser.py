@@ -155,7 +155,7 @@ class SglangParser:
                 else (self._last if self._last is not None else self._start)
             )
             ranks, message = "", _RAY.sub("", text, count=1)
-        result = self._message(message.rstrip(), ranks, when, text)
+        result = self._message(message, ranks, when, text)
         if isinstance(result, list):
             self._last = when
         return result
