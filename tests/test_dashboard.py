@@ -60,6 +60,11 @@ TITLES = [
     "Sources up",
     "Lag: bytes behind",
     "Lag: seconds since the last line",
+    "SGLang prefix hit rate (token-weighted)",
+    "SGLang cached vs computed prefill tokens/s",
+    "SGLang KV pool usage",
+    "SGLang request records: cached share of prompt tokens",
+    "SGLang HiCache storage prefetches by outcome",
 ]
 
 
