@@ -8,7 +8,8 @@ on a live host, and an alert that took 4 minutes of log fires after 4 min / spee
 (the 120 s hysteresis, hit_rate_gap's 60 min, no_signal's 300 s) count demo seconds, so they span
 `speed` times more of the samples; none of the samples' alerts depends on them.
 
-Per engine: vLLM's `MM-DD HH:MM:SS` headers (UTC; the source says `tz = "UTC"` and this year),
+Per engine: SGLang's `[%Y-%m-%d %H:%M:%S.mmm` prefix (UTC, written with milliseconds), vLLM's
+`MM-DD HH:MM:SS` headers (UTC; the source says `tz = "UTC"` and this year),
 llama.cpp's relative `M.SS.mmm.uuu` clock (the daemon anchors it on when it read the first line, the
 demo's start), new-api's `created_at` (written in epoch seconds with milliseconds, so rows a fraction
 of a second apart keep their order). Lines without a time of their own keep the time of the line
@@ -85,6 +86,13 @@ SAMPLES = (
     ),
     Sample("llamacpp-healthy-two-slots", "llamacpp", pace=LLAMACPP_PACE),
     Sample(
+        "sglang-v0-5-23-hicache-unused",
+        "sglang",
+        expected=(
+            Expected("hicache_storage_unused", 40.0, "HiCache storage written, every prefetch dropped"),
+        ),
+    ),
+    Sample(
         "usage-newapi",
         "usage",
         expected=(
@@ -96,6 +104,7 @@ SAMPLES = (
 
 _VLLM = re.compile(r"\b(\d\d)-(\d\d) (\d\d):(\d\d):(\d\d)\b")
 _LLAMA = re.compile(r"^(\d+)\.(\d\d)\.(\d{3})\.(\d{3}) ")
+_SGLANG = re.compile(r"\[(\d{4})-(\d\d)-(\d\d) (\d\d):(\d\d):(\d\d)(?:\.(\d{3}))?")
 _USAGE = re.compile(r'"created_at":\s*(\d+(?:\.\d+)?)')
 
 
@@ -117,6 +126,20 @@ def _vllm_parse(m: re.Match[str]) -> float | None:
 
 def _vllm_format(when: float) -> str:
     return datetime.fromtimestamp(when, tz=timezone.utc).strftime("%m-%d %H:%M:%S")
+
+
+def _sglang_parse(m: re.Match[str]) -> float | None:
+    year, month, day, hh, mm, ss = map(int, m.groups()[:6])
+    try:
+        moment = datetime(year, month, day, hh, mm, ss, tzinfo=timezone.utc).timestamp()
+    except ValueError:
+        return None
+    return moment + int(m.group(7) or 0) / 1000
+
+
+def _sglang_format(when: float) -> str:
+    moment = datetime.fromtimestamp(when, tz=timezone.utc)
+    return "[" + moment.strftime("%Y-%m-%d %H:%M:%S") + f".{moment.microsecond // 1000:03d}"
 
 
 def _llama_parse(m: re.Match[str]) -> float:
@@ -159,6 +182,7 @@ class Clock:
 CLOCKS = {
     "vllm": Clock(_VLLM, _vllm_parse, _vllm_format),
     "llamacpp": Clock(_LLAMA, _llama_parse, _llama_format, relative=True, first_only=True),
+    "sglang": Clock(_SGLANG, _sglang_parse, _sglang_format, first_only=True),
     "usage": Clock(
         _USAGE, lambda m: float(m.group(1)), lambda when: f'"created_at":{when:.3f}', first_only=True
     ),
