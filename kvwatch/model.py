@@ -182,6 +182,13 @@ class SglangPrefill:
     usage: tuple[tuple[str, float], ...]
     throughput: float | None
 
+    def __reduce__(self) -> tuple[type[SglangPrefill], tuple[Any, ...]]:
+        """Pickled as its fields in order (replay's parsing child sends one per batch line)."""
+        return SglangPrefill, _SGLANGPREFILL_FIELDS(self)
+
+
+_SGLANGPREFILL_FIELDS = attrgetter(*(f.name for f in fields(SglangPrefill)))
+
 
 @dataclass(slots=True)
 class SglangDecode:
@@ -197,6 +204,13 @@ class SglangDecode:
     usage: tuple[tuple[str, float], ...]
     throughput: float | None
 
+    def __reduce__(self) -> tuple[type[SglangDecode], tuple[Any, ...]]:
+        """Pickled as its fields in order (replay's parsing child sends one per batch line)."""
+        return SglangDecode, _SGLANGDECODE_FIELDS(self)
+
+
+_SGLANGDECODE_FIELDS = attrgetter(*(f.name for f in fields(SglangDecode)))
+
 
 @dataclass(slots=True)
 class SglangRequest(RequestRecord):
@@ -208,6 +222,13 @@ class SglangRequest(RequestRecord):
     tiers: tuple[tuple[str, int], ...] = ()
     derived: bool = False
 
+    def __reduce__(self) -> tuple[type[SglangRequest], tuple[Any, ...]]:
+        """Pickled as its fields in order (replay's parsing child sends one per batch line)."""
+        return SglangRequest, _SGLANGREQUEST_FIELDS(self)
+
+
+_SGLANGREQUEST_FIELDS = attrgetter(*(f.name for f in fields(SglangRequest)))
+
 
 @dataclass(slots=True)
 class SglangHicacheError:
@@ -216,15 +237,6 @@ class SglangHicacheError:
     source: str
     time: float
     kind: str
-
-
-@dataclass(slots=True)
-class SglangAccess:
-    """One uvicorn access line: the HTTP status of a request to the server."""
-
-    source: str
-    time: float
-    status: str
 
 
 @dataclass(slots=True)
@@ -287,7 +299,6 @@ Event = (
     | SglangPrefill
     | SglangDecode
     | SglangRequest
-    | SglangAccess
     | SglangHicacheError
     | UsageRecord
     | UsageSkipped

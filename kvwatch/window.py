@@ -24,6 +24,11 @@ from kvwatch.model import (
 )
 
 Labels = tuple[tuple[str, str], ...]
+#: The event types windows keep something of (others only name their source's engine).
+_KEPT = (
+    VllmStats, VllmKvTransfer, VllmPrefixV0, EngineFact, LlamaRequest, UsageRecord, RequestRecord,
+    CachePrefetch, ServerRestart,
+)  # fmt: skip
 
 #: How much event time windows keep, and how many per-request points per group.
 HORIZON = 3600.0
@@ -83,7 +88,8 @@ class Windows:
         self.sources: dict[str, SourceWindow] = {}
         self.requests: dict[Labels, deque[RequestPoint]] = {}
         self.usage: dict[tuple[str, str], deque[UsageRecord]] = {}
-        self._owners: dict[type, str] = {}  # event type -> the engine that makes it ("": none)
+        # event type -> (the engine that makes it ("": none), whether a window keeps something of it)
+        self._owners: dict[type, tuple[str, bool]] = {}
 
     def source(self, name: str) -> SourceWindow:
         """The window of a source, created empty."""
@@ -98,12 +104,16 @@ class Windows:
         if window is None:
             window = self.source(event.source)
         window.last_event = event.time
-        owner = self._owners.get(type(event))
-        if owner is None:
-            owner = self._owners[type(event)] = engine_of(type(event)) or ""
+        known = self._owners.get(type(event))
+        if known is None:
+            kind = type(event)
+            known = self._owners[kind] = (engine_of(kind) or "", issubclass(kind, _KEPT))
+        owner, kept = known
         # A source's engine is that of its events (a startup fact does not overrule a request's).
         if owner and (not window.kind or type(event) is not EngineFact):
             window.kind = owner
+        if not kept:  # (an engine's batch lines: metrics only, nothing for the detectors)
+            return
         # The commonest events first, each with one isinstance.
         if isinstance(event, VllmStats):
             # (_engine's call only for a new engine: these two branches run for nearly every event)

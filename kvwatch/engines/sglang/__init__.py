@@ -9,7 +9,6 @@ from kvwatch.engines.base import Engine
 from kvwatch.engines.sglang.parser import MARKERS, SglangParser, looks_like_sglang
 from kvwatch.model import (
     CachePrefetch,
-    SglangAccess,
     SglangDecode,
     SglangHicacheError,
     SglangPrefill,
@@ -34,7 +33,6 @@ def _metrics(registry: CollectorRegistry) -> Mapping[type, Callable[[Any], None]
         SglangDecode: family.decode,
         SglangRequest: family.request,
         CachePrefetch: family.prefetch,
-        SglangAccess: family.access,
         SglangHicacheError: family.error,
     }
 
@@ -46,7 +44,7 @@ ENGINE = Engine(
     markers=MARKERS,
     sniff=looks_like_sglang,
     sniff_rank=1,
-    events=(SglangPrefill, SglangDecode, SglangRequest, SglangAccess, SglangHicacheError, CachePrefetch),
+    events=(SglangPrefill, SglangDecode, SglangRequest, SglangHicacheError, CachePrefetch),
     signals=frozenset({"server_requests", "derived_requests"}),
     metrics=_metrics,
     restart_forgets=("prefix_cache", "cache_storage_backend", "cache_prefetch_policy", "prefetch_logged"),

@@ -11,7 +11,6 @@ from prometheus_client import CollectorRegistry
 from kvwatch.metrics.families import Family
 from kvwatch.model import (
     CachePrefetch,
-    SglangAccess,
     SglangDecode,
     SglangHicacheError,
     SglangPrefill,
@@ -76,23 +75,21 @@ class SglangMetrics:
             "counter",
             ("source", "kind"),
         )
-        self.responses = family(
-            "kvwatch_sglang_http_responses",
-            "uvicorn access lines, by status.",
-            "counter",
-            ("source", "status"),
-        )
 
     def prefill(self, ev: SglangPrefill) -> None:
         """Apply one prefill batch line."""
         labels = (ev.source, ev.engine)
-        self.batches.inc(labels, 1)
-        self.seqs.inc(labels, ev.seqs)
-        self.computed.inc(labels, ev.computed)
-        self.cached.inc(labels, ev.cached)
+        # Family.inc and .set written out (this runs once a batch line): the same float stores.
+        for series, amount in (
+            (self.batches.series, 1),
+            (self.seqs.series, ev.seqs),
+            (self.computed.series, ev.computed),
+            (self.cached.series, ev.cached),
+        ):
+            series[labels] = series.get(labels, 0.0) + amount
         self._gauges(labels, ev.running, ev.queued, ev.usage)
         if ev.pending is not None:
-            self.pending.set(labels, ev.pending)
+            self.pending.series[labels] = float(ev.pending)
 
     def decode(self, ev: SglangDecode) -> None:
         """Apply one decode stats line."""
@@ -110,16 +107,18 @@ class SglangMetrics:
         usage: tuple[tuple[str, float], ...],
     ) -> None:
         if running is not None:
-            self.running.set(labels, running)
+            self.running.series[labels] = float(running)
         if queued is not None:
-            self.queued.set(labels, queued)
+            self.queued.series[labels] = float(queued)
+        series = self.usage.series
         for pool, value in usage:
-            self.usage.set((*labels, pool), value)
+            series[(labels[0], labels[1], pool)] = float(value)
 
     def request(self, ev: SglangRequest) -> None:
         """Count one request record; split cached tokens by tier where the line does."""
-        self.requests.inc((ev.source,), 1)
-        self.prompt.inc((ev.source,), ev.prompt_tokens)
+        labels = (ev.source,)
+        for series, amount in ((self.requests.series, 1), (self.prompt.series, ev.prompt_tokens)):
+            series[labels] = series.get(labels, 0.0) + amount
         if ev.tiers:
             for tier, tokens in ev.tiers:
                 self.request_cached.inc((ev.source, tier), tokens)
@@ -129,10 +128,6 @@ class SglangMetrics:
     def prefetch(self, ev: CachePrefetch) -> None:
         """Count one ended prefetch."""
         self.prefetches.inc((ev.source, ev.outcome), 1)
-
-    def access(self, ev: SglangAccess) -> None:
-        """Count one access line."""
-        self.responses.inc((ev.source, ev.status), 1)
 
     def error(self, ev: SglangHicacheError) -> None:
         """Count one HiCache error line."""

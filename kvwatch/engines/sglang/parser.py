@@ -19,7 +19,6 @@ from kvwatch.model import (
     Event,
     LogLine,
     ServerRestart,
-    SglangAccess,
     SglangDecode,
     SglangHicacheError,
     SglangPrefill,
@@ -54,6 +53,16 @@ _DEBUG_DONE = re.compile(r"^Prefetch \S+ completed with (\d+) tokens")
 _DEBUG_REVOKE = re.compile(r"^Revoking prefetch for request \S+ due to insufficient hits \((\d+)\)")
 _LINKER_OFFLOAD = re.compile(r"^Mooncake direct linker offload: tokens=(\d+)")
 _JSON_STAMP = re.compile(r'"timestamp": "(\d{4}-\d\d-\d\dT\d\d:\d\d:\d\d(?:\.\d+)?)"')
+# The commonest lines of 0.5.11+ with TP=1 (a plain prefill batch, a Finish line, an access line), in one
+# match: _record makes the same of them in more steps.
+_FAST = re.compile(
+    r"\[(\d{4})-(\d\d)-(\d\d) (\d\d):(\d\d):(\d\d)\] "
+    r"(?:(Finish: )|INFO: +\S+ - \"[A-Z]+ \S+ HTTP/[\d.]+\" \d{3} |"
+    r"Prefill batch, #new-seq: (\d+), #new-token: (\d+), #cached-token: (\d+), token usage: (\d\.\d\d), "
+    r"#running-req: (\d+), #queue-req: (\d+), #pending-token: (\d+), "
+    r"(?:cuda|cpu|npu|musa) graph: (?:True|False), "
+    r"input throughput \(token/s\): (\d+\.\d\d)\Z)"
+)
 _HALF_DAY = 43200.0
 _DEFAULT_CHUNK = 2048  # the smallest chunked_prefill_size SGLang picks by itself (srt/server_args.py)
 
@@ -82,12 +91,16 @@ class SglangParser:
         self._page = 1
         self._exact = False  # `--log-requests` lines seen (or switched on): no records from batches
         self._chunked: dict[str, _Chunked] = {}
-        self._seen: dict[str, tuple[str, str, float]] = {}  # rank -> (tags, message, time) of its last batch
+        self._seen: dict[str, tuple[str, str, float]] = {}
+        self._fast_stamp: tuple[str, float] = ("", 0.0)  # rank -> (tags, message, time) of its last batch
 
     def parse(self, line: LogLine) -> ParseResult:
         """Parse one physical line (tqdm's `\\r`-separated pieces each)."""
         text = line.text
         if "\r" not in text and "\x1b" not in text:
+            fast = _FAST.match(text)
+            if fast is not None:
+                return self._fast(fast, text)
             return self._record(text, line.time)
         events: list[Event] = []
         recognised, error = False, None
@@ -99,6 +112,36 @@ class SglangParser:
             elif outcome is not None and error is None:
                 error = outcome
         return events if recognised else error
+
+    def _fast(self, match: re.Match[str], text: str) -> ParseResult:
+        """What _record makes of a line _FAST matched."""
+        groups = match.groups()
+        key = text[1:20]
+        cached_key, when = self._fast_stamp
+        if key != cached_key:
+            midnight = self._midnight(int(groups[0]), int(groups[1]), int(groups[2]))
+            if midnight is None:
+                return ParseError("sglang: a line's timestamp is not a date")
+            hh, mm, ss = int(groups[3]), int(groups[4]), int(groups[5])
+            if not (hh < 24 and mm < 60 and ss < 60):
+                return ParseError("sglang: a line's timestamp is not a date")
+            when = midnight + hh * 3600 + mm * 60 + ss
+            self._fast_stamp = (key, when)
+        if groups[6] is not None:
+            result = self._finished(text[match.end(6) - 8 :], when, text)
+        elif groups[7] is None:
+            result = []
+        else:
+            seqs, computed, cached = int(groups[7]), int(groups[8]), int(groups[9])
+            batch = SglangPrefill(
+                self.source, when, "0", "0.5.11+", seqs, computed, cached, int(groups[11]), int(groups[12]),
+                int(groups[13]), (("full", float(groups[10])),), float(groups[14]),
+            )  # fmt: skip
+            derived = self._derive(batch) if (seqs == 1 and not self._exact) or self._chunked else []
+            result = [batch, *derived]
+        if isinstance(result, list):
+            self._last = when
+        return result
 
     def flush(self) -> list[Event]:
         """A request still in chunks at the end is dropped, not guessed."""
@@ -187,7 +230,7 @@ class SglangParser:
             return self._server_args(message, when)
         access = _ACCESS.search(message)
         if access is not None:
-            return [SglangAccess(self.source, when, access.group(1))]
+            return []  # (recognised: the server's requests; their numbers are in Finish lines)
         return self._hicache(message, when)
 
     def _batch(self, found: lines.Batch, ranks: str, when: float, message: str) -> ParseResult:
