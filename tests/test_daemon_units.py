@@ -92,9 +92,9 @@ def test_detector_settings_come_from_the_config_with_exact_errors(tmp_path: Path
     with pytest.raises(ConfigError) as err:
         prepare(parse_config(bad, tmp_path))
     assert [
-        'detectors.nope: unknown detector "nope" (known: hit_rate_gap, hit_rate_low, no_signal, '
-        "pinned_cache, pinned_cache_length, prefix_hit_rate_low, prefix_reuse, prefix_reuse_broken, "
-        "usage_double_counting, write_only_offload)",
+        'detectors.nope: unknown detector "nope" (known: hicache_storage_unused, hit_rate_gap, '
+        "hit_rate_low, no_signal, pinned_cache, pinned_cache_length, prefix_cache_disabled, "
+        "prefix_hit_rate_low, prefix_reuse, prefix_reuse_broken, usage_double_counting, write_only_offload)",
         "detectors.no_signal.silence: must be a number",
         "detectors.no_signal.other: unknown setting",
     ] == err.value.problems
@@ -303,14 +303,16 @@ def test_check_config_counts_the_detectors_that_run(
     status, out, _ = check_config(tmp_path, capsys, "")
     assert 0 == status
     assert (
-        "detectors: 6 of 7 enabled: write_only_offload, pinned_cache_length, prefix_reuse_broken, "
-        "no_signal, hit_rate_gap, usage_double_counting; disabled: prefix_hit_rate_low\n"
+        "detectors: 8 of 9 enabled: write_only_offload, pinned_cache_length, prefix_reuse_broken, "
+        "no_signal, hit_rate_gap, usage_double_counting, prefix_cache_disabled, hicache_storage_unused; "
+        "disabled: prefix_hit_rate_low\n"
     ) in out
     listed = "[detectors.pinned_cache]\nenabled = false\n[detectors.no_signal]\nenabled = true\n"
     status, out, _ = check_config(tmp_path, capsys, listed)
     assert 0 == status
     assert (
-        "detectors: 5 of 7 enabled: write_only_offload, prefix_reuse_broken, no_signal, hit_rate_gap, "
-        "usage_double_counting; disabled: pinned_cache_length, prefix_hit_rate_low\n"
+        "detectors: 7 of 9 enabled: write_only_offload, prefix_reuse_broken, no_signal, hit_rate_gap, "
+        "usage_double_counting, prefix_cache_disabled, hicache_storage_unused; "
+        "disabled: pinned_cache_length, prefix_hit_rate_low\n"
     ) in out
     assert "  pinned_cache: disabled\n  no_signal: enabled\n" in out
