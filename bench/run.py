@@ -4,7 +4,7 @@ One invocation generates (or reuses) the logs, runs every tool in a fresh subpro
 time, lines/s, MB/s and peak RSS (os.wait4 rusage of that child), checks that kvwatch's counts equal
 mtail's (and the generator's), and prints a side-by-side table, the ratios and the issue #8 targets.
 
-    python bench/run.py            # vLLM 1.5M lines (~360 MB) + 4x, llama.cpp 50 MB
+    python bench/run.py            # vLLM 1.5M lines (~360 MB) + 4x, llama.cpp 50 MB, SGLang 500 MB + 2x
     python bench/run.py --quick    # vLLM 50 MB + 4x, llama.cpp 10 MB: well under a minute
     python bench/run.py --check-only   # tiny files, counts only (what tests/test_bench_sanity runs)
     python bench/run.py --daemon-only  # only the live daemon at 20k lines/s (bench/daemon.py)
@@ -37,6 +37,8 @@ BENCH = Path(__file__).resolve().parent
 MTAIL_PROG = BENCH / "kvwatch.mtail"
 RG_VLLM = (r"Engine \d+: Avg prompt throughput", "KV Transfer metrics:")
 RG_LLAMA = ("new prompt, ", "stop processing: ")
+SGLANG_PROG = BENCH / "sglang.mtail"
+RG_SGLANG = (r"\] Prefill batch", r"\] Finish: ")
 _SAMPLE = re.compile(r"^([a-zA-Z_:][\w:]*)(?:\{([^}]*)\})? (\S+)$")
 _LABEL = re.compile(r'(\w+)="([^"]*)"')
 
@@ -140,6 +142,12 @@ def one(samples: dict[tuple[str, tuple[tuple[str, str], ...]], float], name: str
     return samples.get((name, ()))
 
 
+def total(samples: dict[tuple[str, tuple[tuple[str, str], ...]], float], name: str) -> float | None:
+    """The sum over every series of a metric (None when absent): SGLang's per rank and per tier."""
+    values = [v for (n, _), v in samples.items() if n == name]
+    return sum(values) if values else None
+
+
 def generated(kind: str, workdir: Path, size_arg: list[str]) -> tuple[Path, dict[str, Any]]:
     """A generated log, reused while the generator and its arguments are unchanged."""
     script = BENCH / f"gen_{kind}.py"
@@ -183,7 +191,7 @@ def kvwatch_argv(path: Path) -> list[str]:
     return [*base, "replay", "--format", "prom", str(path)]
 
 
-def mtail_argv(path: Path) -> list[str]:
+def mtail_argv(path: Path, prog: Path = MTAIL_PROG) -> list[str]:
     """mtail one-shot: read the file to EOF, print the metric store, exit."""
     return [
         "mtail",
@@ -193,7 +201,7 @@ def mtail_argv(path: Path) -> list[str]:
         "--port",
         "0",
         "--progs",
-        str(MTAIL_PROG),
+        str(prog),
         "--logs",
         str(path),
     ]
@@ -319,6 +327,50 @@ def bench_llama(
     return result
 
 
+def bench_sglang(
+    label: str, path: Path, meta: dict[str, Any], repeat: int, tools: tuple[str, ...]
+) -> FileResult:
+    """kvwatch, mtail (bench/sglang.mtail) and rg on an SGLang --log-requests log, and the counts."""
+    result = FileResult(label, path, meta["bytes"], meta["lines"])
+    warm(path)
+    argvs = {
+        "kvwatch": kvwatch_argv(path),
+        "mtail": mtail_argv(path, SGLANG_PROG),
+        "rg": rg_argv(path, RG_SGLANG),
+    }
+    best_of(argvs, tools, repeat, result)
+    kv = prom_samples(result.runs["kvwatch"].stdout)
+    pairs = (
+        ("total lines", "kvwatch_lines_total", "lines_total", "lines"),
+        ("prefill batches", "kvwatch_sglang_prefill_batches_total", "sglang_prefill_batches",
+         "prefill_batches"),
+        ("new sequences", "kvwatch_sglang_prefill_seqs_total", "sglang_prefill_seqs", "prefill_seqs"),
+        ("computed tokens", "kvwatch_sglang_prefill_computed_tokens_total", "sglang_prefill_computed_tokens",
+         "computed_tokens"),
+        ("cached tokens", "kvwatch_sglang_prefill_cached_tokens_total", "sglang_prefill_cached_tokens",
+         "cached_tokens"),
+        ("requests", "kvwatch_sglang_requests_total", "sglang_requests", "requests"),
+        ("request prompt tokens", "kvwatch_sglang_prompt_tokens_total", "sglang_prompt_tokens",
+         "prompt_tokens"),
+        ("request cached tokens", "kvwatch_sglang_cached_tokens_total", "sglang_cached_tokens",
+         "request_cached_tokens"),
+    )  # fmt: skip
+    for what, kv_name, _, key in pairs:
+        check(result, f"{what} (kvwatch = generator)", total(kv, kv_name), float(meta[key]))
+    if "mtail" in result.runs:
+        mt = prom_samples(result.runs["mtail"].stdout)
+        for what, kv_name, mt_name, _ in pairs:
+            check(result, what, total(kv, kv_name), total(mt, mt_name))
+    if "rg" in result.runs:
+        check(
+            result,
+            "rg -c = prefill + Finish lines (generator)",
+            int(result.runs["rg"].stdout.strip() or 0),
+            meta["prefill_batches"] + meta["requests"],
+        )
+    return result
+
+
 def table(results: list[FileResult]) -> str:
     """The side-by-side table."""
     rows = [
@@ -338,7 +390,7 @@ def table(results: list[FileResult]) -> str:
 def verdicts(results: dict[str, FileResult]) -> list[tuple[str, str, bool]]:
     """The issue #8 targets as (target, measured, met)."""
     out = []
-    vllm, llama = results.get("vllm"), results.get("llama")
+    vllm, llama, sglang = results.get("vllm"), results.get("llama"), results.get("sglang")
     if vllm and {"kvwatch", "mtail"} <= vllm.runs.keys():
         ratio = vllm.runs["mtail"].wall / vllm.runs["kvwatch"].wall
         out.append(("vLLM: kvwatch throughput >= 10x mtail", f"{ratio:.2f}x", ratio >= 10))
@@ -348,7 +400,10 @@ def verdicts(results: dict[str, FileResult]) -> list[tuple[str, str, bool]]:
     if llama and {"kvwatch", "mtail"} <= llama.runs.keys():
         ratio = llama.runs["mtail"].wall / llama.runs["kvwatch"].wall
         out.append(("llama.cpp: kvwatch throughput >= 3x mtail", f"{ratio:.2f}x", ratio >= 3))
-    for key in ("vllm", "vllm4x", "llama"):
+    if sglang and {"kvwatch", "mtail"} <= sglang.runs.keys():
+        ratio = sglang.runs["mtail"].wall / sglang.runs["kvwatch"].wall
+        out.append(("SGLang: kvwatch throughput >= 10x mtail", f"{ratio:.2f}x", ratio >= 10))
+    for key in ("vllm", "vllm4x", "llama", "sglang", "sglang2x"):
         res = results.get(key)
         if res and "kvwatch" in res.runs:
             rss = res.runs["kvwatch"].rss_mb
@@ -366,6 +421,7 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--vllm-lines", type=int, help="vLLM log size in lines (default 1500000)")
     ap.add_argument("--vllm-mb", type=float, help="vLLM log size in MB instead of lines")
     ap.add_argument("--llama-mb", type=float, help="llama.cpp log size in MB (default 50)")
+    ap.add_argument("--sglang-mb", type=float, help="SGLang log size in MB (default 500)")
     ap.add_argument("--no-4x", action="store_true", help="skip the 4x vLLM file (RSS check)")
     ap.add_argument("--repeat", type=int, default=1, help="runs per tool; the fastest counts")
     ap.add_argument(
@@ -400,16 +456,21 @@ def main(argv: list[str] | None = None) -> int:
     compile_bytecode()
     if args.check_only:
         vllm_size, llama_size, four = ["--lines", "20000"], ["--lines", "6000"], False
+        sglang_size = ["--lines", "3000"]
     elif args.quick:
         vllm_size, llama_size, four = ["--mb", "50"], ["--mb", "10"], not args.no_4x
+        sglang_size = ["--mb", "100"]
     else:
         vllm_size = ["--lines", str(args.vllm_lines or 1_500_000)]
         llama_size = ["--mb", "50"]
+        sglang_size = ["--mb", "500"]
         four = not args.no_4x
     if args.vllm_mb:
         vllm_size = ["--mb", str(args.vllm_mb)]
     if args.llama_mb:
         llama_size = ["--mb", str(args.llama_mb)]
+    if args.sglang_mb:
+        sglang_size = ["--mb", str(args.sglang_mb)]
     workdir = Path(args.workdir)
     tools = ("kvwatch", "mtail", "rg")
     results: dict[str, FileResult] = {}
@@ -422,6 +483,11 @@ def main(argv: list[str] | None = None) -> int:
         results["vllm4x"] = bench_vllm("vLLM json-file 4x", path, meta, 1, ("kvwatch",))
     path, meta = generated("llamacpp", workdir, llama_size)
     results["llama"] = bench_llama("llama.cpp -lv 4", path, meta, args.repeat, tools)
+    path, meta = generated("sglang", workdir, sglang_size)
+    results["sglang"] = bench_sglang("SGLang --log-requests", path, meta, args.repeat, tools)
+    if four and sglang_size[0] == "--mb":  # memory flat as the file grows: the same at twice the size
+        path, meta = generated("sglang", workdir, ["--mb", str(float(sglang_size[1]) * 2)])
+        results["sglang2x"] = bench_sglang("SGLang --log-requests 2x", path, meta, 1, ("kvwatch",))
 
     ok = all(same for res in results.values() for *_, same in res.checks)
     print(

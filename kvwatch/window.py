@@ -14,6 +14,7 @@ from dataclasses import dataclass, field
 
 from kvwatch.engines import ENGINES, engine_of
 from kvwatch.model import (
+    CachePrefetch,
     EngineFact,
     Event,
     LlamaRequest,
@@ -26,6 +27,11 @@ from kvwatch.model import (
 )
 
 Labels = tuple[tuple[str, str], ...]
+#: The event types windows keep something of (others only name their source's engine).
+_KEPT = (
+    VllmStats, VllmKvTransfer, VllmPrefixV0, EngineFact, LlamaRequest, UsageRecord, RequestRecord,
+    CachePrefetch, ServerRestart,
+)  # fmt: skip
 
 #: How much event time windows keep, and how many per-request points per group.
 HORIZON = 3600.0
@@ -142,6 +148,7 @@ class SourceWindow:
     exact_requests: int = 0  # ... and read from the reuse lines (both since the server's last start)
     joined_requests: int = 0  # derived records of requests whose start was not seen (read mid-request)
     conversations: dict[int, int] = field(default_factory=dict)  # slot -> its conversation number
+    prefetches: deque[CachePrefetch] = field(default_factory=deque)  # cache-tier prefetches that ended
 
 
 class Windows:
@@ -153,7 +160,8 @@ class Windows:
         self.sources: dict[str, SourceWindow] = {}
         self.requests: dict[Labels, deque[RequestPoint]] = {}
         self.usage: dict[tuple[str, str], deque[UsageRecord]] = {}
-        self._owners: dict[type, str] = {}  # event type -> the engine that makes it ("": none)
+        # event type -> (the engine that makes it ("": none), whether a window keeps something of it)
+        self._owners: dict[type, tuple[str, bool]] = {}
 
     def source(self, name: str) -> SourceWindow:
         """The window of a source, created empty."""
@@ -176,12 +184,16 @@ class Windows:
         if window is None:
             window = self.source(event.source)
         window.last_event = event.time
-        owner = self._owners.get(type(event))
-        if owner is None:
-            owner = self._owners[type(event)] = engine_of(type(event)) or ""
+        known = self._owners.get(type(event))
+        if known is None:
+            kind = type(event)
+            known = self._owners[kind] = (engine_of(kind) or "", issubclass(kind, _KEPT))
+        owner, kept = known
         # A source's engine is that of its events (a startup fact does not overrule a request's).
         if owner and (not window.kind or type(event) is not EngineFact):
             window.kind = owner
+        if not kept:  # (an engine's batch lines: metrics only, nothing for the detectors)
+            return
         # The commonest events first, each with one isinstance.
         if isinstance(event, VllmStats):
             # (_engine's call only for a new engine: these two branches run for nearly every event)
@@ -228,6 +240,12 @@ class Windows:
                 conversation=event.conversation,
             )
             self._add_request((("source", event.source),), point)
+        elif isinstance(event, CachePrefetch):
+            prefetches = window.prefetches
+            prefetches.append(event)
+            oldest = event.time - self.horizon
+            while prefetches and prefetches[0].time < oldest:
+                prefetches.popleft()
         elif isinstance(event, ServerRestart):
             self._restart(window, event)
 
@@ -301,6 +319,7 @@ class Windows:
         window.started = event.time
         window.derived_requests = window.exact_requests = window.joined_requests = 0
         window.conversations.clear()
+        window.prefetches.clear()
         restarted = ENGINES.get(event.engine_kind)
         for key in restarted.restart_forgets if restarted is not None else ():
             window.facts.pop(key, None)

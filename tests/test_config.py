@@ -115,7 +115,7 @@ CASES = [
     ('[[source]]\nname = "v"\ntype = "docker"', ['source[0].container: required for type "docker"']),
     (
         '[[source]]\nname = "v"\nengine = "vlm"\ntype = "stdin"',
-        ['source[0].engine: must be one of auto, vllm, llamacpp, usage (got "vlm")'],
+        ['source[0].engine: must be one of auto, vllm, llamacpp, usage, sglang (got "vlm")'],
     ),
     ("[server]\nport = 70000", ["server.port: must be an integer 1-65535"]),
     ("[server]\nport = true", ["server.port: must be an integer 1-65535"]),
@@ -220,7 +220,7 @@ CASES = [
         [
             'silence[0].matchers.alertname: unknown alert "zzz" (known: write_only_offload, '
             "pinned_cache_length, prefix_reuse_broken, no_signal, prefix_hit_rate_low, hit_rate_gap, "
-            "usage_double_counting, probe_prefix_miss)"
+            "usage_double_counting, prefix_cache_disabled, hicache_storage_unused, probe_prefix_miss)"
         ],
     ),
 ]
@@ -312,7 +312,7 @@ def test_config_for_stdin() -> None:
     assert [("stdin", "llamacpp", "stdin")] == [(s.name, s.engine, s.type) for s in config.sources]
     with pytest.raises(ConfigError) as info:
         config_for_stdin("vlm")
-    assert ['--engine: must be one of auto, vllm, llamacpp, usage (got "vlm")'] == info.value.problems
+    assert ['--engine: must be one of auto, vllm, llamacpp, usage, sglang (got "vlm")'] == info.value.problems
 
 
 def test_summary(tmp_path: Path) -> None:
@@ -328,8 +328,10 @@ def test_summary(tmp_path: Path) -> None:
         "state_dir: /var/lib/kvwatch\n"
         "sources: 1\n"
         "  v: docker engine=vllm container=c docker_root=/var/lib/docker start_at=end\n"
-        "detectors: 7 of 8 enabled: write_only_offload, pinned_cache_length, prefix_reuse_broken, "
-        "no_signal, hit_rate_gap, usage_double_counting, probe_prefix_miss; disabled: prefix_hit_rate_low\n"
+        "detectors: 9 of 10 enabled: write_only_offload, pinned_cache_length, prefix_reuse_broken, "
+        "no_signal, hit_rate_gap, usage_double_counting, prefix_cache_disabled, hicache_storage_unused, "
+        "probe_prefix_miss; "
+        "disabled: prefix_hit_rate_low\n"
         "notifiers: 1\n"
         "  s: slack url_file=/run/url alerts=no_signal min_severity=info\n"
         "silences: 0\n"
@@ -344,9 +346,9 @@ def test_summary_counts_the_detectors_that_really_run(tmp_path: Path) -> None:
     lines = summarize(load_config(write(tmp_path, text))).splitlines()
     start = next(i for i, line in enumerate(lines) if line.startswith("detectors:"))
     assert [
-        "detectors: 7 of 8 enabled: write_only_offload, prefix_reuse_broken, no_signal, "
-        "prefix_hit_rate_low, hit_rate_gap, usage_double_counting, probe_prefix_miss; "
-        "disabled: pinned_cache_length",
+        "detectors: 9 of 10 enabled: write_only_offload, prefix_reuse_broken, no_signal, "
+        "prefix_hit_rate_low, hit_rate_gap, usage_double_counting, prefix_cache_disabled, "
+        "hicache_storage_unused, probe_prefix_miss; disabled: pinned_cache_length",
         "  hit_rate_low: enabled",
         "  pinned_cache: disabled min_share=1",
     ] == lines[start : start + 3]

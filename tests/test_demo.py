@@ -34,6 +34,7 @@ EXPECTED = {
     ("prefix_reuse_broken", "llamacpp-varying-header-chat"),
     ("pinned_cache_length", "usage-newapi"),
     ("hit_rate_gap", "usage-newapi"),
+    ("hicache_storage_unused", "sglang-v0-5-23-hicache-unused"),
 }
 
 

@@ -166,7 +166,10 @@ def test_a_pipe_replays_as_its_file_does(tmp_path: Path) -> None:
     assert (0, "") == (status, err)
     assert json.loads(out)["metrics"] == json.loads(expected[1].replace('"s"', f'"{read}"'))["metrics"]
     status, _, err = replay("-", stdin=b"")
-    assert (3, "kvwatch: no known engine recognised the 0 lines of - (tried: vllm, llamacpp, usage)\n") == (
+    assert (
+        3,
+        "kvwatch: no known engine recognised the 0 lines of - (tried: vllm, llamacpp, usage, sglang)\n",
+    ) == (
         status,
         err,
     )

@@ -45,7 +45,8 @@ def run(capsys: pytest.CaptureFixture[str], *argv: str) -> tuple[int, str, str]:
 
 def said(path: Path, lines: int) -> str:
     """The line replay writes on stderr for `path` without --engine."""
-    return f"kvwatch: no known engine recognised the {lines} lines of {path} (tried: vllm, llamacpp, usage)\n"
+    tried = "vllm, llamacpp, usage, sglang"
+    return f"kvwatch: no known engine recognised the {lines} lines of {path} (tried: {tried})\n"
 
 
 def claims(output: str, fmt: str) -> list[str]:
@@ -125,11 +126,14 @@ def test_the_engines_tried_are_the_registry() -> None:
     commands = next(a for a in build_parser()._actions if isinstance(a, argparse._SubParsersAction))
     engine = next(a for a in commands.choices["replay"]._actions if a.dest == "engine")
     assert engine.choices is not None
-    assert (("vllm", "llamacpp", "usage"), ("auto", *ENGINES)) == (tuple(ENGINES), tuple(engine.choices))
+    assert (("vllm", "llamacpp", "usage", "sglang"), ("auto", *ENGINES)) == (
+        tuple(ENGINES),
+        tuple(engine.choices),
+    )
     assert [name for name in ENGINES] == [config_for_stdin(name).sources[0].engine for name in ENGINES]
     with pytest.raises(ConfigError) as err:
-        config_for_stdin("sglang")
-    assert '--engine: must be one of auto, vllm, llamacpp, usage (got "sglang")' in str(err.value)
+        config_for_stdin("tgi")
+    assert '--engine: must be one of auto, vllm, llamacpp, usage, sglang (got "tgi")' in str(err.value)
 
 
 def test_through_a_real_process(tmp_path: Path) -> None:

@@ -83,6 +83,13 @@ SAMPLES = (
     ),
     Sample("llamacpp-healthy-two-slots", "llamacpp", pace=LLAMACPP_PACE),
     Sample(
+        "sglang-v0-5-23-hicache-unused",
+        "sglang",
+        expected=(
+            Expected("hicache_storage_unused", 40.0, "HiCache storage written, every prefetch dropped"),
+        ),
+    ),
+    Sample(
         "usage-newapi",
         "usage",
         expected=(

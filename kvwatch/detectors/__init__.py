@@ -7,10 +7,12 @@ from dataclasses import dataclass, field
 
 from kvwatch.detectors import (
     double_counting,
+    hicache_storage_unused,
     hit_rate_gap,
     hit_rate_low,
     no_signal,
     pinned_cache,
+    prefix_cache_disabled,
     prefix_reuse,
     probe_prefix_miss,
     write_only_offload,
@@ -37,6 +39,12 @@ class DetectorSettings:
     prefix_hit_rate_low: hit_rate_low.Settings = field(default_factory=hit_rate_low.Settings)
     hit_rate_gap: hit_rate_gap.Settings = field(default_factory=hit_rate_gap.Settings)
     usage_double_counting: double_counting.Settings = field(default_factory=double_counting.Settings)
+    prefix_cache_disabled: prefix_cache_disabled.Settings = field(
+        default_factory=prefix_cache_disabled.Settings
+    )
+    hicache_storage_unused: hicache_storage_unused.Settings = field(
+        default_factory=hicache_storage_unused.Settings
+    )
     # (decided after each probe run by the daemon, not by detect_all: see probe_prefix_miss)
     probe_prefix_miss: probe_prefix_miss.Settings = field(default_factory=probe_prefix_miss.Settings)
 
@@ -59,6 +67,8 @@ def detect_all(windows: Windows, now: float, settings: DetectorSettings) -> list
     if windows.sources:
         findings += no_signal.detect(windows, now, settings.no_signal)
         findings += hit_rate_low.detect(windows, now, settings.prefix_hit_rate_low)
+        findings += prefix_cache_disabled.detect(windows, now, settings.prefix_cache_disabled)
+        findings += hicache_storage_unused.detect(windows, now, settings.hicache_storage_unused)
     if windows.usage:
         findings += hit_rate_gap.detect(windows, now, settings.hit_rate_gap)
         findings += double_counting.detect(windows, now, settings.usage_double_counting)

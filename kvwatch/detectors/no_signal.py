@@ -8,6 +8,9 @@ What can be missing is what the source's engine declares it can produce (its `si
   last start. Requests seen whole with no reuse lines say so; one complete record from the reuse lines
   says the opposite (-lv 4), and a request already under way when reading began (no slot pick seen,
   e.g. `start_at = "end"`) says nothing either way;
+- cache-tier prefetches (SGLang HiCache with a storage backend) where the build logs them only at
+  DEBUG (before 0.5.22; 0.5.18 for hybrid models): whether the storage tier is read back is unseen until
+  a prefetch line shows up (severity info);
 - cache-rate samples gone silent for longer than `silence` seconds while the last one showed traffic
   (a normal idle silence follows a `0.0 tokens/s` line and is not judged).
 """
@@ -31,6 +34,13 @@ FIX_VERBOSITY = (
 FIX_SILENT = (
     "Check that the engine is alive and that kvwatch follows the right log (container recreated? log "
     "driver changed?). kvwatch_source_up and kvwatch_lines_total tell whether lines still arrive."
+)
+
+
+FIX_PREFETCH = (
+    "Run SGLang >= 0.5.22, which logs every storage prefetch at INFO (`HiCache prefetch success|dropped`), "
+    "or watch SGLang's own metrics (--enable-metrics): sglang:storage_prefetch_hit_tokens_total against "
+    "sglang:backuped_tokens_total."
 )
 
 
@@ -93,6 +103,22 @@ def _silent(source: str, win: SourceWindow, now: float, cfg: Settings) -> Findin
     )
 
 
+def _prefetch_blind(source: str, win: SourceWindow) -> Finding | None:
+    backend = win.facts.get("cache_storage_backend")
+    if backend is None or win.facts.get("prefetch_logged") == "yes" or win.prefetches:
+        return None
+    return Finding(
+        alert="no_signal",
+        labels=(("source", source),),
+        severity="info",
+        summary=f"storage tier {backend} configured, but this build logs its prefetches only at DEBUG",
+        cause="SGLang before 0.5.22 (0.5.18 for hybrid models) logs no INFO line per storage prefetch: "
+        f"kvwatch cannot tell whether --hicache-storage-backend {backend} is ever read back.",
+        fix=FIX_PREFETCH,
+        evidence={"setting": f"--hicache-storage-backend {backend}"},
+    )
+
+
 def detect(windows: Windows, now: float, cfg: Settings) -> list[Finding]:
     """At most one no_signal finding per source, the most telling first."""
     if not cfg.enabled:
@@ -105,6 +131,8 @@ def detect(windows: Windows, now: float, cfg: Settings) -> list[Finding]:
             finding = _stats_off(source, win) or _silent(source, win, now, cfg)
         elif "derived_requests" in signals and win.derived_requests and not win.exact_requests:
             finding = _verbosity(source, win)
+        if finding is None:
+            finding = _prefetch_blind(source, win)
         if finding is not None:
             findings.append(finding)
     return findings

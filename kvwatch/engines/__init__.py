@@ -5,7 +5,7 @@ Each engine is a package beside this one (kvwatch/engines/<name>/) declaring an 
 
 from __future__ import annotations
 
-from kvwatch.engines import llamacpp, usage, vllm
+from kvwatch.engines import llamacpp, sglang, usage, vllm
 from kvwatch.engines.base import Engine, Signal
 from kvwatch.parsers.base import Parser, ParserSettings
 
@@ -21,6 +21,7 @@ def register(engine: Engine) -> None:
 register(vllm.ENGINE)
 register(llamacpp.ENGINE)
 register(usage.ENGINE)
+register(sglang.ENGINE)
 
 #: The engine assumed for a log no engine recognises (replay, and an `auto` source that never decides).
 FALLBACK = vllm.ENGINE.name

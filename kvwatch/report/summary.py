@@ -51,6 +51,10 @@ class SourceView:
     )  # (entry, model) -> [n, prompt, cached]
 
 
+#: Event type -> whether the summary keeps more of it than its time.
+_KEPT: dict[type, bool] = {}
+
+
 class Summary:
     """Observer that keeps a SourceView per source."""
 
@@ -78,6 +82,13 @@ class Summary:
             view.first = time
         if view.last is None or time > view.last:
             view.last = time
+        kept = _KEPT.get(type(event))
+        if kept is None:
+            kept = _KEPT[type(event)] = issubclass(
+                type(event), (VllmStats, VllmKvTransfer, VllmPrefixV0, EngineFact, LlamaRequest, UsageRecord)
+            )
+        if not kept:  # (an event type the summary shows nothing of but its time)
+            return
         if isinstance(event, VllmStats):
             eng = view.engines.get(event.engine) or self._engine(view, event.engine)
             eng.stats_lines += 1

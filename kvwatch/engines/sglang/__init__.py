@@ -1,0 +1,52 @@
+"""SGLang, 0.1.14 to 0.5.23: batch lines, request records, HiCache lines, startup facts (parser, metrics)."""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Mapping
+from typing import TYPE_CHECKING, Any
+
+from kvwatch.engines.base import Engine
+from kvwatch.engines.sglang.parser import CLOCK, MARKERS, SglangParser, looks_like_sglang
+from kvwatch.model import (
+    CachePrefetch,
+    SglangDecode,
+    SglangHicacheError,
+    SglangPrefill,
+    SglangRequest,
+)
+from kvwatch.parsers.base import Parser, ParserSettings
+
+if TYPE_CHECKING:
+    from prometheus_client import CollectorRegistry
+
+
+def _parser(source: str, settings: ParserSettings, options: Any) -> Parser:
+    return SglangParser(source, settings)
+
+
+def _metrics(registry: CollectorRegistry) -> Mapping[type, Callable[[Any], None]]:
+    from kvwatch.engines.sglang.metrics import SglangMetrics
+
+    family = SglangMetrics(registry)
+    return {
+        SglangPrefill: family.prefill,
+        SglangDecode: family.decode,
+        SglangRequest: family.request,
+        CachePrefetch: family.prefetch,
+        SglangHicacheError: family.error,
+    }
+
+
+ENGINE = Engine(
+    name="sglang",
+    display="SGLang",
+    parser=_parser,
+    markers=MARKERS,
+    sniff=looks_like_sglang,
+    sniff_rank=1,
+    events=(SglangPrefill, SglangDecode, SglangRequest, SglangHicacheError, CachePrefetch),
+    signals=frozenset({"server_requests", "derived_requests"}),
+    metrics=_metrics,
+    restart_forgets=("prefix_cache", "cache_storage_backend", "cache_prefetch_policy", "prefetch_logged"),
+    clock=CLOCK,
+)
