@@ -570,6 +570,15 @@ def cmd_check_config(args: argparse.Namespace) -> int:
     if loaded is None:
         return 1
     config = loaded[0]
+    if config.server.web_config is not None:  # (read as `kvwatch run` reads it: keys, hashes, certificates)
+        from kvwatch.config import ConfigError
+        from kvwatch.web.config import load_web_config
+
+        try:
+            load_web_config(config.server.web_config)
+        except ConfigError as err:
+            print(f"kvwatch: server.web_config: {err}", file=sys.stderr)
+            return 1
     sys.stdout.write(summarize(config))
     print(f"service: {unit.where} runs kvwatch as {unit.who()}")
     problem = state_dir_problem(unit, config.state_dir)

@@ -289,6 +289,21 @@ def test_a_yaml_syntax_error_names_the_line(tmp_path: Path) -> None:
     assert err.value.problems[0].startswith("not valid YAML: line ")
 
 
+def test_check_config_reads_the_web_config_as_run_does(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """A web config `kvwatch run` would refuse fails check-config with its key; a good one passes."""
+    unit = Path(__file__).resolve().parents[1] / "kvwatch" / "assets" / "kvwatch.service"
+    (tmp_path / "web-config.yml").write_text("basic_auth_users:\n  prom: notahash\n")
+    config = tmp_path / "kvwatch.toml"
+    config.write_text(f'state_dir = "{tmp_path / "state"}"\n[server]\nweb_config = "web-config.yml"\n')
+    assert 1 == main(["check-config", str(config), "--unit", str(unit)])
+    err = capsys.readouterr().err
+    assert "server.web_config: " in err and "basic_auth_users.prom: not a bcrypt hash" in err
+    (tmp_path / "web-config.yml").write_text(f"basic_auth_users:\n  prom: '{hash_password('pw')}'\n")
+    assert 0 == main(["check-config", str(config), "--unit", str(unit)])
+
+
 @pytest.mark.slow  # a real Prometheus server
 def test_a_real_prometheus_scrapes_kvwatch_over_mtls_with_basic_auth(tmp_path: Path, pki: Pki) -> None:
     """The daemon with a web-config.yml (mTLS, a bcrypt user): Prometheus scrapes it with its client cert."""
