@@ -98,12 +98,7 @@ def _judge(source: str, points: Sequence[RequestPoint], cfg: Settings) -> Findin
         "rule": "share",
         "requests": len(sizeable),
         "poor_reuse_requests": len(poor),
-        "reused_tokens": [p.cached for p in sizeable],
-        "prompt_tokens": [p.prompt for p in sizeable],
-        "reuse_ratio": round(reused / prompt, 4) if prompt else 0.0,
-        "full_reprocess": reprocessed,
-        "lru_selections": sum(p.selection == "lru" for p in sizeable),
-        "derived_from_timings": any(p.derived for p in sizeable),
+        **_figures(sizeable),
     }
     return Finding(
         alert="prefix_reuse_broken",
@@ -117,6 +112,19 @@ def _judge(source: str, points: Sequence[RequestPoint], cfg: Settings) -> Findin
         fix=FIX,
         evidence=evidence,
     )
+
+
+def _figures(points: Sequence[RequestPoint]) -> dict[str, object]:
+    """The evidence both rules give of the requests they judged: per request, and over them."""
+    prompt = sum(p.prompt for p in points)
+    return {
+        "reused_tokens": [p.cached for p in points],
+        "prompt_tokens": [p.prompt for p in points],
+        "reuse_ratio": round(sum(p.cached for p in points) / prompt, 4) if prompt else 0.0,
+        "full_reprocess": sum(p.full_reprocess for p in points),
+        "lru_selections": sum(p.selection == "lru" for p in points),
+        "derived_from_timings": any(p.derived for p in points),
+    }
 
 
 def _per_slot(points: Sequence[RequestPoint], cfg: Settings) -> dict[int | None, list[RequestPoint]]:
@@ -152,13 +160,8 @@ def _waste(source: str, points: Sequence[RequestPoint], cfg: Settings) -> Findin
         "requests": len(recent),
         "large_prompt": cfg.large_prompt,
         "wasted_requests": len(wasted),
-        "reused_tokens": [p.cached for p in wasted],
-        "prompt_tokens": [p.prompt for p in wasted],
         "reprocessed_tokens": prompt - reused,
-        "reuse_ratio": round(reused / prompt, 4) if prompt else 0.0,
-        "full_reprocess": reprocessed,
-        "lru_selections": sum(p.selection == "lru" for p in wasted),
-        "derived_from_timings": any(p.derived for p in wasted),
+        **_figures(wasted),
     }
     return Finding(
         alert="prefix_reuse_broken",
