@@ -13,11 +13,18 @@ from kvwatch.parsers.base import Parser, ParserSettings
 if TYPE_CHECKING:
     from prometheus_client import CollectorRegistry
 
+    from kvwatch.config.fields import Fields
     from kvwatch.report.summary import SourceView
 
 
 def _parser(source: str, settings: ParserSettings, options: Any) -> Parser:
     return UsageParser(source, settings, options)  # options: the source's UsageMapping, if configured
+
+
+def _options(f: Fields) -> Any:
+    from kvwatch.engines.usage.options import read_mapping  # (reads config fields: not at import)
+
+    return read_mapping(f)
 
 
 def _metrics(registry: CollectorRegistry) -> Mapping[type, Callable[[Any], None]]:
@@ -45,4 +52,5 @@ ENGINE = Engine(
     metrics=_metrics,
     report=_report,
     clock=CLOCK,
+    options=_options,
 )
