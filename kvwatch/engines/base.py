@@ -8,7 +8,7 @@ from __future__ import annotations
 
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass
-from typing import TYPE_CHECKING, Any, Literal
+from typing import TYPE_CHECKING, Any, Literal, Protocol
 
 from kvwatch.parsers.base import Parser, ParserSettings
 from kvwatch.parsers.clock import LineClock
@@ -41,6 +41,13 @@ MetricsFactory = Callable[["CollectorRegistry"], Mapping[type, Callable[[Any], N
 ReportSection = Callable[["SourceView"], "list[str] | None"]
 
 
+class Gathering(Protocol):
+    """An engine's figures of one source for its report section, gathered as its events pass."""
+
+    def observe(self, event: Any) -> None:
+        """Take one of the engine's events into account."""
+
+
 @dataclass(frozen=True)
 class Engine:
     """One engine kvwatch reads: its name, how to recognise and parse its log, what it feeds."""
@@ -54,6 +61,8 @@ class Engine:
     signals: frozenset[Signal]
     metrics: MetricsFactory
     report: ReportSection | None = None
+    # A fresh gathering of one source's figures (in SourceView.parts[name], for `report`); None: none.
+    gather: Callable[[], Gathering] | None = None
     sniff_rank: int = 0  # auto-detection tries lower ranks first (stricter sniffs go first)
     restart_forgets: tuple[str, ...] = ()  # startup facts a restart voids (the new process may differ)
     reuses: str | None = None  # another engine whose parser reads its lines (Ollama embeds llama-server's)

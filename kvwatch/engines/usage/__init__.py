@@ -5,7 +5,7 @@ from __future__ import annotations
 from collections.abc import Callable, Mapping
 from typing import TYPE_CHECKING, Any
 
-from kvwatch.engines.base import Engine
+from kvwatch.engines.base import Engine, Gathering
 from kvwatch.engines.usage.parser import CLOCK, UsageParser, looks_like_usage
 from kvwatch.model import UsageRecord, UsageSkipped
 from kvwatch.parsers.base import Parser, ParserSettings
@@ -40,6 +40,12 @@ def _report(view: SourceView) -> list[str] | None:
     return section(view)
 
 
+def _gather() -> Gathering:
+    from kvwatch.engines.usage.report import Figures
+
+    return Figures()
+
+
 ENGINE = Engine(
     name="usage",
     display="gateway usage log",
@@ -51,6 +57,7 @@ ENGINE = Engine(
     signals=frozenset({"gateway_requests"}),
     metrics=_metrics,
     report=_report,
+    gather=_gather,
     clock=CLOCK,
     options=_options,
 )
