@@ -74,3 +74,17 @@ def test_once_decided_only_the_lines_holding_a_marker_are_parsed() -> None:
     run.feed_raw(lines[300:], 1.0)
     assert parsed and all(any(m in text for m in auto.markers) for text in parsed)
     assert len(parsed) < len(lines[300:]) / 2
+
+
+def test_the_chosen_engines_options_reach_its_parser() -> None:
+    """An auto source's `[source.usage]` mapping is handed to the usage parser once it is chosen."""
+    from kvwatch.engines.usage.parser import UsageMapping
+
+    line = (SAMPLES / "usage-anthropic-correct.log").read_text().splitlines()[0]
+    mapped = AutoParser("s", SETTINGS, {"usage": UsageMapping(model="route")})
+    plain = AutoParser("s", SETTINGS)
+    models = []
+    for parser in (mapped, plain):
+        events = [*(parser.parse(LogLine("s", line)) or []), *parser.flush()]  # type: ignore[misc]
+        models += [event.model for event in events]
+    assert ["/v1/messages", "claude-sonnet-4-5-20250929"] == models

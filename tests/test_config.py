@@ -361,7 +361,7 @@ def test_usage_mapping_table_is_read(tmp_path: Path) -> None:
         '[[source]]\nname = "gw"\nengine = "usage"\ntype = "file"\npath = "/tmp/x.log"\n'
         '[source.usage]\nprompt = "a.b"\ncached = "a.c"\nentries = ["/v1/x"]\nclients = { "cli" = "cc" }\n'
     )
-    usage = load_config(path).sources[0].usage
+    usage = load_config(path).sources[0].options["usage"]
     assert usage is not None
     assert ("a.b", "a.c", ("/v1/x",), {"cli": "cc"}) == (
         usage.prompt,
@@ -382,6 +382,23 @@ def test_usage_mapping_errors_name_the_field(tmp_path: Path) -> None:
         load_config(path)
     assert 'source[0].usage: only for engine "usage" (this source has engine "vllm")' in str(err.value)
     assert "source[0].usage.promt: unknown key" in str(err.value)
+
+
+def test_engine_tables_are_read_by_their_engines_only(tmp_path: Path) -> None:
+    """`[source.<engine>]` exists only for an engine that reads options; it must be a table."""
+    path = tmp_path / "k.toml"
+    path.write_text(
+        '[[source]]\nname = "v"\nengine = "vllm"\ntype = "file"\npath = "/tmp/x.log"\n'
+        "[source.vllm]\nx = 1\n"
+        '[[source]]\nname = "g"\nengine = "usage"\ntype = "file"\npath = "/tmp/y.log"\nusage = 3\n'
+        '[[source]]\nname = "a"\ntype = "file"\npath = "/tmp/z.log"\n[source.usage]\nmodel = "m"\n'
+    )
+    with pytest.raises(ConfigError) as err:
+        load_config(path)
+    problems = str(err.value)
+    assert "source[0].vllm: unknown key" in problems
+    assert "source[1].usage: must be a table ([source.usage])" in problems
+    assert "source[2]" not in problems  # (an auto source may turn out to be a gateway's)
 
 
 def test_alerting_timings(tmp_path: Path) -> None:

@@ -1,24 +1,29 @@
 """kvwatch/assets/kvwatch.json: importable, and every panel's query returns data from a real Prometheus.
 
-The end-to-end test runs the real daemon (`python -m kvwatch run`) on copies of the bundled samples
-and a real Prometheus scraping it every second. The samples are appended in CHUNKS steps, each one
-scraped before the next is written, so counters grow between scrapes and rates are non-zero. Then
-every panel target runs through Prometheus's HTTP API with Grafana's variables filled in (`$source`
-and `$engine` all, `$__rate_interval` 1m): instant queries for gauges, range queries over the feed for
-rate()/increase() expressions; each must return at least one finite value.
+The end-to-end test runs the real daemon (`python -m kvwatch run`) on copies of the bundled samples,
+with a `[[probe]]` every second against a small OpenAI-compatible stub on 127.0.0.1 (a prefix cache over
+the request text), and a real Prometheus scraping it every second. The samples are appended in CHUNKS
+steps, each one scraped before the next is written, so counters grow between scrapes and rates are
+non-zero. Then every panel target runs through Prometheus's HTTP API with Grafana's variables filled
+in (`$source` and `$engine` all, `$__rate_interval` 1m): instant queries for gauges, range queries over
+the feed for rate()/increase() expressions; each must return at least one finite value.
 """
 
 from __future__ import annotations
 
 import gzip
+import itertools
 import json
 import math
 import re
 import subprocess
 import sys
+import threading
 import time
+from collections import deque
 from collections.abc import Iterator
 from functools import partial
+from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from pathlib import Path
 from typing import Any
 
@@ -58,6 +63,9 @@ TITLES = [
     "SGLang KV pool usage",
     "SGLang request records: cached share of prompt tokens",
     "SGLang HiCache storage prefetches by outcome",
+    "Probe cached share",
+    "Probe runs by outcome",
+    "Probe time to first byte",
     "Alerts firing now",
     "Alerts firing",
     "Lines read per second",
@@ -148,8 +156,70 @@ def engine_of(name: str) -> str:
     return prefix
 
 
-def config_text(tmp_path: Path, names: list[str], port: int) -> str:
-    """A kvwatch config with one file source per sample, read from the beginning."""
+def shared_chars(one: str, two: str) -> int:
+    """How many leading characters `one` and `two` have in common."""
+    return sum(1 for _ in itertools.takewhile(lambda pair: pair[0] == pair[1], zip(one, two, strict=False)))
+
+
+class OpenAIStub:
+    """An OpenAI-compatible endpoint on 127.0.0.1 whose prefix cache is the request text: a request's
+    cached tokens are its longest common prefix with a recent request, 4 characters a token."""
+
+    def __init__(self) -> None:
+        """Serve /v1/chat/completions on a free port."""
+        self.seen: deque[str] = deque(maxlen=8)
+        self.lock = threading.Lock()
+        self.server = ThreadingHTTPServer(("127.0.0.1", 0), self._handler())
+        self.server.daemon_threads = True
+        self.thread = threading.Thread(
+            target=self.server.serve_forever, kwargs={"poll_interval": 0.05}, daemon=True
+        )
+        self.thread.start()
+        self.base = f"http://127.0.0.1:{self.server.server_address[1]}/v1"
+
+    def close(self) -> None:
+        """Stop serving."""
+        self.server.shutdown()
+        self.server.server_close()
+        self.thread.join()
+
+    def usage(self, request: dict[str, Any]) -> dict[str, Any]:
+        """The usage block for this request, remembered for the next ones."""
+        text = json.dumps([request.get("tools"), request.get("messages")])
+        with self.lock:
+            common = max((shared_chars(text, old) for old in self.seen), default=0)
+            self.seen.append(text)
+        return {
+            "prompt_tokens": len(text) // 4,
+            "completion_tokens": 1,
+            "prompt_tokens_details": {"cached_tokens": common // 4},
+        }
+
+    def _handler(self) -> type[BaseHTTPRequestHandler]:
+        stub = self
+
+        class Handler(BaseHTTPRequestHandler):
+            def do_POST(self) -> None:
+                request = json.loads(self.rfile.read(int(self.headers.get("Content-Length", "0"))))
+                status, reply = 404, {"error": "not found"}
+                if self.path == "/v1/chat/completions":
+                    choice = {"index": 0, "message": {"role": "assistant", "content": "OK"}}
+                    status, reply = 200, {"choices": [choice], "usage": stub.usage(request)}
+                data = json.dumps(reply).encode()
+                self.send_response(status)
+                self.send_header("Content-Type", "application/json")
+                self.send_header("Content-Length", str(len(data)))
+                self.end_headers()
+                self.wfile.write(data)
+
+            def log_message(self, format: str, *args: Any) -> None:
+                pass
+
+        return Handler
+
+
+def config_text(tmp_path: Path, names: list[str], port: int, probe_url: str) -> str:
+    """A kvwatch config with one file source per sample, read from the beginning, and a probe every second."""
     lines = [
         f'state_dir = "{tmp_path / "state"}"',
         "[server]",
@@ -166,6 +236,16 @@ def config_text(tmp_path: Path, names: list[str], port: int) -> str:
             'start_at = "beginning"',
             "year = 2026",
         ]
+    lines += [
+        "[[probe]]",
+        'name = "stub"',
+        f'url = "{probe_url}"',
+        'model = "stub-model"',
+        "interval = 1",
+        "jitter = 0",
+        "prefix_tokens = 1024",
+        "timeout = 10",
+    ]
     return "\n".join(lines) + "\n"
 
 
@@ -211,8 +291,9 @@ def feed(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Feed]:
     for name in logs:
         (tmp_path / "logs" / f"{name}.log").write_bytes(b"")
     port = free_port()
+    stub = OpenAIStub()
     config = tmp_path / "kvwatch.toml"
-    config.write_text(config_text(tmp_path, sorted(logs), port), encoding="utf-8")
+    config.write_text(config_text(tmp_path, sorted(logs), port, stub.base), encoding="utf-8")
     daemon_log = (tmp_path / "daemon.log").open("wb")
     daemon = subprocess.Popen(
         [sys.executable, "-m", "kvwatch", "run", "--config", str(config)],
@@ -236,6 +317,9 @@ def feed(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Feed]:
                     written += len(parts[step])
                 wait_for(partial(caught_up, url, written), 60, f"chunk {step + 1} read and scraped")
             wait_for(lambda: query(url, "kvwatch_alert_firing == 1"), 60, "an alert firing, scraped")
+            wait_for(
+                lambda: query(url, 'kvwatch_probe_runs_total{outcome="ok"} >= 3'), 60, "probe runs scraped"
+            )
         except AssertionError as err:
             tail = (tmp_path / "daemon.log").read_text(encoding="utf-8", errors="replace")[-3000:]
             logs_text = f"daemon log:\n{tail}\nprometheus log:\n{prometheus_log(tmp_path)}"
@@ -245,6 +329,7 @@ def feed(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Feed]:
         if prometheus is not None:
             stop_prometheus(prometheus)
         stop_daemon(daemon)
+        stub.close()
 
 
 def finite(result: Result) -> list[float]:

@@ -6,6 +6,8 @@ import shutil
 import subprocess
 from pathlib import Path
 
+from pki_helpers import make_pki
+
 from kvwatch.cli import main
 
 EXAMPLE = Path(__file__).resolve().parents[1] / "examples" / "many-hosts"
@@ -18,9 +20,22 @@ def tool(name: str) -> str:
     return path
 
 
-def test_kvwatch_accepts_the_host_config() -> None:
-    """`kvwatch check-config` accepts the per-host config with its web config."""
-    assert 0 == main(["check-config", str(EXAMPLE / "kvwatch.toml")])
+def test_kvwatch_accepts_the_host_config(tmp_path: Path) -> None:
+    """`kvwatch check-config` accepts the per-host config with its web config, once the certificates it
+    names exist (made here, at the paths the example gives under /etc/kvwatch, moved into tmp_path)."""
+    pki = make_pki(tmp_path / "pki")
+    host = tmp_path / "host"
+    shutil.copytree(EXAMPLE, host)
+    web = (host / "web-config.yml").read_text()
+    for name, made in [
+        ("tls.crt", pki.cert("server")),
+        ("tls.key", pki.key("server")),
+        ("fleet-ca.crt", pki.ca),
+    ]:
+        assert f"/etc/kvwatch/{name}" in web
+        web = web.replace(f"/etc/kvwatch/{name}", str(made))
+    (host / "web-config.yml").write_text(web)
+    assert 0 == main(["check-config", str(host / "kvwatch.toml")])
 
 
 def test_prometheus_accepts_the_fleet_config() -> None:

@@ -169,7 +169,8 @@ def test_the_toy_row_and_rule_join_the_shipped_dashboard_and_rules(toy: Path) ->
 
     built = build(frame(), shipped_parts())
     rows = [p["title"] for p in json.loads(built["kvwatch.json"])["panels"] if p["type"] == "row"]
-    assert rows.index("Toy") == rows.index("Alerts") - 1 > rows.index("Gateway usage and pinned cache")
+    assert rows.index("Toy") == rows.index("Probes") - 1 == rows.index("Alerts") - 2
+    assert rows.index("Toy") > rows.index("Gateway usage and pinned cache")
     cache = built["kvwatch-rules.yml"].split("  - name: kvwatch-relay")[0]
     toy_rule = "      - alert: KvwatchToyIdle\n        expr: rate(kvwatch_toy_requests_total[15m]) == 0\n\n"
     # (after every engine's rules, before kvwatch's own parts': the probe's)

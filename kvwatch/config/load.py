@@ -20,6 +20,7 @@ from typing import Any, cast
 from kvwatch import DEFAULT_PORT
 from kvwatch.config.alerting import read_detectors, read_notifier, read_silence
 from kvwatch.config.fields import Fields, quote
+from kvwatch.config.options import read_options
 from kvwatch.config.probe import read_probe
 from kvwatch.config.types import (
     DEFAULT_DOCKER_ROOT,
@@ -47,7 +48,6 @@ from kvwatch.config.types import (
     StartAt,
     StdinSettings,
 )
-from kvwatch.config.usage import read_usage
 from kvwatch.engines import choices
 
 if sys.version_info >= (3, 11):
@@ -227,8 +227,8 @@ def _source(f: Fields, name: str) -> SourceConfig:
         if f.has(key) and kind is not None:
             f.problem(key, f"not a setting of type {quote(kind)}")
         f.get(key)  # reported above (or the type itself is wrong): not also "unknown"
-    usage = read_usage(f, engine)
-    return SourceConfig(name, engine, cast(SourceType, kind or "stdin"), settings, year, tz, usage)
+    options = read_options(f, engine)
+    return SourceConfig(name, engine, cast(SourceType, kind or "stdin"), settings, year, tz, options)
 
 
 def _file(f: Fields) -> FileSettings:

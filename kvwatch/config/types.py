@@ -6,10 +6,9 @@ from collections.abc import Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
 from types import MappingProxyType
-from typing import Literal
+from typing import Any, Literal
 
 from kvwatch import DEFAULT_PORT
-from kvwatch.engines.usage.parser import UsageMapping
 from kvwatch.model import Severity
 from kvwatch.notify.runbook import RUNBOOK_BASE_URL
 from kvwatch.notify.secrets import Secret, SecretError, load_secret
@@ -97,7 +96,8 @@ class SourceConfig:
     settings: SourceSettings
     year: int | None = None
     tz: str | None = None
-    usage: UsageMapping | None = None  # `[source.usage]`: field paths for a gateway's usage log
+    #: engine name -> its options from the `[source.<name>]` table (e.g. a gateway usage log's mapping)
+    options: Mapping[str, Any] = field(default_factory=lambda: MappingProxyType({}))
 
 
 @dataclass(frozen=True, slots=True)

@@ -17,7 +17,6 @@ from typing import Any, Protocol
 
 from kvwatch.config.types import FileSettings, SourceConfig
 from kvwatch.engines import FALLBACK, detect_engine, make_parser, markers_of
-from kvwatch.engines.usage.parser import UsageMapping
 from kvwatch.model import Event, LogLine
 from kvwatch.parsers.base import ParseError, Parser, ParseResult, ParserSettings
 from kvwatch.sources.file import FileSource
@@ -103,8 +102,8 @@ def parser_settings(config: SourceConfig, now: float | None = None) -> ParserSet
 def live_parser(config: SourceConfig, settings: ParserSettings) -> Parser:
     """The parser of a live source; `auto` decides on the first lines (see AutoParser)."""
     if config.engine == "auto":
-        return AutoParser(config.name, settings, config.usage)
-    return make_parser(config.engine, config.name, settings, config.usage)
+        return AutoParser(config.name, settings, config.options)
+    return make_parser(config.engine, config.name, settings, config.options.get(config.engine))
 
 
 def parser_state(parser: Parser) -> dict[str, Any] | None:
@@ -124,11 +123,13 @@ class AutoParser:
     those of the chosen parser from the first line, as replay's (which sniffs the file's head first).
     """
 
-    def __init__(self, source: str, settings: ParserSettings, usage: UsageMapping | None = None) -> None:
-        """Start undecided."""
+    def __init__(
+        self, source: str, settings: ParserSettings, options: Mapping[str, Any] | None = None
+    ) -> None:
+        """Start undecided; `options`: engine name -> its options (the chosen one's reach its parser)."""
         self.source = source
         self.settings = settings
-        self.usage = usage
+        self.options = options or {}
         self.inner: Parser | None = None
         self.held: list[LogLine] = []
         self._size = 0
@@ -182,7 +183,7 @@ class AutoParser:
     def _decide(self, engine: str) -> list[Event] | None:
         """Choose the engine and parse the held lines: their events (None when no line was recognised:
         then the calling line counts as none, and settle() tells the rest)."""
-        self.inner = make_parser(engine, self.source, self.settings, self.usage)
+        self.inner = make_parser(engine, self.source, self.settings, self.options.get(engine))
         self.markers = self.inner.markers
         events: list[Event] = []
         recognized = errors = 0

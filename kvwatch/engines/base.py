@@ -8,7 +8,7 @@ from __future__ import annotations
 
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass
-from typing import TYPE_CHECKING, Any, Literal
+from typing import TYPE_CHECKING, Any, Literal, Protocol
 
 from kvwatch.parsers.base import Parser, ParserSettings
 from kvwatch.parsers.clock import LineClock
@@ -16,6 +16,7 @@ from kvwatch.parsers.clock import LineClock
 if TYPE_CHECKING:
     from prometheus_client import CollectorRegistry
 
+    from kvwatch.config.fields import Fields
     from kvwatch.report.summary import SourceView
 
 #: The engine-neutral signals an engine's events can carry; detectors judge these, `no_signal` asks
@@ -31,10 +32,20 @@ Signal = Literal["server_requests", "derived_requests", "gateway_requests", "cac
 
 #: A parser for one source: (source name, settings, the engine's own options from the config or None).
 ParserFactory = Callable[[str, ParserSettings, Any], Parser]
+#: The engine's own options from a source's `[source.<name>]` table, read field by field (problems go to
+#: the Fields; its unknown keys are reported by the caller): what its parser is handed as `options`.
+OptionsReader = Callable[["Fields"], Any]
 #: An engine's metric families on a registry, as the handler of each event type they are fed.
 MetricsFactory = Callable[["CollectorRegistry"], Mapping[type, Callable[[Any], None]]]
 #: An engine's part of `replay --format text` for one source; None: the source holds nothing of it.
 ReportSection = Callable[["SourceView"], "list[str] | None"]
+
+
+class Gathering(Protocol):
+    """An engine's figures of one source for its report section, gathered as its events pass."""
+
+    def observe(self, event: Any) -> None:
+        """Take one of the engine's events into account."""
 
 
 @dataclass(frozen=True)
@@ -50,6 +61,8 @@ class Engine:
     signals: frozenset[Signal]
     metrics: MetricsFactory
     report: ReportSection | None = None
+    # A fresh gathering of one source's figures (in SourceView.parts[name], for `report`); None: none.
+    gather: Callable[[], Gathering] | None = None
     sniff_rank: int = 0  # auto-detection tries lower ranks first (stricter sniffs go first)
     restart_forgets: tuple[str, ...] = ()  # startup facts a restart voids (the new process may differ)
     reuses: str | None = None  # another engine whose parser reads its lines (Ollama embeds llama-server's)
@@ -58,3 +71,4 @@ class Engine:
     # The package holding its dashboard row and rules (dashboard.json, rules.yml, rules.test.yml; see
     # kvwatch.assets.build); None: kvwatch.engines.<name>.
     package: str | None = None
+    options: OptionsReader | None = None  # reads its `[source.<name>]` table; None: it takes none

@@ -1,36 +1,21 @@
-"""What `replay --format text` tells a human about each source, gathered as events pass."""
+"""What `replay --format text` tells a human about each source, gathered as events pass.
+
+Each engine gathers its own figures for its part of the report (`Engine.gather`, kept in
+`SourceView.parts` under its name from its first event); this module keeps what every source has.
+"""
 
 from __future__ import annotations
 
-from collections import deque
+from collections.abc import Callable
 from dataclasses import dataclass, field
+from typing import Any
 
-from kvwatch.model import (
-    EngineFact,
-    Event,
-    LlamaRequest,
-    SourceCounts,
-    UsageRecord,
-    VllmKvTransfer,
-    VllmPrefixV0,
-    VllmStats,
-)
+from kvwatch.engines import ENGINES, engine_of
+from kvwatch.engines.base import Gathering
+from kvwatch.model import Event, SourceCounts
 
-#: The text report keeps the last this many llama.cpp requests per source (memory stays bounded).
-MAX_ROWS = 5000
-
-
-@dataclass
-class EngineView:
-    """One vLLM engine's figures over the replay."""
-
-    stats_lines: int = 0
-    prefix: float | None = None
-    external: float | None = None
-    kv_usage: float | None = None
-    kv_lines: int = 0
-    store_bytes: int | None = None  # None: no KV line carried a byte count (another connector)
-    load_bytes: int | None = None
+#: The engine gathering an event type's figures, and how it starts one source's (None: no engine does).
+Owner = tuple[str, Callable[[], Gathering]] | None
 
 
 @dataclass
@@ -42,13 +27,7 @@ class SourceView:
     counts: SourceCounts
     first: float | None = None
     last: float | None = None
-    engines: dict[str, EngineView] = field(default_factory=dict)
-    facts: dict[str, str] = field(default_factory=dict)
-    requests: deque[LlamaRequest] = field(default_factory=lambda: deque(maxlen=MAX_ROWS))
-    request_count: int = 0
-    usage: dict[tuple[str, str], list[int]] = field(
-        default_factory=dict
-    )  # (entry, model) -> [n, prompt, cached]
+    parts: dict[str, Any] = field(default_factory=dict)  # engine name -> its gathering (Engine.gather)
 
 
 #: Event type -> whether the summary keeps more of it than its time.
@@ -60,6 +39,7 @@ class Summary:
 
     def __init__(self) -> None:
         self.sources: dict[str, SourceView] = {}
+        self._owners: dict[type, Owner] = {}
 
     @property
     def counts(self) -> dict[str, SourceCounts]:
@@ -82,45 +62,18 @@ class Summary:
             view.first = time
         if view.last is None or time > view.last:
             view.last = time
-        kept = _KEPT.get(type(event))
-        if kept is None:
-            kept = _KEPT[type(event)] = issubclass(
-                type(event), (VllmStats, VllmKvTransfer, VllmPrefixV0, EngineFact, LlamaRequest, UsageRecord)
-            )
-        if not kept:  # (an event type the summary shows nothing of but its time)
-            return
-        if isinstance(event, VllmStats):
-            eng = view.engines.get(event.engine) or self._engine(view, event.engine)
-            eng.stats_lines += 1
-            if event.prefix_hit is not None:
-                eng.prefix = event.prefix_hit
-            if event.external_hit is not None:
-                eng.external = event.external_hit
-            if event.kv_cache_usage is not None:
-                eng.kv_usage = event.kv_cache_usage
-        elif isinstance(event, VllmKvTransfer):
-            eng = view.engines.get(event.engine) or self._engine(view, event.engine)
-            eng.kv_lines += 1
-            if event.store_bytes is not None:
-                eng.store_bytes = (eng.store_bytes or 0) + event.store_bytes
-            if event.load_bytes is not None:
-                eng.load_bytes = (eng.load_bytes or 0) + event.load_bytes
-        elif isinstance(event, VllmPrefixV0):
-            self._engine(view, event.engine).prefix = event.gpu_hit
-        elif isinstance(event, EngineFact):
-            view.facts[event.key] = event.value
-        elif isinstance(event, LlamaRequest):
-            view.requests.append(event)
-            view.request_count += 1
-        elif isinstance(event, UsageRecord):
-            totals = view.usage.setdefault((event.entry, event.model), [0, 0, 0])
-            totals[0] += 1
-            totals[1] += event.prompt_tokens
-            totals[2] += event.cached_tokens
+        kind = type(event)
+        owner = self._owners[kind] if kind in self._owners else self._owner(kind)
+        if owner is not None:
+            name, start = owner
+            part = view.parts.get(name)
+            if part is None:
+                part = view.parts[name] = start()
+            part.observe(event)
 
-    @staticmethod
-    def _engine(view: SourceView, name: str) -> EngineView:
-        eng = view.engines.get(name)
-        if eng is None:
-            eng = view.engines[name] = EngineView()
-        return eng
+    def _owner(self, kind: type) -> Owner:
+        """The engine whose events include `kind` and its gathering's start, remembered (None: none)."""
+        name = engine_of(kind)
+        start = ENGINES[name].gather if name is not None else None
+        owner = self._owners[kind] = (name, start) if name is not None and start is not None else None
+        return owner

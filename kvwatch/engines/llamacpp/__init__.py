@@ -5,7 +5,7 @@ from __future__ import annotations
 from collections.abc import Callable, Mapping
 from typing import TYPE_CHECKING, Any
 
-from kvwatch.engines.base import Engine
+from kvwatch.engines.base import Engine, Gathering
 from kvwatch.engines.llamacpp.lines import CLOCK
 from kvwatch.engines.llamacpp.parser import MARKERS, LlamacppParser, looks_like_llamacpp
 from kvwatch.model import LlamaRequest
@@ -33,6 +33,12 @@ def _report(view: SourceView) -> list[str] | None:
     return section(view)
 
 
+def _gather() -> Gathering:
+    from kvwatch.engines.llamacpp.report import Figures
+
+    return Figures()
+
+
 ENGINE = Engine(
     name="llamacpp",
     display="llama.cpp",
@@ -44,5 +50,6 @@ ENGINE = Engine(
     signals=frozenset({"server_requests", "derived_requests"}),
     metrics=_metrics,
     report=_report,
+    gather=_gather,
     clock=CLOCK,
 )

@@ -2,11 +2,16 @@
 
 from __future__ import annotations
 
+from collections import deque
 from collections.abc import Sequence
+from dataclasses import dataclass, field
 from datetime import datetime, timezone
 
 from kvwatch.model import LlamaRequest
 from kvwatch.report.summary import SourceView
+
+#: The text report keeps the last this many llama.cpp requests per source (memory stays bounded).
+MAX_ROWS = 5000
 
 # `notes` flags what numbers hide: full-reprocess, restores=N, prompt-cache (rescue), derived
 HEADER = (
@@ -24,14 +29,29 @@ HEADER = (
 _LEFT = {"time", "selection", "notes"}  # text columns; numbers align right
 
 
+@dataclass
+class Figures:
+    """One source's request records: how many, and the last MAX_ROWS of them."""
+
+    requests: deque[LlamaRequest] = field(default_factory=lambda: deque(maxlen=MAX_ROWS))
+    count: int = 0
+
+    def observe(self, event: object) -> None:
+        """Keep one request record."""
+        if isinstance(event, LlamaRequest):
+            self.requests.append(event)
+            self.count += 1
+
+
 def section(view: SourceView) -> list[str] | None:
     """The count and table of a source's last request records (None: it has none)."""
-    if not view.request_count:
+    figures: Figures | None = view.parts.get("llamacpp")
+    if figures is None or not figures.count:
         return None
-    shown = len(view.requests)
-    note = "" if shown == view.request_count else f" (last {shown} shown)"
-    lines = [f"  requests {view.request_count}{note}"]
-    lines.extend("  " + row for row in requests_table(list(view.requests)).splitlines())
+    shown = len(figures.requests)
+    note = "" if shown == figures.count else f" (last {shown} shown)"
+    lines = [f"  requests {figures.count}{note}"]
+    lines.extend("  " + row for row in requests_table(list(figures.requests)).splitlines())
     return lines
 
 

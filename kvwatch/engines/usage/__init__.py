@@ -5,7 +5,7 @@ from __future__ import annotations
 from collections.abc import Callable, Mapping
 from typing import TYPE_CHECKING, Any
 
-from kvwatch.engines.base import Engine
+from kvwatch.engines.base import Engine, Gathering
 from kvwatch.engines.usage.parser import CLOCK, UsageParser, looks_like_usage
 from kvwatch.model import UsageRecord, UsageSkipped
 from kvwatch.parsers.base import Parser, ParserSettings
@@ -13,11 +13,18 @@ from kvwatch.parsers.base import Parser, ParserSettings
 if TYPE_CHECKING:
     from prometheus_client import CollectorRegistry
 
+    from kvwatch.config.fields import Fields
     from kvwatch.report.summary import SourceView
 
 
 def _parser(source: str, settings: ParserSettings, options: Any) -> Parser:
     return UsageParser(source, settings, options)  # options: the source's UsageMapping, if configured
+
+
+def _options(f: Fields) -> Any:
+    from kvwatch.engines.usage.options import read_mapping  # (reads config fields: not at import)
+
+    return read_mapping(f)
 
 
 def _metrics(registry: CollectorRegistry) -> Mapping[type, Callable[[Any], None]]:
@@ -33,6 +40,12 @@ def _report(view: SourceView) -> list[str] | None:
     return section(view)
 
 
+def _gather() -> Gathering:
+    from kvwatch.engines.usage.report import Figures
+
+    return Figures()
+
+
 ENGINE = Engine(
     name="usage",
     display="gateway usage log",
@@ -44,5 +57,7 @@ ENGINE = Engine(
     signals=frozenset({"gateway_requests"}),
     metrics=_metrics,
     report=_report,
+    gather=_gather,
     clock=CLOCK,
+    options=_options,
 )

@@ -5,7 +5,7 @@ from __future__ import annotations
 from collections.abc import Callable, Mapping
 from typing import TYPE_CHECKING, Any
 
-from kvwatch.engines.base import Engine
+from kvwatch.engines.base import Engine, Gathering
 from kvwatch.engines.vllm.parser import CLOCK, MARKERS, VllmParser, looks_like_vllm
 from kvwatch.model import EngineFact, VllmKvTransfer, VllmPrefixV0, VllmSpecDecoding, VllmStats
 from kvwatch.parsers.base import Parser, ParserSettings
@@ -39,6 +39,12 @@ def _report(view: SourceView) -> list[str] | None:
     return section(view)
 
 
+def _gather() -> Gathering:
+    from kvwatch.engines.vllm.report import Figures
+
+    return Figures()
+
+
 ENGINE = Engine(
     name="vllm",
     display="vLLM",
@@ -50,6 +56,7 @@ ENGINE = Engine(
     signals=frozenset({"cache_rate", "offload"}),
     metrics=_metrics,
     report=_report,
+    gather=_gather,
     restart_forgets=("stats_disabled", "api_server_count", "offload_excluded_groups"),
     clock=CLOCK,
 )

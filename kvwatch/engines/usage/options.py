@@ -1,8 +1,7 @@
-"""The `[source.usage]` table: how a gateway's usage log maps onto requests (see parsers.usage)."""
+"""The `[source.usage]` table: how a gateway's usage log maps onto requests (see engines.usage.parser)."""
 
 from __future__ import annotations
 
-from collections.abc import Mapping
 from typing import Any
 
 from kvwatch.config.fields import Fields
@@ -34,17 +33,8 @@ def _names(f: Fields, key: str) -> dict[str, str]:
     return {str(k): v for k, v in value.items()}
 
 
-def read_usage(parent: Fields, engine: str) -> UsageMapping | None:
-    """The source's `usage` table, if any; only usage (or auto) sources may have one."""
-    raw = parent.get("usage")
-    if raw is None:
-        return None
-    if not isinstance(raw, Mapping):
-        parent.problem("usage", "must be a table ([source.usage])")
-        return None
-    if engine not in ("usage", "auto"):
-        parent.problem("usage", f'only for engine "usage" (this source has engine "{engine}")')
-    f = Fields(raw, parent.name("usage"), parent.problems, parent.base)
+def read_mapping(f: Fields) -> UsageMapping:
+    """A source's `[source.usage]` table (its unknown keys are reported by the caller's `done()`)."""
     paths: dict[str, Any] = {key: f.string(key) or "" for key in PATH_KEYS}
     mapping = UsageMapping(
         **paths,
@@ -53,5 +43,4 @@ def read_usage(parent: Fields, engine: str) -> UsageMapping | None:
         entries=f.strings("entries"),
         tz=f.string("tz") or "",
     )
-    f.done()
     return mapping
