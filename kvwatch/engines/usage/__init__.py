@@ -5,7 +5,7 @@ from __future__ import annotations
 from collections.abc import Callable, Mapping
 from typing import TYPE_CHECKING, Any
 
-from kvwatch.engines.base import Engine, Gathering
+from kvwatch.engines.base import Engine, Gathering, RequestAdapter
 from kvwatch.engines.usage.parser import CLOCK, UsageParser, looks_like_usage
 from kvwatch.model import UsageRecord, UsageSkipped
 from kvwatch.parsers.base import Parser, ParserSettings
@@ -40,6 +40,12 @@ def _report(view: SourceView) -> list[str] | None:
     return section(view)
 
 
+def _requests() -> RequestAdapter:
+    from kvwatch.engines.usage.records import Requests
+
+    return Requests()
+
+
 def _gather() -> Gathering:
     from kvwatch.engines.usage.report import Figures
 
@@ -58,6 +64,7 @@ ENGINE = Engine(
     metrics=_metrics,
     report=_report,
     gather=_gather,
+    requests=_requests,
     clock=CLOCK,
     options=_options,
 )
