@@ -17,7 +17,6 @@ from kvwatch.parsers.clock import LineClock
 if TYPE_CHECKING:
     from prometheus_client import CollectorRegistry
 
-    from kvwatch.config.fields import Fields
     from kvwatch.report.summary import SourceView
 
 #: The engine-neutral signals an engine's events can carry; detectors judge these, `no_signal` asks
@@ -33,9 +32,10 @@ Signal = Literal["server_requests", "derived_requests", "gateway_requests", "cac
 
 #: A parser for one source: (source name, settings, the engine's own options from the config or None).
 ParserFactory = Callable[[str, ParserSettings, Any], Parser]
-#: The engine's own options from a source's `[source.<name>]` table, read field by field (problems go to
-#: the Fields; its unknown keys are reported by the caller): what its parser is handed as `options`.
-OptionsReader = Callable[["Fields"], Any]
+#: The engine's own options from a source's `[source.<name>]` table, read from a
+#: kvwatch.config.fields.Fields (not imported: config imports the engines) whose unknown keys the caller
+#: reports: what its parser is handed as `options`.
+OptionsReader = Callable[[Any], Any]
 #: An engine's metric families on a registry, as the handler of each event type they are fed.
 MetricsFactory = Callable[["CollectorRegistry"], Mapping[type, Callable[[Any], None]]]
 #: An engine's part of `replay --format text` for one source; None: the source holds nothing of it.

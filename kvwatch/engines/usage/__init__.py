@@ -13,7 +13,6 @@ from kvwatch.parsers.base import Parser, ParserSettings
 if TYPE_CHECKING:
     from prometheus_client import CollectorRegistry
 
-    from kvwatch.config.fields import Fields
     from kvwatch.report.summary import SourceView
 
 
@@ -21,7 +20,7 @@ def _parser(source: str, settings: ParserSettings, options: Any) -> Parser:
     return UsageParser(source, settings, options)  # options: the source's UsageMapping, if configured
 
 
-def _options(f: Fields) -> Any:
+def _options(f: Any) -> Any:  # (f: a kvwatch.config.fields.Fields)
     from kvwatch.engines.usage.options import read_mapping  # (reads config fields: not at import)
 
     return read_mapping(f)
