@@ -147,9 +147,12 @@ _LLAMA_FIELDS = attrgetter(*(f.name for f in fields(LlamaRequest)))
 
 @dataclass(slots=True)
 class RequestRecord:
-    """One request of a server, engine-neutral: an engine's request event may be (a subclass of) this.
+    """One request, engine-neutral: an engine's request event may be (a subclass of) this, or its
+    engine's `requests` adapter converts its own events into these (kvwatch.engines.base).
 
-    `conversation` names the conversation the engine shows the request continues ("": not known).
+    `conversation` names the conversation the engine shows the request continues ("": not known);
+    `selection` how the engine chose where to serve it ("": not told); `derived` marks counts inferred
+    (less exact); `entry` the gateway entry point it came through (None: not a gateway's).
     """
 
     source: str
@@ -159,6 +162,9 @@ class RequestRecord:
     full_reprocess: bool = False
     slot: int | None = None
     conversation: str = ""
+    selection: str = ""
+    derived: bool = False
+    entry: str | None = None
 
 
 @dataclass(slots=True)

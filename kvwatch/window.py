@@ -3,7 +3,9 @@
 `Windows.observe(event)` is the only writer. Detectors read it as plain data. Nothing here reads a clock:
 entries older than the horizon are dropped relative to the newest event time seen. An engine's stats
 and KV lines are kept as points, one per run of lines that share an event time (vLLM stamps whole
-seconds), each summarising its lines exactly, so a flood of lines costs one point a second.
+seconds), each summarising its lines exactly, so a flood of lines costs one point a second. An
+engine's request events become engine-neutral request points through its `requests` adapter
+(kvwatch.engines.base.RequestAdapter), one per source, or are `RequestRecord`s themselves.
 """
 
 from __future__ import annotations
@@ -13,11 +15,11 @@ from collections import deque
 from dataclasses import dataclass, field
 
 from kvwatch.engines import ENGINES, engine_of
+from kvwatch.engines.base import RequestAdapter
 from kvwatch.model import (
     CachePrefetch,
     EngineFact,
     Event,
-    LlamaRequest,
     RequestRecord,
     ServerRestart,
     UsageRecord,
@@ -27,9 +29,10 @@ from kvwatch.model import (
 )
 
 Labels = tuple[tuple[str, str], ...]
-#: The event types windows keep something of (others only name their source's engine).
+#: The event types windows keep something of, besides those an engine's request adapter converts
+#: (others only name their source's engine).
 _KEPT = (
-    VllmStats, VllmKvTransfer, VllmPrefixV0, EngineFact, LlamaRequest, UsageRecord, RequestRecord,
+    VllmStats, VllmKvTransfer, VllmPrefixV0, EngineFact, UsageRecord, RequestRecord,
     CachePrefetch, ServerRestart,
 )  # fmt: skip
 
@@ -144,11 +147,11 @@ class SourceWindow:
     last_event: float | None = None
     last_stats: VllmStats | None = None
     started: float | None = None
-    derived_requests: int = 0  # llama.cpp records derived from timings, of requests seen whole
-    exact_requests: int = 0  # ... and read from the reuse lines (both since the server's last start)
+    derived_requests: int = 0  # request records derived from timings, of requests seen whole
+    exact_requests: int = 0  # ... and read from the engine's own lines (both since the last start)
     joined_requests: int = 0  # derived records of requests whose start was not seen (read mid-request)
-    conversations: dict[int, int] = field(default_factory=dict)  # slot -> its conversation number
     prefetches: deque[CachePrefetch] = field(default_factory=deque)  # cache-tier prefetches that ended
+    adapters: dict[str, RequestAdapter | None] = field(default_factory=dict)  # engine -> its (or none)
 
 
 class Windows:
@@ -187,7 +190,9 @@ class Windows:
         known = self._owners.get(type(event))
         if known is None:
             kind = type(event)
-            known = self._owners[kind] = (engine_of(kind) or "", issubclass(kind, _KEPT))
+            name = engine_of(kind) or ""
+            converted = bool(name) and ENGINES[name].requests is not None
+            known = self._owners[kind] = (name, converted or issubclass(kind, _KEPT))
         owner, kept = known
         # A source's engine is that of its events (a startup fact does not overrule a request's).
         if owner and (not window.kind or type(event) is not EngineFact):
@@ -223,23 +228,8 @@ class Windows:
             self._engine(window, event.engine)
         elif isinstance(event, EngineFact):
             window.facts[event.key] = event.value
-        elif isinstance(event, LlamaRequest):
-            self._llama(window, event)
-        elif isinstance(event, UsageRecord):
-            labels = (("source", event.source), ("entry", event.entry))
-            point = RequestPoint(event.time, event.prompt_tokens, event.cached_tokens)
-            self._add_request(labels, point)
-            self._usage(event)
         elif isinstance(event, RequestRecord):
-            point = RequestPoint(
-                event.time,
-                event.prompt_tokens,
-                event.cached_tokens,
-                full_reprocess=event.full_reprocess,
-                slot=event.slot,
-                conversation=event.conversation,
-            )
-            self._add_request((("source", event.source),), point)
+            self._record(event)
         elif isinstance(event, CachePrefetch):
             prefetches = window.prefetches
             prefetches.append(event)
@@ -248,6 +238,13 @@ class Windows:
                 prefetches.popleft()
         elif isinstance(event, ServerRestart):
             self._restart(window, event)
+        elif owner:
+            adapters = window.adapters
+            adapter = adapters[owner] if owner in adapters else self._adapter(window, owner)
+            if adapter is not None:
+                self._convert(window, adapter, event)
+            if isinstance(event, UsageRecord):  # (the gateway detectors read whole usage records)
+                self._usage(event)
 
     @staticmethod
     def _engine(window: SourceWindow, name: str) -> EngineWindow:
@@ -256,36 +253,38 @@ class Windows:
             engine = window.engines[name] = EngineWindow()
         return engine
 
-    def _llama(self, window: SourceWindow, event: LlamaRequest) -> None:
-        # A request whose slot pick was not seen began before the first line read (a daemon started at
-        # the end of a -lv 4 log): its reuse lines were missed, which says nothing of the verbosity.
-        if not event.derived:
+    @staticmethod
+    def _adapter(window: SourceWindow, owner: str) -> RequestAdapter | None:
+        start = ENGINES[owner].requests
+        adapter = window.adapters[owner] = start() if start is not None else None
+        return adapter
+
+    def _convert(self, window: SourceWindow, adapter: RequestAdapter, event: Event) -> None:
+        basis, record = adapter.convert(event)
+        if basis == "exact":
             window.exact_requests += 1
-        elif event.selection == "unknown":
+        elif basis == "joined":
             window.joined_requests += 1
-        else:
+        elif basis == "derived":
             window.derived_requests += 1
-        # The slot's next request continues its conversation when llama.cpp placed it there by
-        # similarity to what the slot holds; any other pick (LRU, by id, a prompt restored from the host
-        # cache) may bring another conversation, so it starts a new one.
-        slot = event.slot
-        number = window.conversations.get(slot, 0)
-        if event.selection != "lcp" or event.prompt_cache_rescue:
-            number += 1
-            window.conversations[slot] = number
-        if event.prompt_tokens is None or event.reused_tokens is None:
-            return
+        if record is not None:
+            self._record(record)
+
+    def _record(self, record: RequestRecord) -> None:
+        source = record.source
+        entry = record.entry
+        labels: Labels = (("source", source),) if entry is None else (("source", source), ("entry", entry))
         point = RequestPoint(
-            event.time,
-            event.prompt_tokens,
-            event.reused_tokens,
-            full_reprocess=event.full_reprocess,
-            selection=event.selection,
-            derived=event.derived,
-            slot=slot,
-            conversation=f"slot {slot} #{number}",
+            record.time,
+            record.prompt_tokens,
+            record.cached_tokens,
+            full_reprocess=record.full_reprocess,
+            selection=record.selection,
+            derived=record.derived,
+            slot=record.slot,
+            conversation=record.conversation,
         )
-        self._add_request((("source", event.source),), point)
+        self._add_request(labels, point)
 
     def _add_request(self, labels: Labels, point: RequestPoint) -> None:
         points = self.requests.get(labels)
@@ -318,8 +317,10 @@ class Windows:
         window.last_stats = None
         window.started = event.time
         window.derived_requests = window.exact_requests = window.joined_requests = 0
-        window.conversations.clear()
         window.prefetches.clear()
+        for adapter in window.adapters.values():
+            if adapter is not None:
+                adapter.restart()
         restarted = ENGINES.get(event.engine_kind)
         for key in restarted.restart_forgets if restarted is not None else ():
             window.facts.pop(key, None)

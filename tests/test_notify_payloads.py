@@ -88,7 +88,7 @@ def test_alertmanager_posts_labels_annotations_and_times() -> None:
         "description": (
             "a per-request header changes after the tool definitions. Fix: strip the header at the gateway"
         ),
-        "runbook_url": "https://github.com/kvwatch/kvwatch/blob/main/docs/alerts.md#pinned_cache_length",
+        "runbook_url": "docs/alerts.md#pinned_cache_length",
         "cause": "a per-request header changes after the tool definitions",
         "fix": "strip the header at the gateway",
         "evidence": '{"cached_tokens": 17920, "share": 0.9}',

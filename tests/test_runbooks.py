@@ -6,10 +6,11 @@ from __future__ import annotations
 import re
 from pathlib import Path
 
+import pytest
 import yaml
 from notify_helpers import make_alert
 
-from kvwatch.config import parse_config
+from kvwatch.config import ConfigError, parse_config
 from kvwatch.detectors import ALERTS
 from kvwatch.notify.alertmanager import am_alert
 from kvwatch.notify.runbook import RUNBOOK_BASE_URL
@@ -60,3 +61,15 @@ def test_the_runbook_base_url_is_configurable() -> None:
     base = config.alerting.runbook_base_url
     url = am_alert(make_alert("no_signal"), runbook_base_url=base)["annotations"]["runbook_url"]
     assert "https://wiki.internal/kvwatch/alerts#no_signal" == url
+
+
+def test_the_default_runbook_url_names_no_host() -> None:
+    """Without runbook_base_url the runbook is the page's path in kvwatch's sources, not a made-up link."""
+    default = parse_config({}, ROOT).alerting.runbook_base_url
+    assert (
+        "docs/alerts.md#no_signal"
+        == am_alert(make_alert("no_signal"), runbook_base_url=default)["annotations"]["runbook_url"]
+    )
+    assert 'runbook_url: "docs/alerts.md#' in RULES.read_text(encoding="utf-8")
+    with pytest.raises(ConfigError, match=r"alerting\.runbook_base_url: must be an http:// or https:// URL"):
+        parse_config({"alerting": {"runbook_base_url": "wiki/alerts"}}, ROOT)

@@ -151,3 +151,35 @@ def test_points_judge_as_the_lines_do(seed: int) -> None:
         else []
     )
     assert expected == [f.evidence for f in found]
+
+
+def test_engines_adapters_make_request_points_and_count_how_exact() -> None:
+    """llama.cpp's records become points numbered by slot conversation (a new one after any pick but
+    lcp, even one without counts; afresh after a restart), counted exact / derived / joined; a usage
+    row's point carries its entry."""
+    from kvwatch.model import LlamaRequest, ServerRestart, UsageRecord
+
+    def llama(t: float, selection: str, *, derived: bool = False, prompt: int | None = 100) -> LlamaRequest:
+        return LlamaRequest("l", T0 + t, 0, int(t), prompt, 90, 10, selection, derived=derived)  # type: ignore[arg-type]
+
+    events: list[Event] = [
+        llama(1, "lru"),
+        llama(2, "lcp", derived=True),
+        llama(3, "unknown", derived=True, prompt=None),
+        llama(4, "lcp"),
+        ServerRestart("l", T0 + 5, "llamacpp"),
+        llama(6, "lcp"),
+        UsageRecord("g", T0 + 7, "/v1/messages", "m", 200, 150),
+    ]
+    before = windows_of(events[:4])
+    points = before.requests[(("source", "l"),)]
+    assert ["slot 0 #1", "slot 0 #1", "slot 0 #2"] == [p.conversation for p in points]  # (#2: t=3)
+    assert [("lru", False), ("lcp", True), ("lcp", False)] == [(p.selection, p.derived) for p in points]
+    window = before.sources["l"]
+    assert (2, 1, 1) == (window.exact_requests, window.derived_requests, window.joined_requests)
+    after = windows_of(events)
+    [point] = after.requests[(("source", "l"),)]  # (a restart drops the points and the numbering)
+    assert "slot 0 #0" == point.conversation
+    assert (1, 0) == (after.sources["l"].exact_requests, after.sources["l"].derived_requests)
+    [gateway] = after.requests[(("source", "g"), ("entry", "/v1/messages"))]
+    assert (200, 150, "") == (gateway.prompt, gateway.cached, gateway.conversation)

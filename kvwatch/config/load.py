@@ -137,12 +137,12 @@ def _alerting(f: Fields | None) -> AlertingConfig:
             "suppress_older_than", 0, 30 * 86400, int(default.suppress_older_than)
         ),
     }
-    base = f.string("runbook_base_url", default.runbook_base_url) or default.runbook_base_url
-    if not base.startswith(("http://", "https://")):
+    base = f.string("runbook_base_url")
+    if base is not None and not base.startswith(("http://", "https://")):
         f.problem("runbook_base_url", "must be an http:// or https:// URL")
     f.done()
     seconds = {k: float(v if v is not None else 0) for k, v in values.items()}
-    return AlertingConfig(**seconds, runbook_base_url=base.split("#")[0])
+    return AlertingConfig(**seconds, runbook_base_url=(base or default.runbook_base_url).split("#")[0])
 
 
 def _log(f: Fields | None) -> LogConfig:

@@ -10,13 +10,13 @@ from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any, Literal, Protocol
 
+from kvwatch.model import RequestRecord
 from kvwatch.parsers.base import Parser, ParserSettings
 from kvwatch.parsers.clock import LineClock
 
 if TYPE_CHECKING:
     from prometheus_client import CollectorRegistry
 
-    from kvwatch.config.fields import Fields
     from kvwatch.report.summary import SourceView
 
 #: The engine-neutral signals an engine's events can carry; detectors judge these, `no_signal` asks
@@ -32,13 +32,30 @@ Signal = Literal["server_requests", "derived_requests", "gateway_requests", "cac
 
 #: A parser for one source: (source name, settings, the engine's own options from the config or None).
 ParserFactory = Callable[[str, ParserSettings, Any], Parser]
-#: The engine's own options from a source's `[source.<name>]` table, read field by field (problems go to
-#: the Fields; its unknown keys are reported by the caller): what its parser is handed as `options`.
-OptionsReader = Callable[["Fields"], Any]
+#: The engine's own options from a source's `[source.<name>]` table, read from a
+#: kvwatch.config.fields.Fields (not imported: config imports the engines) whose unknown keys the caller
+#: reports: what its parser is handed as `options`.
+OptionsReader = Callable[[Any], Any]
 #: An engine's metric families on a registry, as the handler of each event type they are fed.
 MetricsFactory = Callable[["CollectorRegistry"], Mapping[type, Callable[[Any], None]]]
 #: An engine's part of `replay --format text` for one source; None: the source holds nothing of it.
 ReportSection = Callable[["SourceView"], "list[str] | None"]
+
+
+#: How exactly a request's counts were read: from the engine's own lines ("exact"), derived from its
+#: timings at default verbosity ("derived"), or derived for a request whose start was not read ("joined").
+Basis = Literal["exact", "derived", "joined"]
+
+
+class RequestAdapter(Protocol):
+    """One source's conversion of an engine's request events into engine-neutral request records."""
+
+    def convert(self, event: Any) -> tuple[Basis | None, RequestRecord | None]:
+        """How exactly the event counts a request (None: not counted), and its record (None: its
+        counts are not known, or it is no request)."""
+
+    def restart(self) -> None:
+        """The engine restarted: forget what was known of the process before."""
 
 
 class Gathering(Protocol):
@@ -72,3 +89,6 @@ class Engine:
     # kvwatch.assets.build); None: kvwatch.engines.<name>.
     package: str | None = None
     options: OptionsReader | None = None  # reads its `[source.<name>]` table; None: it takes none
+    # A fresh adapter making request records of one source's events (None: its request events, if any,
+    # are RequestRecords themselves).
+    requests: Callable[[], RequestAdapter] | None = None

@@ -1,16 +1,17 @@
 """An alert's `description` and `runbook_url`, as Alertmanager receivers and Prometheus rules carry them.
 
 The runbook of an alert is its section of docs/alerts.md: `<runbook_base_url>#<alert>` (the page's
-heading anchors are the alert names; the test alert's is `the-test-alert`). `[alerting]
-runbook_base_url` points elsewhere, e.g. an internal mirror of the docs.
+heading anchors are the alert names; the test alert's is `the-test-alert`). kvwatch has no public
+address of its own, so by default the URL is the page's path in kvwatch's sources, `docs/alerts.md#<alert>`:
+`[alerting] runbook_base_url` makes it a link to wherever the operator hosts the page.
 """
 
 from __future__ import annotations
 
 from kvwatch.model import Alert
 
-#: docs/alerts.md of the project's repository, as a web page.
-RUNBOOK_BASE_URL = "https://github.com/kvwatch/kvwatch/blob/main/docs/alerts.md"
+#: The alerts page's path in kvwatch's sources (a relative reference: no host is assumed).
+RUNBOOK_BASE_URL = "docs/alerts.md"
 #: Headings of docs/alerts.md that are not the alert's name.
 _ANCHORS = {"kvwatch_test_alert": "the-test-alert"}
 

@@ -10,12 +10,10 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any
 
-from kvwatch.engines import ENGINES, engine_of
-from kvwatch.engines.base import Gathering
 from kvwatch.model import Event, SourceCounts
 
 #: The engine gathering an event type's figures, and how it starts one source's (None: no engine does).
-Owner = tuple[str, Callable[[], Gathering]] | None
+Owner = tuple[str, Callable[[], Any]] | None
 
 
 @dataclass
@@ -73,6 +71,8 @@ class Summary:
 
     def _owner(self, kind: type) -> Owner:
         """The engine whose events include `kind` and its gathering's start, remembered (None: none)."""
+        from kvwatch.engines import ENGINES, engine_of
+
         name = engine_of(kind)
         start = ENGINES[name].gather if name is not None else None
         owner = self._owners[kind] = (name, start) if name is not None and start is not None else None

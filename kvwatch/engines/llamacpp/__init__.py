@@ -5,7 +5,7 @@ from __future__ import annotations
 from collections.abc import Callable, Mapping
 from typing import TYPE_CHECKING, Any
 
-from kvwatch.engines.base import Engine, Gathering
+from kvwatch.engines.base import Engine, Gathering, RequestAdapter
 from kvwatch.engines.llamacpp.lines import CLOCK
 from kvwatch.engines.llamacpp.parser import MARKERS, LlamacppParser, looks_like_llamacpp
 from kvwatch.model import LlamaRequest
@@ -33,6 +33,12 @@ def _report(view: SourceView) -> list[str] | None:
     return section(view)
 
 
+def _requests() -> RequestAdapter:
+    from kvwatch.engines.llamacpp.records import Requests
+
+    return Requests()
+
+
 def _gather() -> Gathering:
     from kvwatch.engines.llamacpp.report import Figures
 
@@ -51,5 +57,6 @@ ENGINE = Engine(
     metrics=_metrics,
     report=_report,
     gather=_gather,
+    requests=_requests,
     clock=CLOCK,
 )

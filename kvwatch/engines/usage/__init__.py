@@ -5,7 +5,7 @@ from __future__ import annotations
 from collections.abc import Callable, Mapping
 from typing import TYPE_CHECKING, Any
 
-from kvwatch.engines.base import Engine, Gathering
+from kvwatch.engines.base import Engine, Gathering, RequestAdapter
 from kvwatch.engines.usage.parser import CLOCK, UsageParser, looks_like_usage
 from kvwatch.model import UsageRecord, UsageSkipped
 from kvwatch.parsers.base import Parser, ParserSettings
@@ -13,7 +13,6 @@ from kvwatch.parsers.base import Parser, ParserSettings
 if TYPE_CHECKING:
     from prometheus_client import CollectorRegistry
 
-    from kvwatch.config.fields import Fields
     from kvwatch.report.summary import SourceView
 
 
@@ -21,7 +20,7 @@ def _parser(source: str, settings: ParserSettings, options: Any) -> Parser:
     return UsageParser(source, settings, options)  # options: the source's UsageMapping, if configured
 
 
-def _options(f: Fields) -> Any:
+def _options(f: Any) -> Any:  # (f: a kvwatch.config.fields.Fields)
     from kvwatch.engines.usage.options import read_mapping  # (reads config fields: not at import)
 
     return read_mapping(f)
@@ -38,6 +37,12 @@ def _report(view: SourceView) -> list[str] | None:
     from kvwatch.engines.usage.report import section
 
     return section(view)
+
+
+def _requests() -> RequestAdapter:
+    from kvwatch.engines.usage.records import Requests
+
+    return Requests()
 
 
 def _gather() -> Gathering:
@@ -58,6 +63,7 @@ ENGINE = Engine(
     metrics=_metrics,
     report=_report,
     gather=_gather,
+    requests=_requests,
     clock=CLOCK,
     options=_options,
 )
