@@ -7,6 +7,7 @@ mtail's (and the generator's), and prints a side-by-side table, the ratios and t
     python bench/run.py            # vLLM 1.5M lines (~360 MB) + 4x, llama.cpp 50 MB, SGLang 500 MB + 2x
     python bench/run.py --quick    # vLLM 50 MB + 4x, llama.cpp 10 MB: well under a minute
     python bench/run.py --check-only   # tiny files, counts only (what tests/test_bench_sanity runs)
+    python bench/run.py --llama-only --repeat 3   # only the llama.cpp log (50 MB), fastest of 3
     python bench/run.py --daemon-only  # only the live daemon at 20k lines/s (bench/daemon.py)
     python bench/run.py --memory-only  # only the memory figures (bench/memory.py): daemon RSS, replay peak
 """
@@ -423,6 +424,7 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--llama-mb", type=float, help="llama.cpp log size in MB (default 50)")
     ap.add_argument("--sglang-mb", type=float, help="SGLang log size in MB (default 500)")
     ap.add_argument("--no-4x", action="store_true", help="skip the 4x vLLM file (RSS check)")
+    ap.add_argument("--llama-only", action="store_true", help="only the llama.cpp log (no vLLM files)")
     ap.add_argument("--repeat", type=int, default=1, help="runs per tool; the fastest counts")
     ap.add_argument(
         "--workdir",
@@ -474,9 +476,10 @@ def main(argv: list[str] | None = None) -> int:
     workdir = Path(args.workdir)
     tools = ("kvwatch", "mtail", "rg")
     results: dict[str, FileResult] = {}
-    path, meta = generated("vllm", workdir, vllm_size)
-    results["vllm"] = bench_vllm("vLLM json-file", path, meta, args.repeat, (*tools, "floor"))
-    if four:
+    if not args.llama_only:
+        path, meta = generated("vllm", workdir, vllm_size)
+        results["vllm"] = bench_vllm("vLLM json-file", path, meta, args.repeat, (*tools, "floor"))
+    if four and not args.llama_only:
         flag, value = vllm_size
         big = [flag, str(int(float(value) * 4)) if flag == "--lines" else str(float(value) * 4)]
         path, meta = generated("vllm", workdir, big)
@@ -527,7 +530,7 @@ def main(argv: list[str] | None = None) -> int:
     for target, measured, met in marks:
         print(f"  [{'met' if met else 'MISSED'}] {target}: {measured}")
     daemons: dict[str, DaemonResult] = {}
-    if not args.no_daemon:
+    if not (args.no_daemon or args.llama_only):
         daemons = {
             "daemon": bench_daemon(daemon_seconds),
             "daemon_docker": bench_daemon(daemon_seconds, docker=True),
@@ -539,7 +542,7 @@ def main(argv: list[str] | None = None) -> int:
         for daemon in daemons.values():
             print("\n" + report(daemon))
     memory: dict[str, Any] = {}
-    if not args.no_memory:
+    if not (args.no_memory or args.llama_only):
         marks_memory, memory = run_memory(memory_seconds, workdir)
         marks += marks_memory
     if args.json:

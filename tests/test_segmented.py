@@ -162,13 +162,13 @@ def test_a_wrong_guess_falls_back_to_one_go(
 
 
 def idle_slot(texts: list[str], start: float, stop: float) -> tuple[list[str], list[str]]:
-    """The lines without slot 3's requests between its first release after `start` of them and its
+    """The lines without slot 1's requests between its first release after `start` of them and its
     first after `stop` (whole requests: the slot goes idle, then serves again); and the kept release's
     timing and release lines (those of the slot's last task before it went idle)."""
-    releases = [i for i, text in enumerate(texts) if "id  3 |" in text and "stop processing" in text]
+    releases = [i for i, text in enumerate(texts) if "id  1 |" in text and "stop processing" in text]
     first = next(i for i in releases if i > start * len(texts))
     last = next(i for i in releases if i > stop * len(texts))
-    kept = [t for i, t in enumerate(texts) if not (first < i <= last and "id  3 |" in t)]
+    kept = [t for i, t in enumerate(texts) if not (first < i <= last and "id  1 |" in t)]
     return kept, texts[first - 4 : first + 1]
 
 
@@ -182,7 +182,7 @@ def test_an_idle_slot_keeps_the_guesses(small: list[int], tmp_path: Path) -> Non
         path = write(tmp_path, f"idle{seed}.log", texts)
         expected = one_go(path)
         assert expected == in_segments(path, 2)
-        assert sum(event.slot == 3 for event in expected[0] if isinstance(event, LlamaRequest)) > 20
+        assert sum(event.slot == 1 for event in expected[0] if isinstance(event, LlamaRequest)) > 20
     assert [] == small
 
 

@@ -126,9 +126,10 @@ def test_a_thousand_idle_connections_do_not_slow_a_scrape(tmp_path: Path, tls: b
               f"max {top:.1f} ms; peak RSS {rss:.1f} MB")  # fmt: skip
         assert times[-1] < 0.5, times
         assert rss < 150, rss
-        assert full <= MAX_CONNECTIONS + 1  # (+1: a scrape's connection closing)
+        # (+2: a scrape's connection closing, and a state file being written atomically at that moment)
+        assert full <= MAX_CONNECTIONS + 2
         # The read deadlines (5 s) close what the flood left open, though its clients hold on.
-        wait_until(lambda: open_fds(pid) <= baseline + 1, 15.0, "idle connections closed by their deadline")
+        wait_until(lambda: open_fds(pid) <= baseline + 1, 30.0, "idle connections closed by their deadline")
     finally:
         for sock in held:
             sock.close()

@@ -202,6 +202,14 @@ class LlamacppParser:
         for text in texts:
             found = match(text)
             result: ParseResult = _SLOW
+            if found is None and not any(marker in text for marker in MARKERS):
+                # what the general path does with a line it cannot read (the sampler's tab-indented
+                # params, model info), without a LogLine: catch up, None, clock unknown as a stamp
+                if pending:
+                    pending = self._catch_up(stream, last)
+                results.append(None)
+                last = ""
+                continue
             if (
                 found is not None
                 and stream is not None
@@ -215,8 +223,10 @@ class LlamacppParser:
                     rel = self._rel(stamp)
                 if rel is not None and rel < stream.last_rel:
                     pass  # the clock went back (a restart): the general path
-                elif slot_text is None or task_text is None:  # srv
-                    if srv_quiet or not _srv_read(text):
+                elif slot_text is None or task_text is None:  # srv (not _srv_read(text), inline)
+                    if srv_quiet or not (
+                        "- found" in text or "initializing" in text or "listening on " in text
+                    ):
                         last, pending = stamp, True
                         recognized += 1
                         continue
