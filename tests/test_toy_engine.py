@@ -169,7 +169,7 @@ def test_the_toy_row_and_rule_join_the_shipped_dashboard_and_rules(toy: Path) ->
 
     built = build(frame(), shipped_parts())
     rows = [p["title"] for p in json.loads(built["kvwatch.json"])["panels"] if p["type"] == "row"]
-    assert ["Gateway usage and pinned cache", "Toy", "Alerts"] == rows[2:5]
+    assert ["Gateway usage and pinned cache", "Ollama: prompt reuse", "Toy", "Alerts"] == rows[2:6]
     cache = built["kvwatch-rules.yml"].split("  - name: kvwatch-relay")[0]
     toy_rule = "      - alert: KvwatchToyIdle\n        expr: rate(kvwatch_toy_requests_total[15m]) == 0\n\n"
     # (after every engine's rules, before kvwatch's own parts': the probe's)
@@ -182,4 +182,4 @@ def test_the_toy_row_and_rule_join_the_shipped_dashboard_and_rules(toy: Path) ->
 
 def test_the_toy_is_gone_once_unregistered() -> None:
     """Registration lasts as long as the fixture: the shipped engines are the registry's own."""
-    assert ("vllm", "llamacpp", "usage") == tuple(ENGINES)
+    assert ("vllm", "llamacpp", "usage", "ollama") == tuple(ENGINES)

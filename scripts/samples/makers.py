@@ -4,10 +4,10 @@ from __future__ import annotations
 
 from types import ModuleType
 
-from scripts.samples import llamacpp, usage, vllm
+from scripts.samples import llamacpp, ollama, usage, vllm
 from scripts.samples.made import Made
 
-ENGINES: tuple[ModuleType, ...] = (vllm, llamacpp, usage)
+ENGINES: tuple[ModuleType, ...] = (vllm, llamacpp, usage, ollama)
 
 
 def makers() -> list[ModuleType]:
