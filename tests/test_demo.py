@@ -34,6 +34,7 @@ EXPECTED = {
     ("prefix_reuse_broken", "llamacpp-varying-header-chat"),
     ("pinned_cache_length", "usage-newapi"),
     ("hit_rate_gap", "usage-newapi"),
+    ("pinned_cache_length", "ollama-mlx-stuck"),
 }
 
 

@@ -8,7 +8,7 @@ from typing import TYPE_CHECKING, Any
 
 from kvwatch.engines.base import Engine
 from kvwatch.engines.ollama.blind import blindness
-from kvwatch.engines.ollama.parser import OWN_MARKERS, OllamaParser, looks_like_ollama
+from kvwatch.engines.ollama.parser import CLOCK, OWN_MARKERS, OllamaParser, looks_like_ollama
 from kvwatch.model import OllamaAccess, OllamaCacheEvent, OllamaRequest
 from kvwatch.parsers.base import Parser, ParserSettings
 
@@ -47,4 +47,5 @@ ENGINE = Engine(
     reuses="llamacpp",
     blindness=blindness,
     restart_forgets=("blind",),
+    clock=CLOCK,
 )

@@ -27,6 +27,7 @@ from __future__ import annotations
 
 import re
 from collections.abc import Callable
+from datetime import datetime, timezone
 from typing import Literal
 
 from kvwatch.engines.ollama import lines as ol
@@ -41,7 +42,7 @@ from kvwatch.model import (
     ServerRestart,
 )
 from kvwatch.parsers.base import ParseError, Parser, ParseResult, ParserSettings
-from kvwatch.parsers.clock import YearlessClock, parse_rfc3339
+from kvwatch.parsers.clock import LineClock, YearlessClock, parse_rfc3339
 from kvwatch.parsers.text import strip_ansi
 
 #: Ollama's own markers; its parser adds those of the engine it reuses.
@@ -61,6 +62,20 @@ _EVENTS: dict[str, EventKind] = {
     "evicting cache slot": "eviction",
     "forking cache slot": "fork",
 }
+
+
+def _read_time(match: re.Match[str]) -> float | None:
+    return parse_rfc3339(match[1])
+
+
+def _write_time(when: float) -> str:
+    stamp = datetime.fromtimestamp(when, timezone.utc).strftime("%Y-%m-%dT%H:%M:%S.%f")
+    return f"time={stamp[:-3]}Z"
+
+
+#: slog's `time=` at the start of Ollama's own records (`kvwatch demo` rewrites it; `[GIN]` lines keep
+#: theirs, which the parser never lets go back before the records around them).
+CLOCK = LineClock(re.compile(r"(?<![^\s])time=(\S+)"), _read_time, _write_time, first_only=True)
 
 
 def looks_like_ollama(sample: str) -> bool:
