@@ -4,6 +4,7 @@ llama.cpp server's lines through the llama.cpp parser (`reuses`)."""
 from __future__ import annotations
 
 from collections.abc import Callable, Mapping
+from functools import partial
 from typing import TYPE_CHECKING, Any
 
 from kvwatch.engines.base import Engine
@@ -20,7 +21,8 @@ def _parser(source: str, settings: ParserSettings, options: Any) -> Parser:
     from kvwatch.engines import markers_of, reused_parser
 
     markers = markers_of(ENGINE.name) or OWN_MARKERS
-    return OllamaParser(source, settings, lambda: reused_parser(ENGINE.name, source, settings), markers)
+    # (a partial, not a lambda: replay's parsing child receives the parser pickled)
+    return OllamaParser(source, settings, partial(reused_parser, ENGINE.name, source, settings), markers)
 
 
 def _metrics(registry: CollectorRegistry) -> Mapping[type, Callable[[Any], None]]:
