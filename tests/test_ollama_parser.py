@@ -209,3 +209,32 @@ def test_contract_rows_and_promtool(tmp_path: Path, capsys: pytest.CaptureFixtur
         [promtool, "check", "metrics"], input=out, capture_output=True, text=True, check=False
     )
     assert (0, "") == (done.returncode, done.stdout + done.stderr)
+
+
+def request_lines(task: int, prompt: int, cached: int) -> list[str]:
+    """One -lv 4 request of b9452 on slot 0, without prefix and timestamps (as Ollama copies them)."""
+    tag = f"id  0 | task {task} |"
+    new = prompt - cached
+    return [
+        f"slot launch_slot_: {tag} processing task, is_child = 0",
+        f"slot   operator(): {tag} new prompt, n_ctx_slot = 8192, n_keep = 0, task.n_tokens = {prompt}",
+        f"slot   operator(): {tag} cached n_tokens = {cached}, memory_seq_rm [{cached}, end)",
+        f"slot print_timing: {tag} prompt eval time =     100.00 ms / {new:5d} tokens (    0.36 ms per token,  2754.71 tokens per second)",
+        f"slot print_timing: {tag}        eval time =     100.00 ms /    10 tokens (   16.39 ms per token,    61.01 tokens per second)",
+        f"slot print_timing: {tag}       total time =     200.00 ms / {prompt + 10:5d} tokens",
+        f"slot      release: {tag} stop processing: n_tokens = {prompt + 9}, truncated = 0",
+    ]
+
+
+def test_two_runners_answering_at_once_keep_their_own_requests() -> None:
+    """Model a (tasks 7, 8) and model b (tasks 0, 1) interleave line by line after b started: each
+    request is a's or b's by its task id, with its own reuse, and none is lost."""
+    second = START_030.replace("39101", "41877").replace("sha256-a3de86cd1c13", "sha256-dde5aa3fc5ff")
+    warmup = [line for task in range(7) for line in request_lines(task, 100 + task, 0)]
+    a = request_lines(7, 5000, 4000) + request_lines(8, 5200, 5010)
+    b = request_lines(0, 900, 0) + request_lines(1, 1000, 910)
+    mixed = [line for pair in zip(a, b, strict=True) for line in pair]
+    got = records([START_030, *warmup, second, *mixed])[7:]
+    assert sorted((r.runner, r.prompt_tokens, r.cached_tokens) for r in got) == [
+        ("39101", 5000, 4000), ("39101", 5200, 5010), ("41877", 900, 0), ("41877", 1000, 910),
+    ]  # fmt: skip

@@ -119,6 +119,18 @@ class LlamacppParser:
         self._last, self._runs = None if last is None else float(last), int(state["runs"])
         self._streams, self._head = streams, ""
 
+    def slot_tasks(self) -> dict[int, tuple[int, bool]]:
+        """Per slot of the untagged stream, its newest task id and whether it is in progress: who embeds
+        several servers' untagged output (Ollama) tells their lines apart by it."""
+        stream = self._streams.get(None)
+        if stream is None:
+            return {}
+        tasks = {slot: (task, False) for slot, task in stream.finished.items()}
+        for slot, request in stream.requests.items():
+            if request.task >= tasks.get(slot, (-1, False))[0]:
+                tasks[slot] = (request.task, True)
+        return tasks
+
     def forget(self) -> None:
         """Forget what is known of the slots, as of a server whose lines were skipped (a guess that the
         lines after rebuild)."""

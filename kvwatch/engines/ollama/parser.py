@@ -12,10 +12,10 @@ systemd behind journald's `Mon DD HH:MM:SS host ollama[PID]: `. What each releas
 - from 0.30, one bundled llama-server per loaded model, whose output Ollama copies into its own log
   unchanged (llm/llama_server.go: `--log-verbosity 4 --no-log-prefix --no-log-timestamps`), and 0.1.x's
   embedded 2024 server (llm/ext_server): read by the reused engine's parser (llama.cpp), one parser per
-  runner. Runner lines carry no tag of their runner: they are given to the runner that started last
-  (`starting llama-server` / `starting runner` / `starting llama server` with its `--port`, `starting mlx
-  runner subprocess` with its port), the only attribution the log allows; time is the journald prefix's,
-  else the last slog record's.
+  runner (`starting llama-server` / `starting runner` / `starting llama server` with its `--port`,
+  `starting mlx runner subprocess` with its port). Runner lines carry no tag of their runner: a slot line
+  goes to the runner whose tasks on that slot explain its task id (see `_owner`), any other line to the
+  runner that started last; time is the journald prefix's, else the last slog record's.
 Records are labelled with the runner's model (`--model` blob, or the MLX runner's model name), at most
 `MAX_MODELS` distinct per source (then "other"). `Listening on ... (version V)` is a server (re)start.
 
@@ -49,6 +49,7 @@ from kvwatch.parsers.text import strip_ansi
 OWN_MARKERS = ("time=", "[GIN] ")
 #: Distinct model labels per source; later models are counted as "other".
 MAX_MODELS = 8
+_SLOT = re.compile(r"slot +\S*: id +(\S+) \| task (\S+) \|")
 #: Requests whose `[GIN]` line counts as a generation (each should have a cache line).
 GENERATION = re.compile(r"/api/(?:chat|generate)$|/v1/(?:chat/completions|completions|messages|responses)$")
 #: Generation requests without any cache line before the source is judged blind.
@@ -203,9 +204,14 @@ class OllamaParser:
         if msg.startswith(_STARTS) or msg == "starting mlx runner subprocess":
             cmd = attrs.get("cmd", "")
             port = ol.PORT.search(cmd)
-            self._runner = port[1] if port else attrs.get("port", "")
-            self._models[self._runner] = attrs.get("model", "") or model_label(cmd)
-            self._runners.pop(self._runner, None)  # a new process on that port
+            runner, model = (
+                (port[1] if port else attrs.get("port", "")),
+                attrs.get("model", "") or model_label(cmd),
+            )
+            for old in [r for r, m in self._models.items() if m == model and model]:
+                self._runners.pop(old, None)  # a model is loaded once: its earlier runner has exited
+            self._runners.pop(runner, None)  # a new process on that port
+            self._runner, self._models[runner] = runner, model
             return []
         if msg.startswith("Listening on "):
             return self._restart(now, msg)
@@ -257,11 +263,35 @@ class OllamaParser:
             events.append(self._set_blind(record.time, "runner_derived"))
         return events
 
+    def _owner(self, text: str) -> str:
+        """The runner a line belongs to. A slot line's task id is placed by the tasks each runner has
+        seen on that slot: the runner with that task in progress; else the one whose newest task there
+        is just below it (a runner yet without one counts as -1: task ids start at 0); else the one
+        that finished it (a late line). Any other line goes to the runner that started last."""
+        if len(self._runners) < 2 or not text.startswith("slot "):
+            return self._runner
+        match = _SLOT.match(text)
+        if match is None or not match[2].isdecimal() or not match[1].isdecimal():
+            return self._runner
+        slot, task = int(match[1]), int(match[2])
+        best, below, finished = None, -2, None
+        for runner, parser in self._runners.items():
+            tasks: Callable[[], dict[int, tuple[int, bool]]] | None = getattr(parser, "slot_tasks", None)
+            newest, running = tasks().get(slot, (-1, False)) if tasks is not None else (-1, False)
+            if newest == task:
+                if running:
+                    return runner
+                finished = runner
+            elif below < newest < task or (newest == below and runner == self._runner):
+                best, below = runner, newest
+        return best if best is not None else finished if finished is not None else self._runner
+
     def _runner_line(self, text: str, wall: float | None) -> ParseResult:
-        """A runner's line, through the reused parser of the runner that started last."""
-        parser = self._runners.get(self._runner)
+        """A runner's line, through the reused parser of the runner it belongs to (see _owner)."""
+        runner = self._owner(text)
+        parser = self._runners.get(runner)
         if parser is None:
-            parser = self._runners[self._runner] = self._reused()
+            parser = self._runners[runner] = self._reused()
         if not any(marker in text for marker in parser.markers):
             return None
         result = parser.parse(LogLine(self.source, text, wall if wall is not None else self._last))
@@ -270,24 +300,24 @@ class OllamaParser:
         events: list[Event] = []
         for event in result:
             if isinstance(event, LlamaRequest):
-                events += self._from_llama(event)
+                events += self._from_llama(event, runner)
             # (a runner's own start is not Ollama's: ServerRestart comes from `Listening on`)
         return events
 
-    def _from_llama(self, event: LlamaRequest) -> list[Event]:
+    def _from_llama(self, event: LlamaRequest, runner: str) -> list[Event]:
         """A llama-server request as Ollama's, in the conversation its slot pick shows."""
         if event.prompt_tokens is None or event.reused_tokens is None:
             return []
-        key = (self._runner, event.slot)
+        key = (runner, event.slot)
         number = self._conversations.get(key, 0)
         if event.selection != "lcp" or event.prompt_cache_rescue:
             number += 1
             self._conversations[key] = number
-        where = f"runner {self._runner} " if self._runner else ""
+        where = f"runner {runner} " if runner else ""
         record = OllamaRequest(
             self.source, self._now(event.time), event.prompt_tokens, event.reused_tokens,
             full_reprocess=event.full_reprocess, slot=event.slot,
             conversation=f"{where}slot {event.slot} #{number}",
-            runner=self._runner, model=self._label(self._runner), derived=event.derived,
+            runner=runner, model=self._label(runner), derived=event.derived,
         )  # fmt: skip
         return self._record(record)
