@@ -119,6 +119,25 @@ class LlamacppParser:
         self._last, self._runs = None if last is None else float(last), int(state["runs"])
         self._streams, self._head = streams, ""
 
+    def untagged_slot(self, body: str, wall: float | None) -> ParseResult:
+        """`parse` of a slot line without envelope (no port, stamp, level, ANSI or `\\r`: Ollama's copy of
+        its runners' output) at transport time `wall`, without the envelope's work; None: not one (a slot
+        line is never foreign, so `parse` must read it)."""
+        stream = self._streams.get(None)
+        match = ln.SLOT.match(body)
+        if stream is None or stream.stamped or match is None or "\x1b" in body or body[-1:] == "\r":
+            return None
+        # (_parse_one and _time for such a line: never a restart, no relative time)
+        now = wall if wall is not None else (self._last if self._last is not None else self._settings.start)
+        if self._last is not None and now < self._last:
+            now = self._last
+        self._last = now
+        stream.timing = None
+        try:
+            return stream.slot(match[1], match[2], match[3].strip(), now, self.source)
+        except ln.GarbledError as exc:
+            return ParseError(f"llamacpp: {exc}")
+
     def slot_tasks(self) -> dict[int, tuple[int, bool]]:
         """Per slot of the untagged stream, its newest task id and whether it is in progress: who embeds
         several servers' untagged output (Ollama) tells their lines apart by it."""

@@ -41,7 +41,7 @@ from kvwatch.model import (
     OllamaRequest,
     ServerRestart,
 )
-from kvwatch.parsers.base import ParseError, Parser, ParseResult, ParserSettings
+from kvwatch.parsers.base import BlockResult, ParseError, Parser, ParseResult, ParserSettings, tally
 from kvwatch.parsers.clock import LineClock, YearlessClock, parse_rfc3339
 from kvwatch.parsers.text import strip_ansi
 
@@ -126,19 +126,39 @@ class OllamaParser:
         self._records = 0  # cache records since the start
         self._exact = 0
         self._blind = ""
+        self._prefix: tuple[str, float | None] = ("", None)  # the last journald prefix and its time
 
     def parse(self, line: LogLine) -> ParseResult:
         """The events of one line; [] for a recognised line with none; None for a foreign line."""
-        text = line.text
+        return self._parse_text(line.text, line.time)
+
+    def parse_block(self, texts: list[str]) -> BlockResult:
+        """`parse` over many lines of a plain file (no transport time), without a LogLine per line."""
+        parse = self._parse_text
+        return tally([parse(text, None) for text in texts])
+
+    def _journal(self, text: str, transport: float | None) -> tuple[str, float | None]:
+        """Strip journald's prefix; its time. The prefix of the last line is remembered: the lines of
+        one second share it, and the clock's answer for it (without a transport time) is the same."""
+        end = text.find("]: ", 16, 200)
+        if end > 0 and transport is None and text[: end + 3] == self._prefix[0]:
+            return text[end + 3 :], self._prefix[1]
+        journal = ol.JOURNAL.match(text)
+        if journal is None or journal[1] not in ol.MONTHS:
+            return text, transport
+        hms = (int(journal[3]), int(journal[4]), int(journal[5]))
+        wall = self._clock.resolve(ol.MONTHS[journal[1]], int(journal[2]), hms, transport)
+        if transport is None:
+            self._prefix = (text[: journal.end()], wall)
+        return text[journal.end() :], wall
+
+    def _parse_text(self, text: str, wall: float | None) -> ParseResult:
         if "\x1b" in text:
             text = strip_ansi(text)
-        text = text.rstrip("\r")
-        wall = line.time
-        journal = ol.JOURNAL.match(text) if text[:1].isupper() else None
-        if journal is not None and journal[1] in ol.MONTHS:
-            hms = (int(journal[3]), int(journal[4]), int(journal[5]))
-            wall = self._clock.resolve(ol.MONTHS[journal[1]], int(journal[2]), hms, line.time)
-            text = text[journal.end() :]
+        if text[-1:] == "\r":
+            text = text.rstrip("\r")
+        if text[:1].isupper():
+            text, wall = self._journal(text, wall)
         try:
             if text.startswith("time="):
                 record = ol.read_slog(text)
@@ -292,9 +312,14 @@ class OllamaParser:
         parser = self._runners.get(runner)
         if parser is None:
             parser = self._runners[runner] = self._reused()
-        if not any(marker in text for marker in parser.markers):
-            return None
-        result = parser.parse(LogLine(self.source, text, wall if wall is not None else self._last))
+        when = wall if wall is not None else self._last
+        # (the reused parser's fast form of an untagged slot line, if it has one: None, read it whole)
+        fast: Callable[[str, float | None], ParseResult] | None = getattr(parser, "untagged_slot", None)
+        result = fast(text, when) if fast is not None and text.startswith("slot ") else None
+        if result is None:
+            if not any(marker in text for marker in parser.markers):
+                return None
+            result = parser.parse(LogLine(self.source, text, when))
         if not isinstance(result, list):
             return result
         events: list[Event] = []
