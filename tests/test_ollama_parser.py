@@ -29,7 +29,7 @@ JOURNAL = "Jun 01 10:00:09 box ollama[812]: "
 SLOT_029 = 'time=2026-06-01T10:00:09.500Z level=DEBUG source=cache.go:151 msg="loading cache slot" id=1 cache=2480 prompt=2600 used=2480 remaining=120'
 MLX_HIT = 'time=2026-07-14T09:30:30.250+02:00 level=INFO source=prefix_cache.go:125 msg="cache hit" total=41872 matched=41800 cached=24575 left=17297'
 MLX_MISS = 'time=2026-07-14T09:31:00.000+02:00 level=INFO source=prefix_cache.go:125 msg="cache miss" total=900 matched=0 cached=0 left=900'
-START_030 = 'time=2026-06-10T09:00:03.000Z level=INFO source=llama_server.go:433 msg="starting llama-server" cmd="/usr/local/lib/ollama/llama-server --model /root/.ollama/models/blobs/sha256-a3de86cd1c132c822487ededd47a324c50491393e6565cd14bafa40d0b8e686f --port 39101 --log-verbosity 4 --no-log-prefix --no-log-timestamps"'
+START_030 = 'time=2026-06-10T09:00:03.000Z level=INFO source=llama_server.go:433 msg="starting llama-server" cmd="/usr/local/lib/ollama/llama-server --model /usr/share/ollama/.ollama/models/blobs/sha256-a3de86cd1c132c822487ededd47a324c50491393e6565cd14bafa40d0b8e686f --port 39101 --log-verbosity 4 --no-log-prefix --no-log-timestamps"'
 REQUEST_030 = [
     "slot get_availabl: id  0 | task -1 | selected slot by LRU, t_last = -1",
     "slot launch_slot_: id  0 | task 0 | processing task, is_child = 0",

@@ -28,7 +28,7 @@ class Runner:
 
     def start(self, t: datetime) -> list[str]:
         cmd = (
-            f"/usr/local/lib/ollama/llama-server --model /root/.ollama/models/blobs/{self.blob} --port {self.port}"
+            f"/usr/local/lib/ollama/llama-server --model /usr/share/ollama/.ollama/models/blobs/{self.blob} --port {self.port}"
             " --host 127.0.0.1 --no-webui --offline -c 8192 -np 1 --log-verbosity 4 --no-log-prefix --no-log-timestamps"
         )
         return [
