@@ -259,6 +259,40 @@ class CachePrefetch:
 
 
 @dataclass(slots=True)
+class OllamaRequest(RequestRecord):
+    """One Ollama request's cache use: an MLX `cache hit`/`cache miss`, a `loading cache slot`, or a
+    request its bundled llama-server logged; `runner` is the runner's port ("" when not known)."""
+
+    runner: str = ""
+    model: str = ""
+    matched: int | None = None  # MLX: the trie's match, of which `cached_tokens` could be restored
+    derived: bool = False  # llama-server: reuse derived from its timing lines
+
+
+@dataclass(slots=True)
+class OllamaAccess:
+    """One `[GIN]` access line of Ollama's HTTP server: a request, its status and latency."""
+
+    source: str
+    time: float
+    status: int
+    seconds: float
+    method: str
+    path: str
+
+
+@dataclass(slots=True)
+class OllamaCacheEvent:
+    """An Ollama runner's cache event: `clear` (removal or shift unsupported, cache dropped),
+    `failed_restore` (MLX), `context_shift`, `eviction`, `fork`."""
+
+    source: str
+    time: float
+    kind: Literal["clear", "failed_restore", "context_shift", "eviction", "fork"]
+    runner: str = ""
+
+
+@dataclass(slots=True)
 class UsageRecord:
     """One completed request from a gateway usage log (#6); prompt includes cached tokens."""
 
@@ -306,6 +340,8 @@ Event = (
     | SglangDecode
     | SglangRequest
     | SglangHicacheError
+    | OllamaAccess
+    | OllamaCacheEvent
     | UsageRecord
     | UsageSkipped
     | ServerRestart

@@ -115,7 +115,7 @@ CASES = [
     ('[[source]]\nname = "v"\ntype = "docker"', ['source[0].container: required for type "docker"']),
     (
         '[[source]]\nname = "v"\nengine = "vlm"\ntype = "stdin"',
-        ['source[0].engine: must be one of auto, vllm, llamacpp, usage, sglang (got "vlm")'],
+        ['source[0].engine: must be one of auto, vllm, llamacpp, usage, sglang, ollama (got "vlm")'],
     ),
     ("[server]\nport = 70000", ["server.port: must be an integer 1-65535"]),
     ("[server]\nport = true", ["server.port: must be an integer 1-65535"]),
@@ -312,7 +312,8 @@ def test_config_for_stdin() -> None:
     assert [("stdin", "llamacpp", "stdin")] == [(s.name, s.engine, s.type) for s in config.sources]
     with pytest.raises(ConfigError) as info:
         config_for_stdin("vlm")
-    assert ['--engine: must be one of auto, vllm, llamacpp, usage, sglang (got "vlm")'] == info.value.problems
+    expected = '--engine: must be one of auto, vllm, llamacpp, usage, sglang, ollama (got "vlm")'
+    assert [expected] == info.value.problems
 
 
 def test_summary(tmp_path: Path) -> None:

@@ -63,6 +63,8 @@ TITLES = [
     "SGLang KV pool usage",
     "SGLang request records: cached share of prompt tokens",
     "SGLang HiCache storage prefetches by outcome",
+    "Ollama reused vs new prompt tokens/s",
+    "Ollama cache clears, failed restores, context shifts",
     "Probe cached share",
     "Probe runs by outcome",
     "Probe time to first byte",

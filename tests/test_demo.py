@@ -35,6 +35,7 @@ EXPECTED = {
     ("pinned_cache_length", "usage-newapi"),
     ("hit_rate_gap", "usage-newapi"),
     ("hicache_storage_unused", "sglang-v0-5-23-hicache-unused"),
+    ("pinned_cache_length", "ollama-mlx-stuck"),
 }
 
 

@@ -168,7 +168,8 @@ def test_a_pipe_replays_as_its_file_does(tmp_path: Path) -> None:
     status, _, err = replay("-", stdin=b"")
     assert (
         3,
-        "kvwatch: no known engine recognised the 0 lines of - (tried: vllm, llamacpp, usage, sglang)\n",
+        "kvwatch: no known engine recognised the 0 lines of - "
+        "(tried: vllm, llamacpp, usage, sglang, ollama)\n",
     ) == (
         status,
         err,

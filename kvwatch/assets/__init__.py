@@ -12,6 +12,7 @@ from pathlib import Path
 ASSETS = (
     "kvwatch.example.toml",
     "kvwatch.service",
+    "kvwatch-user.service",
     "kvwatch-slack-webhook.conf",
     "kvwatch.json",
     "kvwatch-rules.yml",
@@ -55,6 +56,8 @@ def next_steps(directory: Path) -> list[str]:
         " /etc/systemd/system/kvwatch.service.d/slack-webhook.conf)",
         "     (the unit runs /opt/kvwatch/bin/kvwatch with /etc/kvwatch/kvwatch.toml:"
         " `systemctl edit kvwatch` if yours differ)",
+        f"     (a workstation, no root: install -D -m 0644 {d / 'kvwatch-user.service'}"
+        " ~/.config/systemd/user/kvwatch.service && systemctl --user enable --now kvwatch)",
         f"  4. Grafana: Dashboards > New > Import, upload {d / 'kvwatch.json'}",
         f"  5. Prometheus: add {d / 'kvwatch-rules.yml'} to rule_files"
         f" (check: cd {d} && promtool test rules kvwatch-rules.test.yml)",

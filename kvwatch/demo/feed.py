@@ -97,6 +97,11 @@ SAMPLES = (
             Expected("hit_rate_gap", 1140.0, "/v1/messages hits 15% vs 86% on chat completions"),
         ),
     ),
+    Sample(
+        "ollama-mlx-stuck",
+        "ollama",
+        expected=(Expected("pinned_cache_length", 609.75, "Ollama's MLX cache restores only 24575 tokens"),),
+    ),
 )
 
 

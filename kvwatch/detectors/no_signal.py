@@ -11,6 +11,7 @@ What can be missing is what the source's engine declares it can produce (its `si
 - cache-tier prefetches (SGLang HiCache with a storage backend) where the build logs them only at
   DEBUG (before 0.5.22; 0.5.18 for hybrid models): whether the storage tier is read back is unseen until
   a prefetch line shows up (severity info);
+- an engine's own verdict, where it declares one (`Engine.blindness`: Ollama's OLLAMA_DEBUG);
 - cache-rate samples gone silent for longer than `silence` seconds while the last one showed traffic
   (a normal idle silence follows a `0.0 tokens/s` line and is not judged).
 """
@@ -19,7 +20,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from kvwatch.engines import signals_of
+from kvwatch.engines import ENGINES, signals_of
 from kvwatch.model import Finding
 from kvwatch.window import SourceWindow, Windows
 
@@ -126,6 +127,12 @@ def detect(windows: Windows, now: float, cfg: Settings) -> list[Finding]:
     findings = []
     for source, win in sorted(windows.sources.items()):
         finding: Finding | None = None
+        engine = ENGINES.get(win.kind)
+        if engine is not None and engine.blindness is not None:  # the engine's own verdict
+            finding = engine.blindness(source, win.facts)
+            if finding is not None:
+                findings.append(finding)
+            continue
         signals = signals_of(win.kind)  # what the source's engine can tell, hence what can be missing
         if "cache_rate" in signals:
             finding = _stats_off(source, win) or _silent(source, win, now, cfg)

@@ -5,7 +5,7 @@ Each engine is a package beside this one (kvwatch/engines/<name>/) declaring an 
 
 from __future__ import annotations
 
-from kvwatch.engines import llamacpp, sglang, usage, vllm
+from kvwatch.engines import llamacpp, ollama, sglang, usage, vllm
 from kvwatch.engines.base import Engine, Signal
 from kvwatch.parsers.base import Parser, ParserSettings
 
@@ -22,6 +22,7 @@ register(vllm.ENGINE)
 register(llamacpp.ENGINE)
 register(usage.ENGINE)
 register(sglang.ENGINE)
+register(ollama.ENGINE)
 
 #: The engine assumed for a log no engine recognises (replay, and an `auto` source that never decides).
 FALLBACK = vllm.ENGINE.name
@@ -45,11 +46,24 @@ def make_parser(engine: str, source: str, settings: ParserSettings, options: obj
     return chosen.parser(source, settings, options)
 
 
+def reused_parser(engine: str, source: str, settings: ParserSettings) -> Parser:
+    """A fresh parser of the engine that `engine` reuses (its `reuses`), for lines its log embeds."""
+    reused = ENGINES[engine].reuses
+    if reused is None or reused not in ENGINES:
+        raise ValueError(f"engine {engine!r} reuses no known engine")
+    return ENGINES[reused].parser(source, settings, None)
+
+
 def markers_of(engine: str) -> tuple[str, ...] | None:
     """The markers of the engine's parser (every line it can make an event of holds one); None for
     `auto` or an unknown engine (every line may matter)."""
     chosen = ENGINES.get(engine)
-    return None if chosen is None else chosen.markers
+    if chosen is None:
+        return None
+    reused = ENGINES.get(chosen.reuses) if chosen.reuses else None
+    if reused is None:
+        return chosen.markers
+    return chosen.markers + tuple(m for m in reused.markers if m not in chosen.markers)
 
 
 def detect_engine(sample: str) -> str | None:

@@ -17,6 +17,7 @@ from kvwatch.parsers.clock import LineClock
 if TYPE_CHECKING:
     from prometheus_client import CollectorRegistry
 
+    from kvwatch.model import Finding
     from kvwatch.report.summary import SourceView
 
 #: The engine-neutral signals an engine's events can carry; detectors judge these, `no_signal` asks
@@ -40,6 +41,9 @@ OptionsReader = Callable[[Any], Any]
 MetricsFactory = Callable[["CollectorRegistry"], Mapping[type, Callable[[Any], None]]]
 #: An engine's part of `replay --format text` for one source; None: the source holds nothing of it.
 ReportSection = Callable[["SourceView"], "list[str] | None"]
+#: An engine's own `no_signal` verdict from a source's facts (source name, facts): what hides its lines
+#: and the engine's own setting that shows them; None: nothing hidden.
+Blindness = Callable[[str, Mapping[str, str]], "Finding | None"]
 
 
 #: How exactly a request's counts were read: from the engine's own lines ("exact"), derived from its
@@ -83,6 +87,7 @@ class Engine:
     sniff_rank: int = 0  # auto-detection tries lower ranks first (stricter sniffs go first)
     restart_forgets: tuple[str, ...] = ()  # startup facts a restart voids (the new process may differ)
     reuses: str | None = None  # another engine whose parser reads its lines (Ollama embeds llama-server's)
+    blindness: Blindness | None = None  # its own no_signal verdict (see Blindness)
     layers: tuple[str, ...] = ()  # cache layers whose lines its log carries (LMCache inside vLLM)
     clock: LineClock | None = None  # where its lines carry their own time (`kvwatch demo` rewrites it)
     # The package holding its dashboard row and rules (dashboard.json, rules.yml, rules.test.yml; see

@@ -218,11 +218,17 @@ def end_offset(fd: int) -> int:
 
 
 def siblings(path: str) -> list[tuple[str, os.stat_result]]:
-    """The rotated names of `path` in its directory (path.1, path-20240101, ...), not compressed."""
+    """The rotated names of `path` in its directory (path.1, path-20240101, ...; and stem-N.ext, as
+    Ollama's app rotates server.log to server-1.log ... server-5.log), not compressed."""
     directory, base = os.path.split(path)
+    stem, dot, ext = base.rpartition(".")
+    numbered = f"{stem}-" if dot and stem else None
     found = []
     for name in sorted(os.listdir(directory or ".")):
-        if name.startswith((base + ".", base + "-")) and not name.endswith(_COMPRESSED):
+        rotated = name.startswith((base + ".", base + "-"))
+        if not rotated and numbered is not None and name.startswith(numbered) and name.endswith(dot + ext):
+            rotated = name[len(numbered) : len(name) - len(dot + ext)].isdecimal()
+        if rotated and not name.endswith(_COMPRESSED):
             try:
                 found.append((os.path.join(directory, name), os.stat(os.path.join(directory, name))))
             except FileNotFoundError:

@@ -23,6 +23,8 @@ _PORT = re.compile(r"\[ *(\d+)\] ")
 # Minutes since the process started: up to 7 digits (19 years of uptime). A longer number is not a
 # clock but damage, which would carry every later line's time past year 9999 (times never go back).
 _REL = re.compile(r"(\d{1,7})\.(\d\d)\.(\d{3})\.(\d{3}) ")
+#: The largest router port: a bracketed number above it is a 2024 build's unix-time stamp.
+MAX_PORT = 65535
 #: `--log-jsonl`'s `time` (µs since start) at most: as long an uptime as `_REL`'s 7 digits of minutes.
 MAX_MICROS = 10**7 * 60 * 10**6
 _LEVEL = re.compile(r"[IWED] ")
@@ -102,7 +104,11 @@ def unwrap(text: str, clock: YearlessClock) -> list[Envelope] | None:
     port = None
     match = _PORT.match(text)
     if match:
-        port, text = int(match[1]), text[match.end() :]
+        number, text = int(match[1]), text[match.end() :]
+        if number <= MAX_PORT:
+            port = number
+        elif wall is None:  # LOG_TEE's `[<unix seconds>] ` (2024 builds), not a router port
+            wall = float(number)
     if text.startswith('{"type"'):
         return _jsonl(text, port, wall)
     rel, text = _relative(text)

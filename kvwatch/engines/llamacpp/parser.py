@@ -30,6 +30,7 @@ import re
 from collections.abc import Mapping
 from typing import Any
 
+from kvwatch.engines.llamacpp import legacy as lg
 from kvwatch.engines.llamacpp import lines as ln
 from kvwatch.engines.llamacpp.slots import READ, Questions, Request, Stream
 from kvwatch.model import Event, LogLine, ServerRestart
@@ -43,12 +44,14 @@ StateKey = tuple[tuple[object, ...], dict[int | None, dict[int, int]]]
 #: finished one since (None: the stream restarted).
 Asked = dict[int | None, tuple[list[tuple[int, int]], set[int] | None]]
 
+#: The first letters of a 2024 `server_log` line (INFO, DEBUG, VERB, WARN, ERR).
+_LEGACY_START = frozenset("IDVWE")
 #: `LlamacppParser._plain`'s answer for a line that takes the general path (compared by identity).
 _SLOW = ParseError("llamacpp: not a plain slot or srv line")
 
 #: Every line this parser reads contains one of these (the legacy timing block's continuation lines
 #: carry no tag, hence the `eval time`/`total time` markers).
-MARKERS = ("slot ", "srv ", "eval time", "total time", "initializing", "listening", '{"type"')
+MARKERS = ("slot ", "srv ", "eval time", "total time", "initializing", "listening", '{"type"', *lg.MARKERS)
 
 
 def looks_like_llamacpp(sample: str) -> bool:
@@ -60,9 +63,17 @@ def looks_like_llamacpp(sample: str) -> bool:
             continue
         for env in ln.unwrap(text, clock) or ():
             body = env.body
-            if ln.SLOT.match(body) or ln.SRV.match(body):
+            if ln.SLOT.match(body) or ln.SRV.match(body) or _legacy_line(body):
                 hits += 1
     return hits >= 2
+
+
+def _legacy_line(body: str) -> bool:
+    """A 2024 server's request line (`slot N : in cache: ...`, `... | tid=... id_slot=...`)."""
+    if lg.EARLY_CACHE.match(body) or lg.EARLY_OTHER.match(body):
+        return True
+    line = lg.read(body)
+    return line is not None and any(key in line.values for key in ("id_slot", "slot_id"))
 
 
 class LlamacppParser:
@@ -80,6 +91,7 @@ class LlamacppParser:
         self._head = ""  # `M.SS.` of the last plain line (see _plain) and its M * 60 + SS
         self._seconds = 0
         self._watched: dict[int | None, Questions] = {}  # (see watch())
+        self._legacy: dict[int | None, lg.Legacy] = {}  # a 2024 server's requests, per stream
 
     def state_key(self) -> StateKey:
         """Everything that decides how later lines are parsed, caches left out: two parsers with equal
@@ -87,13 +99,15 @@ class LlamacppParser:
         last finished tasks come apart from the rest (see `reconcile`)."""
         streams = sorted(((-1 if p is None else p), s.key()) for p, s in self._streams.items())
         finished = {port: dict(stream.finished) for port, stream in self._streams.items()}
-        return (self._last, self._runs, self._clock.key(), streams), finished
+        legacy = sorted(((-1 if p is None else p), old.key()) for p, old in self._legacy.items())
+        return (self._last, self._runs, self._clock.key(), streams, legacy), finished
 
     def snapshot(self) -> dict[str, Any]:
         """Its state as JSON, saved with a position: a restart then finishes the requests in progress."""
         streams = [[port, stream.dump()] for port, stream in self._streams.items()]
+        legacy = [[port, old.dump()] for port, old in self._legacy.items()]
         return {"engine": "llamacpp", "last": self._last, "runs": self._runs,
-                "clock": list(self._clock.key()), "streams": streams}  # fmt: skip
+                "clock": list(self._clock.key()), "streams": streams, "legacy": legacy}  # fmt: skip
 
     def restore(self, state: Mapping[str, Any]) -> None:
         """Go on from a `snapshot()`; KeyError, TypeError or ValueError when it is not one."""
@@ -105,12 +119,48 @@ class LlamacppParser:
         self._clock.resume((year, month))
         self._last, self._runs = None if last is None else float(last), int(state["runs"])
         self._streams, self._head = streams, ""
+        # (a state saved before the 2024 formats were read has none: no 2024 request in progress)
+        self._legacy = {
+            None if p is None else int(p): lg.Legacy.restored(rows) for p, rows in state.get("legacy", [])
+        }
+
+    def untagged_slot(self, body: str, wall: float | None) -> ParseResult:
+        """`parse` of a slot line without envelope (no port, stamp, level, ANSI or `\\r`: Ollama's copy of
+        its runners' output) at transport time `wall`, without the envelope's work; None: not one (a slot
+        line is never foreign, so `parse` must read it)."""
+        stream = self._streams.get(None)
+        match = ln.SLOT.match(body)
+        if stream is None or stream.stamped or match is None or "\x1b" in body or body[-1:] == "\r":
+            return None
+        # (_parse_one and _time for such a line: never a restart, no relative time)
+        now = wall if wall is not None else (self._last if self._last is not None else self._settings.start)
+        if self._last is not None and now < self._last:
+            now = self._last
+        self._last = now
+        stream.timing = None
+        try:
+            return stream.slot(match[1], match[2], match[3].strip(), now, self.source)
+        except ln.GarbledError as exc:
+            return ParseError(f"llamacpp: {exc}")
+
+    def slot_tasks(self) -> dict[int, tuple[int, bool]]:
+        """Per slot of the untagged stream, its newest task id and whether it is in progress: who embeds
+        several servers' untagged output (Ollama) tells their lines apart by it."""
+        stream = self._streams.get(None)
+        if stream is None:
+            return {}
+        tasks = {slot: (task, False) for slot, task in stream.finished.items()}
+        for slot, request in stream.requests.items():
+            if request.task >= tasks.get(slot, (-1, False))[0]:
+                tasks[slot] = (request.task, True)
+        return tasks
 
     def forget(self) -> None:
         """Forget what is known of the slots, as of a server whose lines were skipped (a guess that the
         lines after rebuild)."""
         for stream in self._streams.values():
             stream.forget_slots()
+        self._legacy.clear()
 
     def watch(self) -> None:
         """From now on, note what lines ask of each stream's last finished tasks (`questions`)."""
@@ -366,6 +416,7 @@ class LlamacppParser:
         """End of input: requests still in progress were cut off, so they are dropped."""
         for stream in self._streams.values():
             stream.drop_in_flight()
+        self._legacy.clear()
         return []
 
     def _parse_one(self, env: ln.Envelope, transport: float | None) -> ParseResult:
@@ -375,6 +426,9 @@ class LlamacppParser:
         if stream is None:
             stream = self._streams[env.port] = Stream()
         wall = transport if transport is not None else env.wall
+        old = lg.read(body) if body.lstrip()[:1] in _LEGACY_START else None
+        if wall is None and old is not None:
+            wall = old.wall
         events: list[Event] = []
         if env.rel is not None and stream.anchor is not None and env.rel < stream.last_rel:
             events += self._restart(stream, env, wall)  # the clock went backwards: a new process
@@ -389,14 +443,27 @@ class LlamacppParser:
             return events
         try:
             result = stream.read(body, now, self.source)
+            if result is None:
+                result = self._read_legacy(env.port, old, body, now)
         except ln.GarbledError as exc:
             return ParseError(f"llamacpp: {exc}")
         if result is None or isinstance(result, ParseError):
             return events or result
         return events + result
 
+    def _read_legacy(self, port: int | None, line: lg.Line | None, body: str, now: float) -> ParseResult:
+        """A 2024 server's line (see legacy): its record, [] for another of its lines, else None."""
+        legacy = self._legacy.get(port)
+        if legacy is None:
+            legacy = self._legacy[port] = lg.Legacy()
+        if line is not None:
+            return list(legacy.logged(line, now, self.source))
+        early = legacy.early(body, now, self.source)
+        return None if early is None else list(early)
+
     def _restart(self, stream: Stream, env: ln.Envelope, wall: float | None) -> list[Event]:
         """Forget the old process's slots; announce the new run unless its own start line did."""
+        self._legacy.pop(env.port, None)
         stream.reset()
         now = self._time(stream, env, wall)
         stream.announced = True

@@ -1,0 +1,53 @@
+"""Ollama: its Go slog and `[GIN]` lines, its runners' cache lines, and (>= 0.30, 0.1.x) the bundled
+llama.cpp server's lines through the llama.cpp parser (`reuses`)."""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Mapping
+from functools import partial
+from typing import TYPE_CHECKING, Any
+
+from kvwatch.engines.base import Engine
+from kvwatch.engines.ollama.blind import blindness
+from kvwatch.engines.ollama.parser import CLOCK, OWN_MARKERS, OllamaParser, looks_like_ollama
+from kvwatch.model import OllamaAccess, OllamaCacheEvent, OllamaRequest
+from kvwatch.parsers.base import Parser, ParserSettings
+
+if TYPE_CHECKING:
+    from prometheus_client import CollectorRegistry
+
+
+def _parser(source: str, settings: ParserSettings, options: Any) -> Parser:
+    from kvwatch.engines import markers_of, reused_parser
+
+    markers = markers_of(ENGINE.name) or OWN_MARKERS
+    # (a partial, not a lambda: replay's parsing child receives the parser pickled)
+    return OllamaParser(source, settings, partial(reused_parser, ENGINE.name, source, settings), markers)
+
+
+def _metrics(registry: CollectorRegistry) -> Mapping[type, Callable[[Any], None]]:
+    from kvwatch.engines.ollama.metrics import OllamaMetrics
+
+    family = OllamaMetrics(registry)
+    return {
+        OllamaRequest: family.apply_request,
+        OllamaCacheEvent: family.apply_cache,
+        OllamaAccess: family.apply_access,
+    }
+
+
+ENGINE = Engine(
+    name="ollama",
+    display="Ollama",
+    parser=_parser,
+    markers=OWN_MARKERS,
+    sniff=looks_like_ollama,
+    sniff_rank=0,  # its log embeds llama-server's lines: it must be tried before llama.cpp
+    events=(OllamaRequest, OllamaCacheEvent, OllamaAccess),
+    signals=frozenset({"server_requests"}),
+    metrics=_metrics,
+    reuses="llamacpp",
+    blindness=blindness,
+    restart_forgets=("blind",),
+    clock=CLOCK,
+)

@@ -1,0 +1,82 @@
+"""The shapes of Ollama's own log lines: journald's prefix, Go slog text records, gin's access line.
+
+Sources (ollama/ollama): logutil/logutil.go (slog.NewTextHandler, AddSource, source = file basename,
+level TRACE below DEBUG), server/routes.go (gin.Default(): gin's defaultLogFormatter), envconfig/config.go
+(OLLAMA_DEBUG: LogLevel), llm/llama_server.go (`starting llama-server cmd=...`, >= 0.30).
+"""
+
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass
+
+#: journald / syslog: `Mon DD HH:MM:SS host ollama[PID]: ` (any program name: a renamed unit too).
+JOURNAL = re.compile(r"([A-Z][a-z]{2}) +(\d{1,2}) (\d\d):(\d\d):(\d\d) \S+ [^\s:\[]+\[(\d+)\]: ")
+_MONTH_NAMES = ("Jan", "Feb", "Mar", "Apr", "May", "Jun", "Jul", "Aug", "Sep", "Oct", "Nov", "Dec")
+MONTHS = {m: i for i, m in enumerate(_MONTH_NAMES, 1)}
+# slog's TextHandler: `time=<RFC 3339, ms> level=<LEVEL> source=<file.go:line> msg=<value> k=v ...`;
+# a value is bare, or Go-quoted (strconv.Quote) when it holds a space, `=`, `"` or is empty.
+SLOG = re.compile(r"time=(\S+) level=([A-Z]+(?:[+-]\d+)?) (?:source=(\S+) )?msg=")
+_PAIR = re.compile(r'([^\s=]+)=("(?:[^"\\]|\\.)*"|[^\s"]*)')
+# gin: `[GIN] %v |%s %3d %s| %13v | %15s |%s %-7s %s %#v` (TimeStamp as 2006/01/02 - 15:04:05).
+GIN = re.compile(
+    r"\[GIN\] (\d{4})/(\d\d)/(\d\d) - (\d\d):(\d\d):(\d\d) \| *(\S+) *\| *(\S+) \| *(\S*) \|"
+    r" *([A-Z]+) +\"(.*)\""
+)
+_DURATION = re.compile(r"(\d+(?:\.\d+)?)(h|ms|m|s|µs|us|ns)")
+_UNIT = {"h": 3600.0, "m": 60.0, "s": 1.0, "ms": 1e-3, "µs": 1e-6, "us": 1e-6, "ns": 1e-9}
+PORT = re.compile(r"--port[ =](\d+)")
+MODEL = re.compile(r"--model[ =](\S+)")
+# `Listening on 127.0.0.1:11434 (version 0.30.1)`
+VERSION = re.compile(r"\(version ([^\s)]+)\)")
+# `server config env="map[... OLLAMA_DEBUG:INFO ...]"` (a level since 0.5-ish, a bool before)
+DEBUG_SETTING = re.compile(r"OLLAMA_DEBUG:([^\s\]]*)")
+
+
+class GarbledError(ValueError):
+    """A known line whose value cannot be read."""
+
+
+@dataclass(frozen=True, slots=True)
+class Record:
+    """One slog record: its time text, level, message and attributes (values unquoted)."""
+
+    time: str
+    level: str
+    msg: str
+    attrs: dict[str, str]
+
+
+def unquote(value: str) -> str:
+    """A slog value as written: Go-quoted values lose their quotes and escapes."""
+    if len(value) >= 2 and value[0] == '"' and value[-1] == '"':
+        body = value[1:-1]
+        if "\\" not in body:
+            return body
+        return body.encode("latin-1", "backslashreplace").decode("unicode_escape")
+    return value
+
+
+def read_slog(text: str) -> Record | None:
+    """The slog record in a line (after any journald prefix), else None."""
+    match = SLOG.match(text)
+    if match is None:
+        return None
+    pairs = {key: unquote(value) for key, value in _PAIR.findall(text, match.start(0))}
+    return Record(match[1], match[2], pairs.get("msg", ""), pairs)
+
+
+def duration(text: str) -> float:
+    """A Go time.Duration's String() (`5.2s`, `1m2.5s`, `850µs`) in seconds, else GarbledError."""
+    parts = _DURATION.findall(text)
+    if not parts or "".join(n + u for n, u in parts) != text:
+        raise GarbledError(f"not a duration: {text[:40]!r}")
+    return sum(float(n) * _UNIT[u] for n, u in parts)
+
+
+def number(attrs: dict[str, str], key: str) -> int:
+    """An integer attribute, else GarbledError (a known record without its number is torn)."""
+    value = attrs.get(key)
+    if value is None or not value.lstrip("-").isdecimal():
+        raise GarbledError(f"{key}={value!r} is not an integer")
+    return int(value)

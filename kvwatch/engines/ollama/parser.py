@@ -1,0 +1,348 @@
+"""Ollama's log -> `OllamaRequest` per request, cache events, `[GIN]` access records, restarts.
+
+Ollama's own lines are Go slog text records (`time=... level=... source=... msg=... k=v`), under
+systemd behind journald's `Mon DD HH:MM:SS host ollama[PID]: `. What each release logs per request
+(ollama/ollama):
+- the MLX runner (x/mlxrunner/prefix_cache.go), INFO: `cache hit` / `cache miss` with total, matched,
+  cached, left; WARN `failed to restore cache, freeing all caches`;
+- the Go runners up to 0.29 (runner/ollamarunner/cache.go, runner/llamarunner/cache.go), DEBUG only
+  (OLLAMA_DEBUG=1): `loading cache slot` (id, cache, prompt, used, remaining), `evicting cache slot`,
+  `forking cache slot`, `context limit hit - shifting`, `kv cache removal unsupported/not supported` and
+  `kv cache cannot shift` (the slot's cache is cleared and its inputs re-processed);
+- from 0.30, one bundled llama-server per loaded model, whose output Ollama copies into its own log
+  unchanged (llm/llama_server.go: `--log-verbosity 4 --no-log-prefix --no-log-timestamps`), and 0.1.x's
+  embedded 2024 server (llm/ext_server): read by the reused engine's parser (llama.cpp), one parser per
+  runner (`starting llama-server` / `starting runner` / `starting llama server` with its `--port`,
+  `starting mlx runner subprocess` with its port). Runner lines carry no tag of their runner: a slot line
+  goes to the runner whose tasks on that slot explain its task id (see `_owner`), any other line to the
+  runner that started last; time is the journald prefix's, else the last slog record's.
+Records are labelled with the runner's model (`--model` blob, or the MLX runner's model name), at most
+`MAX_MODELS` distinct per source (then "other"). `Listening on ... (version V)` is a server (re)start.
+
+Blindness (`no_signal`, see `blindness`): generation requests in `[GIN]` lines with no per-request
+cache line since the start set the fact `blind`; the first cache record clears it.
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Callable
+from datetime import datetime, timezone
+from typing import Literal
+
+from kvwatch.engines.ollama import lines as ol
+from kvwatch.model import (
+    EngineFact,
+    Event,
+    LlamaRequest,
+    LogLine,
+    OllamaAccess,
+    OllamaCacheEvent,
+    OllamaRequest,
+    ServerRestart,
+)
+from kvwatch.parsers.base import BlockResult, ParseError, Parser, ParseResult, ParserSettings, tally
+from kvwatch.parsers.clock import LineClock, YearlessClock, parse_rfc3339
+from kvwatch.parsers.text import strip_ansi
+
+#: Ollama's own markers; its parser adds those of the engine it reuses.
+OWN_MARKERS = ("time=", "[GIN] ")
+#: Distinct model labels per source; later models are counted as "other".
+MAX_MODELS = 8
+_SLOT = re.compile(r"slot +\S*: id +(\S+) \| task (\S+) \|")
+#: Requests whose `[GIN]` line counts as a generation (each should have a cache line).
+GENERATION = re.compile(r"/api/(?:chat|generate)$|/v1/(?:chat/completions|completions|messages|responses)$")
+#: Generation requests without any cache line before the source is judged blind.
+BLIND_AFTER = 2
+EventKind = Literal["clear", "failed_restore", "context_shift", "eviction", "fork"]
+_STARTS = ("starting llama-server", "starting runner", "starting llama server")
+_CLEARS = ("kv cache removal unsupported", "kv cache removal not supported", "kv cache cannot shift")
+_EVENTS: dict[str, EventKind] = {
+    "failed to restore cache, freeing all caches": "failed_restore",
+    "context limit hit - shifting": "context_shift",
+    "evicting cache slot": "eviction",
+    "forking cache slot": "fork",
+}
+
+
+def _read_time(match: re.Match[str]) -> float | None:
+    return parse_rfc3339(match[1])
+
+
+def _write_time(when: float) -> str:
+    stamp = datetime.fromtimestamp(when, timezone.utc).strftime("%Y-%m-%dT%H:%M:%S.%f")
+    return f"time={stamp[:-3]}Z"
+
+
+#: slog's `time=` at the start of Ollama's own records (`kvwatch demo` rewrites it; `[GIN]` lines keep
+#: theirs, which the parser never lets go back before the records around them).
+CLOCK = LineClock(re.compile(r"(?<![^\s])time=(\S+)"), _read_time, _write_time, first_only=True)
+
+
+def looks_like_ollama(sample: str) -> bool:
+    """True when a file's head reads like Ollama's log (slog records with Ollama's sources, or gin)."""
+    hits = 0
+    for text in sample.splitlines()[:2000]:
+        if "[GIN] " in text and ol.GIN.search(text):
+            hits += 1
+        elif "time=" in text:
+            journal = ol.JOURNAL.match(text)
+            record = ol.read_slog(text[journal.end() :] if journal else text)
+            if record is not None and "source" in record.attrs:
+                hits += 1
+        if hits >= 2:
+            return True
+    return False
+
+
+def model_label(cmd: str) -> str:
+    """The model a runner's command line loads: its blob's `sha256-` and 12 hex digits, or its file."""
+    match = ol.MODEL.search(cmd)
+    if match is None:
+        return ""
+    name = match[1].strip('"').replace("\\", "/").rsplit("/", 1)[-1]
+    return name[:19] if name.startswith("sha256-") else name[:64]
+
+
+class OllamaParser:
+    """Ollama's slog and gin lines, and its runners' lines through one reused parser per runner."""
+
+    def __init__(
+        self, source: str, settings: ParserSettings, reused: Callable[[], Parser], markers: tuple[str, ...]
+    ) -> None:
+        self.source = source
+        self.markers = markers
+        self._reused = reused
+        self._clock = YearlessClock(settings.year or settings.now_year, settings.tz)
+        self._runners: dict[str, Parser] = {}
+        self._runner = ""  # the runner that started last
+        self._models: dict[str, str] = {}  # runner -> its model label
+        self._labels: set[str] = set()
+        self._conversations: dict[tuple[str, int], int] = {}
+        self._last: float | None = None
+        self._start = settings.start
+        self._version = ""
+        self._generations = 0  # generation requests since the start
+        self._records = 0  # cache records since the start
+        self._exact = 0
+        self._blind = ""
+        self._prefix: tuple[str, float | None] = ("", None)  # the last journald prefix and its time
+
+    def parse(self, line: LogLine) -> ParseResult:
+        """The events of one line; [] for a recognised line with none; None for a foreign line."""
+        return self._parse_text(line.text, line.time)
+
+    def parse_block(self, texts: list[str]) -> BlockResult:
+        """`parse` over many lines of a plain file (no transport time), without a LogLine per line."""
+        parse = self._parse_text
+        return tally([parse(text, None) for text in texts])
+
+    def _journal(self, text: str, transport: float | None) -> tuple[str, float | None]:
+        """Strip journald's prefix; its time. The prefix of the last line is remembered: the lines of
+        one second share it, and the clock's answer for it (without a transport time) is the same."""
+        end = text.find("]: ", 16, 200)
+        if end > 0 and transport is None and text[: end + 3] == self._prefix[0]:
+            return text[end + 3 :], self._prefix[1]
+        journal = ol.JOURNAL.match(text)
+        if journal is None or journal[1] not in ol.MONTHS:
+            return text, transport
+        hms = (int(journal[3]), int(journal[4]), int(journal[5]))
+        wall = self._clock.resolve(ol.MONTHS[journal[1]], int(journal[2]), hms, transport)
+        if transport is None:
+            self._prefix = (text[: journal.end()], wall)
+        return text[journal.end() :], wall
+
+    def _parse_text(self, text: str, wall: float | None) -> ParseResult:
+        if "\x1b" in text:
+            text = strip_ansi(text)
+        if text[-1:] == "\r":
+            text = text.rstrip("\r")
+        if text[:1].isupper():
+            text, wall = self._journal(text, wall)
+        try:
+            if text.startswith("time="):
+                record = ol.read_slog(text)
+                if record is not None:
+                    return self._slog(record, wall)
+            elif text.startswith("[GIN] "):
+                return self._gin(text, wall)
+            return self._runner_line(text, wall)
+        except ol.GarbledError as exc:
+            return ParseError(f"ollama: {exc}")
+
+    def flush(self) -> list[Event]:
+        """End of input: the runners' requests in progress were cut off (dropped)."""
+        for parser in self._runners.values():
+            parser.flush()
+        return []
+
+    def _now(self, when: float | None) -> float:
+        """Event time: the line's own, never before the last one (else the last, else the start)."""
+        last = self._last if self._last is not None else self._start
+        now = last if when is None else max(when, last) if self._last is not None else when
+        self._last = now
+        return now
+
+    def _label(self, runner: str) -> str:
+        model = self._models.get(runner, "")
+        if model in self._labels or not model:
+            return model
+        if len(self._labels) >= MAX_MODELS:
+            return "other"
+        self._labels.add(model)
+        return model
+
+    def _slog(self, record: ol.Record, wall: float | None) -> ParseResult:
+        msg, attrs = record.msg, record.attrs
+        now = self._now(parse_rfc3339(record.time) if record.time else wall)
+        if msg in ("cache hit", "cache miss"):
+            total, cached = ol.number(attrs, "total"), ol.number(attrs, "cached")
+            matched = ol.number(attrs, "matched")
+            ol.number(attrs, "left")
+            return self._record(
+                OllamaRequest(
+                    self.source, now, total, cached, runner=self._runner,
+                    model=self._label(self._runner), matched=matched,
+                )
+            )  # fmt: skip
+        if msg == "loading cache slot":
+            slot, prompt, used = (ol.number(attrs, k) for k in ("id", "prompt", "used"))
+            ol.number(attrs, "cache")
+            record_ = OllamaRequest(
+                self.source,
+                now,
+                prompt,
+                used,
+                slot=slot,
+                runner=self._runner,
+                model=self._label(self._runner),
+            )
+            return self._record(record_)
+        kind: EventKind | None = _EVENTS.get(msg) or ("clear" if msg.startswith(_CLEARS) else None)
+        if kind is not None:
+            return [OllamaCacheEvent(self.source, now, kind, self._runner)]
+        if msg.startswith(_STARTS) or msg == "starting mlx runner subprocess":
+            cmd = attrs.get("cmd", "")
+            port = ol.PORT.search(cmd)
+            runner, model = (
+                (port[1] if port else attrs.get("port", "")),
+                attrs.get("model", "") or model_label(cmd),
+            )
+            for old in [r for r, m in self._models.items() if m == model and model]:
+                self._runners.pop(old, None)  # a model is loaded once: its earlier runner has exited
+            self._runners.pop(runner, None)  # a new process on that port
+            self._runner, self._models[runner] = runner, model
+            return []
+        if msg.startswith("Listening on "):
+            return self._restart(now, msg)
+        if msg == "server config":
+            setting = ol.DEBUG_SETTING.search(attrs.get("env", ""))
+            return [EngineFact(self.source, now, "ollama_debug", setting[1] if setting else "unset")]
+        return []
+
+    def _restart(self, now: float, msg: str) -> list[Event]:
+        version = ol.VERSION.search(msg)
+        self._version = version[1] if version else ""
+        self._runners.clear()
+        self._runner, self._generations, self._records, self._exact, self._blind = "", 0, 0, 0, ""
+        self._conversations.clear()
+        events: list[Event] = [ServerRestart(self.source, now, "ollama")]
+        if self._version:
+            events.append(EngineFact(self.source, now, "ollama_version", self._version))
+        return events
+
+    def _gin(self, text: str, wall: float | None) -> ParseResult:
+        match = ol.GIN.match(text)
+        if match is None:
+            return ParseError("ollama: a torn [GIN] line")
+        year, month, day, hour, minute, second = (int(g) for g in match.groups()[:6])
+        if not match[7].isdecimal():
+            return ParseError(f"ollama: [GIN] status {match[7][:20]!r}")
+        when = wall if wall is not None else self._clock.resolve(month, day, (hour, minute, second), None)
+        now = self._now(when if year else wall)
+        access = OllamaAccess(self.source, now, int(match[7]), ol.duration(match[8]), match[10], match[11])
+        events: list[Event] = [access]
+        if access.method == "POST" and GENERATION.search(access.path):
+            self._generations += 1
+            if not self._records and self._generations >= BLIND_AFTER and not self._blind:
+                events.append(self._set_blind(now, "debug_off"))
+        return events
+
+    def _set_blind(self, now: float, reason: str) -> EngineFact:
+        self._blind = reason
+        return EngineFact(self.source, now, "blind", reason)
+
+    def _record(self, record: OllamaRequest) -> list[Event]:
+        self._records += 1
+        if not record.derived:
+            self._exact += 1
+        events: list[Event] = [record]
+        if self._blind == "debug_off" or (self._blind and self._exact):
+            events.append(self._set_blind(record.time, ""))
+        elif record.derived and not self._exact and self._records >= BLIND_AFTER and not self._blind:
+            events.append(self._set_blind(record.time, "runner_derived"))
+        return events
+
+    def _owner(self, text: str) -> str:
+        """The runner a line belongs to. A slot line's task id is placed by the tasks each runner has
+        seen on that slot: the runner with that task in progress; else the one whose newest task there
+        is just below it (a runner yet without one counts as -1: task ids start at 0); else the one
+        that finished it (a late line). Any other line goes to the runner that started last."""
+        if len(self._runners) < 2 or not text.startswith("slot "):
+            return self._runner
+        match = _SLOT.match(text)
+        if match is None or not match[2].isdecimal() or not match[1].isdecimal():
+            return self._runner
+        slot, task = int(match[1]), int(match[2])
+        best, below, finished = None, -2, None
+        for runner, parser in self._runners.items():
+            tasks: Callable[[], dict[int, tuple[int, bool]]] | None = getattr(parser, "slot_tasks", None)
+            newest, running = tasks().get(slot, (-1, False)) if tasks is not None else (-1, False)
+            if newest == task:
+                if running:
+                    return runner
+                finished = runner
+            elif below < newest < task or (newest == below and runner == self._runner):
+                best, below = runner, newest
+        return best if best is not None else finished if finished is not None else self._runner
+
+    def _runner_line(self, text: str, wall: float | None) -> ParseResult:
+        """A runner's line, through the reused parser of the runner it belongs to (see _owner)."""
+        runner = self._owner(text)
+        parser = self._runners.get(runner)
+        if parser is None:
+            parser = self._runners[runner] = self._reused()
+        when = wall if wall is not None else self._last
+        # (the reused parser's fast form of an untagged slot line, if it has one: None, read it whole)
+        fast: Callable[[str, float | None], ParseResult] | None = getattr(parser, "untagged_slot", None)
+        result = fast(text, when) if fast is not None and text.startswith("slot ") else None
+        if result is None:
+            if not any(marker in text for marker in parser.markers):
+                return None
+            result = parser.parse(LogLine(self.source, text, when))
+        if not isinstance(result, list):
+            return result
+        events: list[Event] = []
+        for event in result:
+            if isinstance(event, LlamaRequest):
+                events += self._from_llama(event, runner)
+            # (a runner's own start is not Ollama's: ServerRestart comes from `Listening on`)
+        return events
+
+    def _from_llama(self, event: LlamaRequest, runner: str) -> list[Event]:
+        """A llama-server request as Ollama's, in the conversation its slot pick shows."""
+        if event.prompt_tokens is None or event.reused_tokens is None:
+            return []
+        key = (runner, event.slot)
+        number = self._conversations.get(key, 0)
+        if event.selection != "lcp" or event.prompt_cache_rescue:
+            number += 1
+            self._conversations[key] = number
+        where = f"runner {runner} " if runner else ""
+        record = OllamaRequest(
+            self.source, self._now(event.time), event.prompt_tokens, event.reused_tokens,
+            full_reprocess=event.full_reprocess, slot=event.slot,
+            conversation=f"{where}slot {event.slot} #{number}",
+            runner=runner, model=self._label(runner), derived=event.derived,
+        )  # fmt: skip
+        return self._record(record)
