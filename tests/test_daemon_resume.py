@@ -82,6 +82,7 @@ def file_offset(state: Path, source: str) -> int:
     return int(next(iter(files.values()))[-1]["offset"]) if files else 0
 
 
+@pytest.mark.slow  # a parse of the rest of the file at every line of every sample: ~12 s
 @pytest.mark.parametrize("name", sorted(p.name for p in (ROOT / "samples").glob("llamacpp-*.log")))
 def test_a_saved_parser_state_goes_on_as_if_never_stopped(name: str) -> None:
     """At every line of every llama.cpp sample: snapshot (through JSON), restore, parse the rest."""

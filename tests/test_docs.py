@@ -204,6 +204,7 @@ def exposed_families(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> dict
     return dict(re.findall(r"^# TYPE (\S+) (\S+)$", body, re.M))
 
 
+@pytest.mark.slow  # a daemon and a replay of every sample: ~5 s
 def test_metrics_page_lists_every_family_with_its_type(
     tmp_path: Path, capsys: pytest.CaptureFixture[str]
 ) -> None:

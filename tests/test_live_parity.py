@@ -158,6 +158,7 @@ def long_usage_log(path: Path) -> Path:
     return path
 
 
+@pytest.mark.slow  # a 3 MiB line through a daemon: ~3 s
 def test_a_line_past_the_cap_is_cut_and_parsed_alike_live_and_in_replay(
     tmp_path: Path, capsys: pytest.CaptureFixture[str]
 ) -> None:

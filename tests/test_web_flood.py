@@ -97,6 +97,7 @@ def _enough_files() -> None:
     assert resource.getrlimit(resource.RLIMIT_NOFILE)[0] >= wanted or soft == resource.RLIM_INFINITY
 
 
+@pytest.mark.slow  # 1,000 connections held against a real daemon, twice: ~12 s
 @pytest.mark.parametrize("tls", [False, True], ids=["plain", "tls"])
 def test_a_thousand_idle_connections_do_not_slow_a_scrape(tmp_path: Path, tls: bool) -> None:
     """With 1,000 idle or half-open connections held, the daemon keeps MAX_CONNECTIONS of them open
