@@ -28,10 +28,6 @@ class SourceView:
     parts: dict[str, Any] = field(default_factory=dict)  # engine name -> its gathering (Engine.gather)
 
 
-#: Event type -> whether the summary keeps more of it than its time.
-_KEPT: dict[type, bool] = {}
-
-
 class Summary:
     """Observer that keeps a SourceView per source."""
 

@@ -167,9 +167,6 @@ def decode_family(b: Batch) -> str:
     return "0.5.4-0.5.23" if b.iteration else "0.4.7-0.4.9|0.5.9-0.5.23"
 
 
-#: Families whose chunked-prefill continuations count their own earlier chunks as cached (<= 0.4.1);
-#: `0.3.2-0.4.3` spans both meanings (0.4.3 prints 0): a continuation's count there is unknown.
-OWN_CHUNKS_CACHED = frozenset({"0.1.14", "0.1.20-0.2.9", "0.2.14-0.3.0"})
 _GRAPHS = ("cuda graph", "cpu graph", "npu graph", "musa graph")
 
 
