@@ -6,6 +6,7 @@ engine runs on the CPU; on GPU hosts the CPU column stays swap space and is neve
 
 from __future__ import annotations
 
+import json
 from pathlib import Path
 
 import pytest
@@ -194,3 +195,15 @@ def test_the_text_report_says_the_backend(capsys: pytest.CaptureFixture[str]) ->
     assert "  platform: cpu\n" in cpu and "  backend: CPU (V0 cache figures read from the CPU column" in cpu
     assert 0 == main(["replay", "--format", "text", "--year", "2026", str(SAMPLE.with_name("vllm-v0.log"))])
     assert "backend:" not in capsys.readouterr().out
+
+
+def test_a_snapshot_at_any_line_goes_on_as_if_never_stopped() -> None:
+    """At every line of the CPU sample: snapshot (through JSON), restore, parse the rest: the same events."""
+    lines = SAMPLE.read_text().splitlines()
+    whole = events(*lines)
+    for cut in range(len(lines) + 1):
+        first = VllmParser("v", SETTINGS)
+        head = events(*lines[:cut], parser=first)
+        second = VllmParser("v", SETTINGS)
+        second.restore(json.loads(json.dumps(first.snapshot())))
+        assert whole == head + events(*lines[cut:], parser=second), cut
