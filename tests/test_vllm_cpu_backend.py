@@ -207,3 +207,21 @@ def test_a_snapshot_at_any_line_goes_on_as_if_never_stopped() -> None:
         second = VllmParser("v", SETTINGS)
         second.restore(json.loads(json.dumps(first.snapshot())))
         assert whole == head + events(*lines[cut:], parser=second), cut
+
+
+def test_without_a_version_the_last_v0_releases_are_assumed() -> None:
+    """The CPU backend known, no version line seen: the CPU column, as 0.9.0-0.10.2 print it."""
+    found = events(PLATFORM_CPU, *PR_LINES[:2])
+    assert cache_figures(found) == ([(0.001, "CPU")], [(0.9, 0.0, "CPU")])
+
+
+def test_v1_lines_on_the_cpu_backend_keep_their_one_column() -> None:
+    """V1 prints one usage, the engine's own (`GPU` up to 0.29 even on the CPU): read as printed."""
+    v1 = (
+        "(APIServer pid=1) INFO 08-18 01:22:08 [loggers.py:123] Engine 000: Avg prompt throughput: 0.0 "
+        "tokens/s, Avg generation throughput: 15.0 tokens/s, Running: 1 reqs, Waiting: 0 reqs, GPU KV cache "
+        "usage: 0.4%, Prefix cache hit rate: 88.0%"
+    )
+    found = events(PLATFORM_CPU, INIT.format("0.10.0", "cpu").replace("V0", "V1"), v1)
+    (stats,) = [e for e in found if isinstance(e, VllmStats)]
+    assert (stats.kv_cache_usage, stats.prefix_hit, stats.kv_device, stats.v0) == (0.004, 0.88, "GPU", False)
