@@ -39,7 +39,8 @@ class VllmStats:
     """One engine's periodic stats line (V1 `loggers.py`, or V0 `metrics.py` with its prefix line).
 
     `engine` is the engine index without padding ("0" when the line has none, "all" when aggregated).
-    Ratios are 0-1; None means the line did not carry the field.
+    Ratios are 0-1; None means the line did not carry the field. `kv_device` is the device label of
+    the usage read (V0: the column holding the engine's KV cache, CPU on the CPU backend from 0.9.0).
     """
 
     source: str
@@ -59,13 +60,18 @@ class VllmStats:
 
 @dataclass(slots=True)
 class VllmPrefixV0:
-    """V0's separate `Prefix cache hit rate: GPU: x%, CPU: y%` record; CPU is swap space, kept apart."""
+    """V0's separate `Prefix cache hit rate: GPU: x%, CPU: y%` record: the KV cache's rate, swap's apart.
+
+    `device` is the column the cache's rate `hit` was read from: GPU, or CPU where the engine runs on
+    the CPU backend and prints its cache there (0.9.0-0.10.2); `swap_hit` is the other column's.
+    """
 
     source: str
     time: float
     engine: str
-    gpu_hit: float
-    cpu_swap_hit: float
+    hit: float
+    swap_hit: float
+    device: str = "GPU"
 
 
 @dataclass(slots=True)
@@ -103,7 +109,8 @@ class EngineFact:
     """A startup fact detectors need (version, connector, excluded KV groups, KV capacity, ...).
 
     Known keys: version, connector, connector_config, kv_offloading_size, spec_method,
-    offload_excluded_groups, hybrid_kv_disabled, stats_disabled, kv_capacity_tokens, block_size.
+    offload_excluded_groups, hybrid_kv_disabled, stats_disabled, kv_capacity_tokens, block_size,
+    platform (vLLM's detected platform, e.g. cpu), device (the engine config's device_config).
     """
 
     source: str

@@ -11,7 +11,7 @@ from collections.abc import Callable
 Facts = list[tuple[str, str]]
 
 _VERSION = re.compile(
-    r"vLLM (?:API )?server version ([0-9][\w.+-]*)|Initializing an? (?:V1 )?LLM engine \(v([^)\s]+)\)"
+    r"vLLM (?:API )?server version ([0-9][\w.+-]*)|Initializing an? (?:V[01] )?LLM engine \(v([^)\s]+)\)"
 )
 _CONNECTOR_NAME = re.compile(r"Creating v1 connector with name: (\w+)")
 _KV_CONNECTOR = re.compile(r"kv_connector='(\w+)'")
@@ -23,6 +23,10 @@ _SPEC = re.compile(r"(?:'method': |SpeculativeConfig\(method=)'(\w+)'")
 _API_SERVERS = re.compile(r"'api_server_count': (\d+)|api_server_count to data_parallel_size \((\d+)\)")
 _EXCLUDED = re.compile(r"KV offloading: (EAGLE/MTP) draft attention groups (\[[^\]]*\]) detected")
 _CAPACITY = re.compile(r"\b([A-Z]+) KV cache size: ([\d,]+) tokens")
+# `platforms/__init__.py` and VllmConfig.__str__ (`config.py`, 0.10.1+ `config/__init__.py`), read in
+# 0.8.5-0.10.2; device_config prints a torch.device: `cpu` for neuron too (the platform line says which).
+_PLATFORM = re.compile(r"Automatically detected platform (\w+)\.")
+_DEVICE = re.compile(r"\bdevice_config=(\w+)")
 
 
 def _version(message: str) -> Facts:
@@ -61,7 +65,15 @@ def _engine_config(message: str) -> Facts:
     spec = _SPEC.search(message)
     if spec:
         facts.append(("spec_method", spec.group(1)))
+    device = _DEVICE.search(message)
+    if device:
+        facts.append(("device", device.group(1)))
     return facts
+
+
+def _platform(message: str) -> Facts:
+    match = _PLATFORM.search(message)
+    return [("platform", match.group(1))] if match else []
 
 
 def _excluded(message: str) -> Facts:
@@ -103,6 +115,7 @@ RULES: tuple[tuple[str, Callable[[str], Facts]], ...] = (
     ("disabling stats logging", _stats_off),
     ("Defaulting api_server_count", _api_servers),
     ("KV cache size:", _capacity),
+    ("detected platform", _platform),
 )
 
 #: Substrings that make a line worth a look for startup facts (the prefilter's share).
@@ -116,6 +129,7 @@ MARKERS = (
     "stats logging",
     "api_server_count",
     "KV cache size",
+    "detected platform",
 )
 
 

@@ -113,8 +113,8 @@ class VllmMetrics:
         self.last_stats.series[labels] = float(ev.time)
 
     def prefix_v0(self, ev: VllmPrefixV0) -> None:
-        """Apply V0's separate prefix line (its CPU figure is swap space and is not exported)."""
-        self.prefix.set((ev.source, ev.engine), ev.gpu_hit)
+        """Apply V0's separate prefix line: the cache's rate (the swap column's is not exported)."""
+        self.prefix.set((ev.source, ev.engine), ev.hit)
 
     def kv_transfer(self, ev: VllmKvTransfer) -> None:
         """Apply one KV Transfer line's per-interval deltas."""

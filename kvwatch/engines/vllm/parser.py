@@ -3,14 +3,18 @@
 A record is `[VLLM_LOGGING_PREFIX][(Name pid=N) ]LEVEL MM-DD HH:MM:SS [file:line] message`
 (`file:line] ` without the bracket up to 0.7; a path instead of a basename under DEBUG). The header is
 searched, not anchored, so any logging prefix and the process prefix pass. SpecDecoding and KV Transfer
-lines carry no engine id: they belong to the `Engine NNN:` stats line logged just before them.
+lines carry no engine id: they belong to the `Engine NNN:` stats line logged just before them. Where
+the startup lines say the engine runs on the CPU backend, V0 lines from 0.9.0 on are read in their CPU
+column (see kvwatch.engines.vllm.stats).
 """
 
 from __future__ import annotations
 
 import json
 import re
+from collections.abc import Mapping
 from datetime import datetime, timezone
+from typing import Any
 
 from kvwatch.engines.vllm import facts as vllm_facts
 from kvwatch.engines.vllm.kv import KvPayloadError, KvValues, read_kv_payload
@@ -49,6 +53,9 @@ _SPEC = re.compile(r"Accepted: (\d+) tokens, Drafted: (\d+) tokens")
 _V0_SPEC = re.compile(r"Number of accepted tokens: (\d+), Number of draft tokens: (\d+)")
 _RESTART = ("vLLM API server version", "vLLM server version")
 _JSON_TIME = re.compile(r"^(?:(\d{4})-)?(\d\d)-(\d\d)[ T](\d\d):(\d\d):(\d\d)")
+_RELEASE = re.compile(r"(\d+)\.(\d+)")
+#: The first release whose V0 `_get_stats` swaps the columns on the CPU backend (vllm PR #18674).
+CPU_COLUMN_FROM = (0, 9)
 
 #: Every line that can yield an event contains one of these.
 MARKERS = (
@@ -72,6 +79,11 @@ class VllmParser:
         self._tz = settings.tz
         self._engine = "0"
         self._last_time: float | None = None
+        # The startup facts that decide which V0 column is the cache (see _backend)
+        self._platform: str | None = None
+        self._device: str | None = None
+        self._version: str | None = None
+        self._v0_column = "GPU"
 
     def parse(self, line: LogLine) -> ParseResult:
         """Parse one physical line (possibly several `\\r`-separated records)."""
@@ -125,6 +137,35 @@ class VllmParser:
         """vLLM holds nothing back."""
         return []
 
+    def snapshot(self) -> dict[str, Any]:
+        """The startup facts that decide how stats lines read, saved with a position (a restart resumes
+        after the startup lines)."""
+        return {
+            "engine": "vllm",
+            "platform": self._platform,
+            "device": self._device,
+            "version": self._version,
+        }
+
+    def restore(self, state: Mapping[str, Any]) -> None:
+        """Go on from a `snapshot()`; KeyError, TypeError or ValueError when it is not one."""
+        if state["engine"] != "vllm":
+            raise ValueError(f"a state of engine {state['engine']!r}")
+        platform, device, version = state["platform"], state["device"], state["version"]
+        if not all(value is None or isinstance(value, str) for value in (platform, device, version)):
+            raise TypeError("vllm parser state: platform, device and version are strings or null")
+        self._platform, self._device, self._version = platform, device, version
+        self._backend()
+
+    def _backend(self) -> None:
+        """The V0 column holding the engine's KV cache: CPU on the CPU backend from 0.9.0, else GPU."""
+        # The platform line is vLLM's own verdict; device_config (`cpu` for neuron too) only without it.
+        cpu = self._platform == "cpu" if self._platform is not None else self._device == "cpu"
+        release = _RELEASE.match(self._version or "")
+        # An unknown version is read as the last V0 releases (0.9.0-0.10.2) print.
+        swapped = release is None or (int(release.group(1)), int(release.group(2))) >= CPU_COLUMN_FROM
+        self._v0_column = "CPU" if cpu and swapped else "GPU"
+
     def _json(self, text: str, transport: float | None) -> tuple[float | None, str, str] | None:
         # 0.32+ can log JSON (`VLLM_LOGGING_CONFIG_PATH` / JSON formatter): {"asctime", "levelname",
         # "processName", "message", ...}. asctime is vLLM's year-less `%m-%d %H:%M:%S` unless reconfigured.
@@ -171,13 +212,13 @@ class VllmParser:
 
     def _message(self, message: str, prefix: str, when: float) -> ParseResult:
         if "throughput:" in message and "Running:" in message:
-            stats = parse_stats(self.source, when, message)
+            stats = parse_stats(self.source, when, message, self._v0_column)
             if isinstance(stats, ParseError):
                 return stats
             self._engine = stats.engine
             return [stats]
         if message.startswith("Prefix cache hit rate: GPU"):
-            v0 = parse_v0_prefix(self.source, when, message)
+            v0 = parse_v0_prefix(self.source, when, message, self._v0_column)
             return None if v0 is None else (v0 if isinstance(v0, ParseError) else [v0])
         if message.startswith("KV Transfer metrics: "):
             return self._kv(message[len("KV Transfer metrics: ") :], when)
@@ -211,6 +252,12 @@ class VllmParser:
             self._engine = "0"
             events.append(ServerRestart(self.source, when, "vllm"))
         events.extend(EngineFact(self.source, when, key, value, engine) for key, value in facts)
+        keys = {key: value for key, value in facts if key in ("platform", "device", "version")}
+        if keys:
+            self._platform = keys.get("platform", self._platform)
+            self._device = keys.get("device", self._device)
+            self._version = keys.get("version", self._version)
+            self._backend()
         return events
 
 

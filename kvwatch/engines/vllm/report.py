@@ -28,6 +28,7 @@ class Figures:
 
     engines: dict[str, EngineView] = field(default_factory=dict)
     facts: dict[str, str] = field(default_factory=dict)
+    cpu_column: bool = False  # V0 lines read in their CPU column (the CPU backend, 0.9.0+)
 
     def observe(self, event: object) -> None:
         """Take one vLLM event into account."""
@@ -40,6 +41,8 @@ class Figures:
                 eng.external = event.external_hit
             if event.kv_cache_usage is not None:
                 eng.kv_usage = event.kv_cache_usage
+            if event.v0 and event.kv_device == "CPU":
+                self.cpu_column = True
         elif isinstance(event, VllmKvTransfer):
             eng = self.engines.get(event.engine) or self._engine(event.engine)
             eng.kv_lines += 1
@@ -48,7 +51,7 @@ class Figures:
             if event.load_bytes is not None:
                 eng.load_bytes = (eng.load_bytes or 0) + event.load_bytes
         elif isinstance(event, VllmPrefixV0):
-            self._engine(event.engine).prefix = event.gpu_hit
+            self._engine(event.engine).prefix = event.hit
         elif isinstance(event, EngineFact):
             self.facts[event.key] = event.value
 
@@ -67,6 +70,8 @@ def section(view: SourceView) -> list[str] | None:
     lines = []
     for key in sorted(figures.facts):
         lines.append(f"  {key}: {figures.facts[key]}")
+    if figures.cpu_column:
+        lines.append("  backend: CPU (V0 cache figures read from the CPU column; its GPU column is swap)")
     if figures.engines:
         lines.append("  engine  stats  prefix  external  kv-usage  kv-lines  stored      loaded")
     for name in sorted(figures.engines, key=lambda e: (e == "all", e.zfill(4))):

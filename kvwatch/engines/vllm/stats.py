@@ -4,7 +4,9 @@ V1: `[Engine 000: | 4 Engines Aggregated: ]Avg prompt throughput: ..., Running: 
 [, Deferred][, KV fetch][, Preemptions], <DEV> KV cache usage: x%[, Prefix cache hit rate: y%][, Corrupted]
 [, External prefix cache hit rate: z%][, MM cache hit rate: w%]`.
 V0: `... Running: N reqs, Swapped: N reqs, Pending: N reqs, GPU KV cache usage: x%, CPU KV cache usage: y%.`
-(V0's CPU figure is swap space) followed by a separate `Prefix cache hit rate: GPU: x%, CPU: y%` record.
+followed by a separate `Prefix cache hit rate: GPU: x%, CPU: y%` record. The CPU column is swap space,
+except on the CPU backend from 0.9.0 (vllm PR #18674, `engine/llm_engine.py` `_get_stats`): the engine's
+cache is printed there and the GPU column is the (empty) swap. The parser says which column to read.
 """
 
 from __future__ import annotations
@@ -120,16 +122,19 @@ def _rate(value: str | None, unit: str) -> float | None:
     return number if number is not None and number >= 0 else None
 
 
-def _kv_usage(fields: dict[str, str], v0: bool) -> tuple[str, str] | None:
+def _kv_usage(fields: dict[str, str], v0: bool, column: str) -> tuple[str, str] | None:
     for label, value in fields.items():
         match = _DEVICE_USAGE.match(label)
-        if match and (not v0 or match.group(1) == "GPU"):
+        if match and (not v0 or match.group(1) == column):
             return match.group(1), value
     return None
 
 
-def parse_stats(source: str, time: float, message: str) -> VllmStats | ParseError:
-    """Parse a stats message (after the log header) into one engine's interval."""
+def parse_stats(source: str, time: float, message: str, v0_column: str = "GPU") -> VllmStats | ParseError:
+    """Parse a stats message (after the log header) into one engine's interval.
+
+    `v0_column` is the V0 line's column that holds the engine's KV cache (GPU, or CPU: see above).
+    """
     engine, body = engine_label(message)
     fields = _fields(body.rstrip("."))
     v0 = "Swapped" in fields or "Pending" in fields
@@ -139,7 +144,7 @@ def parse_stats(source: str, time: float, message: str) -> VllmStats | ParseErro
     waiting = count(fields.get("Pending" if v0 else "Waiting", "").removesuffix("reqs"))
     if prompt is None or generation is None or running is None or waiting is None:
         return ParseError("vllm stats: throughput or request counts unreadable")
-    usage = _kv_usage(fields, v0)
+    usage = _kv_usage(fields, v0, v0_column)
     kv_usage = percent(usage[1].rstrip("%")) if usage else None
     ratios: dict[str, float | None] = {}
     for label in ("Prefix cache hit rate", "External prefix cache hit rate"):
@@ -167,12 +172,16 @@ def parse_stats(source: str, time: float, message: str) -> VllmStats | ParseErro
     )
 
 
-def parse_v0_prefix(source: str, time: float, message: str) -> VllmPrefixV0 | ParseError | None:
-    """V0's separate prefix-cache record; None when the message is something else."""
+def parse_v0_prefix(
+    source: str, time: float, message: str, column: str = "GPU"
+) -> VllmPrefixV0 | ParseError | None:
+    """V0's separate prefix-cache record, the cache's rate from `column`; None for another message."""
     match = _V0_PREFIX.match(message)
     if match is None:
         return None
     gpu, cpu = percent(match.group(1)), percent(match.group(2))
     if gpu is None or cpu is None:
         return ParseError("vllm V0 prefix line: rate out of range")
-    return VllmPrefixV0(source=source, time=time, engine="0", gpu_hit=gpu, cpu_swap_hit=cpu)
+    if column == "CPU":
+        return VllmPrefixV0(source=source, time=time, engine="0", hit=cpu, swap_hit=gpu, device="CPU")
+    return VllmPrefixV0(source=source, time=time, engine="0", hit=gpu, swap_hit=cpu)

@@ -7,6 +7,7 @@ from types import ModuleType
 from scripts.samples.made import Made
 from scripts.samples.vllm import (
     aggregated,
+    cpu_backend,
     docker,
     dp_ansi,
     multiconnector,
@@ -24,6 +25,7 @@ MAKERS: tuple[ModuleType, ...] = (
     dp_ansi,
     aggregated,
     v0,
+    cpu_backend,
     docker,
     rotated,
     multiconnector,
