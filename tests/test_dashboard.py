@@ -65,6 +65,8 @@ TITLES = [
     "SGLang HiCache storage prefetches by outcome",
     "Ollama reused vs new prompt tokens/s",
     "Ollama cache clears, failed restores, context shifts",
+    "LMCache tokens/s: stored, hit, loaded",
+    "LMCache bytes/s and seconds busy",
     "Probe cached share",
     "Probe runs by outcome",
     "Probe time to first byte",

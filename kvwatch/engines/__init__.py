@@ -5,7 +5,7 @@ Each engine is a package beside this one (kvwatch/engines/<name>/) declaring an 
 
 from __future__ import annotations
 
-from kvwatch.engines import llamacpp, ollama, sglang, usage, vllm
+from kvwatch.engines import llamacpp, lmcache, ollama, sglang, usage, vllm
 from kvwatch.engines.base import Engine, Signal
 from kvwatch.parsers.base import Parser, ParserSettings
 
@@ -23,6 +23,7 @@ register(llamacpp.ENGINE)
 register(usage.ENGINE)
 register(sglang.ENGINE)
 register(ollama.ENGINE)
+register(lmcache.ENGINE)
 
 #: The engine assumed for a log no engine recognises (replay, and an `auto` source that never decides).
 FALLBACK = vllm.ENGINE.name
@@ -54,16 +55,25 @@ def reused_parser(engine: str, source: str, settings: ParserSettings) -> Parser:
     return ENGINES[reused].parser(source, settings, None)
 
 
+def layer_parsers(engine: str, source: str, settings: ParserSettings) -> list[Parser]:
+    """Fresh parsers of the cache layers whose lines the engine's log carries (its `layers`)."""
+    return [
+        ENGINES[name].parser(source, settings, None) for name in ENGINES[engine].layers if name in ENGINES
+    ]
+
+
 def markers_of(engine: str) -> tuple[str, ...] | None:
-    """The markers of the engine's parser (every line it can make an event of holds one); None for
-    `auto` or an unknown engine (every line may matter)."""
+    """The markers of the engine's parser (every line it can make an event of holds one), its layers'
+    included; None for `auto` or an unknown engine (every line may matter)."""
     chosen = ENGINES.get(engine)
     if chosen is None:
         return None
-    reused = ENGINES.get(chosen.reuses) if chosen.reuses else None
-    if reused is None:
-        return chosen.markers
-    return chosen.markers + tuple(m for m in reused.markers if m not in chosen.markers)
+    markers = chosen.markers
+    for other in (chosen.reuses, *chosen.layers):
+        found = ENGINES.get(other) if other else None
+        if found is not None:
+            markers += tuple(m for m in found.markers if m not in markers)
+    return markers
 
 
 def detect_engine(sample: str) -> str | None:

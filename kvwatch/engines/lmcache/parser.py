@@ -1,0 +1,333 @@
+"""LMCache's lines -> lookups, stores, loads and failures: the layer vLLM's parser hands them to.
+
+One `LmcacheLayer` per source reads records in LMCache's own format (kvwatch.engines.lmcache.lines)
+wherever they sit on a line (behind vLLM's process tag, a tqdm bar, ANSI colour). Lookups come from the
+scheduler and repeat for one request while it waits: the first line with a number counts, per request
+id, in a bounded set of recent ids that a store or load of the request leaves (looked up again after it
+ran, e.g. preempted, it counts again, as LMCache defines it). Stores and loads come from each TP worker,
+labelled by its rank. Time is the record's own stamp, to the second. `LmcacheParser` reads a log of
+LMCache's alone (the MP-mode server's).
+"""
+
+from __future__ import annotations
+
+import re
+from datetime import datetime
+from typing import Any
+
+from kvwatch.engines.lmcache import lines as lm
+from kvwatch.model import (
+    Event,
+    LmcacheFailure,
+    LmcacheLookup,
+    LmcachePrefetch,
+    LmcacheStoreRequest,
+    LmcacheTransfer,
+    LogLine,
+)
+from kvwatch.parsers.base import ParseError, ParseResult, ParserSettings
+from kvwatch.parsers.clock import zone
+from kvwatch.parsers.text import segments, strip_ansi
+
+#: Request ids kept to count a request's lookup once (oldest forgotten first).
+MAX_IDS = 4096
+#: Process tags remembered with their worker label.
+MAX_TAGS = 256
+_GIB = float(1 << 30)
+_STAMP = re.compile(r"\d{4}-\d\d-\d\d \d\d:\d\d:\d\d,\d{3}\Z")
+_OLD_STAMP = re.compile(r"\[(\d{4}-\d\d-\d\d \d\d:\d\d:\d\d),\d{3}\] -- \S+:\d+\Z")
+
+
+def worker_of(tag: str) -> str:
+    """The `worker` label of vLLM's process tag: `tp<rank>` (`dp<d>-tp<rank>` beyond DP rank 0);
+    `tp0` without a tag (one process); `unknown` for a tag with no rank (Ray's)."""
+    if "(" not in tag:
+        return "tp0"
+    rank = lm.TP_RANK.search(tag)
+    dp = lm.DP_RANK.search(tag)
+    if rank is None:
+        return "tp0" if "EngineCore" in tag else "unknown"
+    tp = f"tp{rank.group(1) or rank.group(2)}"
+    return tp if dp is None or dp.group(1) == "0" else f"dp{dp.group(1)}-{tp}"
+
+
+class LmcacheLayer:
+    """One source's LMCache state: recent request ids, the workers' tags, a pending retrieve error."""
+
+    markers: tuple[str, ...] = (lm.MARKER, lm.OLD_MARKER)
+
+    def __init__(self, source: str, settings: ParserSettings) -> None:
+        self.source = source
+        self._tz = zone(settings.tz)
+        self._seen: dict[str, None] = {}  # request ids whose lookup counted (insertion order: oldest first)
+        self._workers: dict[str, str] = {}
+        self._stamp = ("", 0.0)
+        # Per worker: the request of an ERROR `... less than the expected` waiting for its numbers.
+        self._pending: dict[str, tuple[float, str]] = {}
+
+    def parse(self, line: LogLine) -> ParseResult:
+        """Every LMCache record of a physical line (None: none of LMCache's, or none known)."""
+        text = line.text
+        if "\r" not in text:
+            return self.record(text, line.time)
+        events: list[Event] = []
+        recognised, error = False, None
+        for piece in segments(text):
+            if lm.MARKER in piece or lm.OLD_MARKER in piece:
+                outcome = self.record(piece, line.time)
+                if isinstance(outcome, list):
+                    recognised = True
+                    events += outcome
+                elif outcome is not None and error is None:
+                    error = outcome
+        return events if recognised else error
+
+    def record(self, text: str, transport: float | None) -> ParseResult:
+        """One record (behind whatever prefix): its events, a ParseError, or None (not a known one)."""
+        at = text.find(lm.MARKER)
+        if at < 24 or text[at - 24] != "[":
+            return self._old(text)
+        stamp = text[at - 23 : at]
+        rest = text[at + 10 :]
+        colon = rest.find(":")
+        if colon < 0 or rest[:colon] not in lm.LEVELS:
+            return None
+        message = rest[colon + 1 :]
+        if message.startswith("\x1b[0m"):
+            message = message[4:]
+        end = message.rfind(" \x1b[3m(")
+        if end < 0:
+            end = message.rfind(" (")
+        message = message[1:end] if end > 0 else message[1:]
+        when = self._when(stamp)
+        if when is None:
+            return ParseError("lmcache: bad time stamp")
+        tag = text[: at - 24]
+        return self._message(message, tag, when)
+
+    def _old(self, text: str) -> ParseResult:
+        """The 2024 `lmcache_vllm` record: `LEVEL LMCache: message [stamp] -- path:line`."""
+        at = text.find(lm.OLD_MARKER)
+        if at < 0:
+            return None
+        clean = strip_ansi(text)
+        at = clean.find(lm.OLD_MARKER)
+        head = clean[:at]
+        if not head.endswith(lm.LEVELS):
+            return None
+        tail = _OLD_STAMP.search(clean)
+        if tail is None:
+            return None
+        when = self._when(tail.group(1) + ",000")
+        if when is None:
+            return ParseError("lmcache: bad time stamp")
+        message = clean[at + len(lm.OLD_MARKER) : tail.start()].rstrip()
+        level = max(head.rfind(level) for level in lm.LEVELS)
+        return self._message(message, head[:level], when)
+
+    def _when(self, stamp: str) -> float | None:
+        """Epoch seconds of `YYYY-MM-DD HH:MM:SS,mmm` in the configured zone, to the second."""
+        second = stamp[:19]
+        last, when = self._stamp
+        if second == last:
+            return when
+        if _STAMP.match(stamp) is None:
+            return None
+        try:
+            moment = datetime(
+                int(second[:4]), int(second[5:7]), int(second[8:10]),
+                int(second[11:13]), int(second[14:16]), int(second[17:19]), tzinfo=self._tz,
+            )  # fmt: skip
+        except ValueError:
+            return None
+        when = moment.timestamp()
+        self._stamp = (second, when)
+        return when
+
+    def _worker(self, tag: str) -> str:
+        worker = self._workers.get(tag)
+        if worker is None:
+            if len(self._workers) >= MAX_TAGS:
+                self._workers.clear()
+            worker = self._workers[tag] = worker_of(strip_ansi(tag))
+        return worker
+
+    def _message(self, message: str, tag: str, when: float) -> ParseResult:
+        first = message[:4]
+        if first == "Reqi":
+            return self._lookup(message, when)
+        if first == "[req":
+            close = message.find("] ")
+            request, body = message[8:close], message[close + 2 :]
+        else:
+            request, body = "", message
+        head = body[:5]
+        if head == "Store":
+            return self._stored(body, request, tag, when)
+        if head == "Retri":
+            return self._retrieved(body, request, tag, when)
+        return self._other(message, tag, when)
+
+    def _lookup(self, message: str, when: float) -> ParseResult:
+        match = lm.LOOKUP.match(message)
+        if match is None:
+            return [] if lm.CAPPED.match(message) else None
+        request, total, local, hit, need, skipped, pending = match.groups()
+        seen = self._seen
+        if pending is not None or request in seen:
+            return []
+        if len(seen) >= MAX_IDS:
+            del seen[next(iter(seen))]
+        seen[request] = None
+        # A min_retrieve skip loads nothing: its need is not added. Up to 0.3.12 the need can be
+        # negative (LMCache #2703): added as max(n, 0), what 0.3.15+ prints.
+        load = max(int(need), 0) if skipped is None and need is not None else 0
+        return [
+            LmcacheLookup(
+                self.source, when, int(total), int(hit), load, None if local is None else int(local)
+            )
+        ]
+
+    def _ran(self, request: str) -> None:
+        """The request was scheduled: a later lookup of it counts again."""
+        if request:
+            self._seen.pop(request, None)
+
+    def _stored(self, body: str, request: str, tag: str, when: float) -> ParseResult:
+        match = lm.STORED.match(body)
+        if match is not None:
+            self._ran(match.group(1) or request)
+            _, stored, offered, size, cost = match.groups()
+            return [
+                LmcacheTransfer(
+                    self.source, when, self._worker(tag), False, int(stored), int(offered),
+                    None if size is None else round(float(size) * _GIB),
+                    None if cost is None else float(cost) / 1000.0,
+                )
+            ]  # fmt: skip
+        mp = lm.MP_STORED.match(body)
+        if mp is not None:
+            return [
+                LmcacheTransfer(
+                    self.source, when, self._worker(tag), False, int(mp.group(1)), seconds=float(mp.group(2))
+                )
+            ]
+        return [] if lm.LEGACY_STORED.match(body) else None
+
+    def _retrieved(self, body: str, request: str, tag: str, when: float) -> ParseResult:
+        match = lm.RETRIEVED.match(body)
+        if match is not None:
+            _, got, required, size, cost = match.groups()
+            return self._load(request or (match.group(1) or ""), tag, when, (got, required, size, cost))
+        match = lm.RETRIEVED_SHORT_FORM.match(body)
+        if match is not None:
+            return self._load(request or (match.group(1) or ""), tag, when, (match[2], match[3], None, None))
+        match = lm.RETRIEVED_036.match(body)
+        if match is not None:
+            got, required, size, cost = match.groups()
+            return self._load(request, tag, when, (got, required, size, cost))
+        mp = lm.MP_RETRIEVED.match(body)
+        if mp is not None:
+            worker = self._worker(tag)
+            return [LmcacheTransfer(self.source, when, worker, True, int(mp[1]), seconds=float(mp[2]))]
+        if lm.RETRIEVED_LAYERWISE.match(body):
+            return []
+        legacy = lm.LEGACY_RETRIEVED.match(body)
+        if legacy is not None:
+            tokens = int(legacy.group(1) or 0)
+            return [LmcacheTransfer(self.source, when, self._worker(tag), True, tokens)]
+        return None
+
+    def _load(
+        self, request: str, tag: str, when: float, numbers: tuple[str, str, str | None, str | None]
+    ) -> ParseResult:
+        """A load: tokens got and required, size (GiB) and cost (ms) where printed."""
+        got, required, size, cost = numbers
+        self._ran(request)
+        tokens, asked = int(got), int(required)
+        return [
+            LmcacheTransfer(
+                self.source, when, self._worker(tag), True, tokens, asked,
+                None if size is None else round(float(size) * _GIB),
+                None if cost is None else float(cost) / 1000.0,
+                1, 1 if tokens < asked else 0,
+            )
+        ]  # fmt: skip
+
+    def _other(self, message: str, tag: str, when: float) -> ParseResult:
+        """Storing lines, failures, MP mode's prefetch and resume lines."""
+        match = lm.STORING.match(message)
+        if match is not None:
+            self._ran(match.group(3))
+            worker = self._worker(tag)
+            return [LmcacheStoreRequest(self.source, when, worker, int(match.group(1)), int(match.group(2)))]
+        prefetch = lm.PREFETCH.match(message)
+        if prefetch is not None:
+            hit, asked, ms = prefetch.groups()
+            return [LmcachePrefetch(self.source, when, int(hit), int(asked), float(ms) / 1000.0)]
+        if lm.RESUME_LOAD.match(message):
+            return []
+        return self._failure(message, tag, when)
+
+    def _failure(self, message: str, tag: str, when: float) -> ParseResult:
+        worker = self._worker(tag)
+        error = lm.RETRIEVE_ERROR.match(message)
+        if error is not None:
+            # Its numbers follow on the next line of the same worker; a second error before them
+            # reports the first without.
+            held = self._pending.pop(worker, None)
+            self._pending[worker] = (when, error.group(1) or "")
+            return [] if held is None else [self._failed(worker, *held, None)]
+        numbers = lm.RETRIEVE_ERROR_NUMBERS.match(message)
+        if numbers is not None:
+            held = self._pending.pop(worker, None)
+            lost = max(int(numbers.group(2)) - int(numbers.group(1)), 0)
+            start, request = held if held is not None else (when, "")
+            return [self._failed(worker, start, request, lost)]
+        for text, kind, load in lm.FAILURES:
+            if text in message:
+                return [LmcacheFailure(self.source, when, worker, kind, retrieve=load)]
+        return None
+
+    def _failed(self, worker: str, when: float, request: str, lost: int | None) -> LmcacheFailure:
+        return LmcacheFailure(self.source, when, worker, "retrieve_error", request, lost)
+
+    def flush(self) -> list[Event]:
+        """A retrieve error whose numbers never came."""
+        held, self._pending = self._pending, {}
+        return [self._failed(worker, when, request, None) for worker, (when, request) in held.items()]
+
+
+class LmcacheParser:
+    """A log of LMCache's alone (its MP-mode server, `engine = "lmcache"`)."""
+
+    markers: tuple[str, ...] = LmcacheLayer.markers
+
+    def __init__(self, source: str, settings: ParserSettings) -> None:
+        self.source = source
+        self._layer = LmcacheLayer(source, settings)
+
+    def parse(self, line: LogLine) -> ParseResult:
+        """The line's LMCache records."""
+        return self._layer.parse(line)
+
+    def flush(self) -> list[Event]:
+        """What the layer holds back."""
+        return self._layer.flush()
+
+    def snapshot(self) -> dict[str, Any]:
+        """Nothing a restart needs (the ids of recent lookups are not kept)."""
+        return {"engine": "lmcache"}
+
+    def restore(self, state: dict[str, Any]) -> None:
+        """Go on from a `snapshot()`."""
+        if state.get("engine") != "lmcache":
+            raise ValueError(f"a state of engine {state.get('engine')!r}")
+
+
+def looks_like_lmcache(sample: str) -> bool:
+    """Whether a file's first lines are LMCache's own records (an MP-mode server's log)."""
+    return (
+        lm.MARKER in sample
+        and re.search(r"\[\d{4}-\d\d-\d\d \d\d:\d\d:\d\d,\d{3}\] LMCache ", sample) is not None
+    )
