@@ -295,6 +295,7 @@ class OffloadTransfer:
     seconds: float | None = None
     lines: int = 1
     short: int = 0
+    request: str = ""  # the request of a one-line transfer, where printed
 
 
 @dataclass(slots=True)

@@ -250,7 +250,7 @@ class LmcacheLayer:
                 self.source, when, self._worker(tag), True, tokens, asked,
                 None if size is None else round(float(size) * _GIB),
                 None if cost is None else float(cost) / 1000.0,
-                1, 1 if tokens < asked else 0,
+                1, 1 if tokens < asked else 0, request,
             )
         ]  # fmt: skip
 
