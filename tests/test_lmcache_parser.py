@@ -6,6 +6,7 @@ import pytest
 
 from kvwatch.engines import detect_engine, make_parser, markers_of
 from kvwatch.model import (
+    EngineFact,
     LmcacheFailure,
     LmcacheLookup,
     LmcachePrefetch,
@@ -29,14 +30,16 @@ def rec(message: str, level: str = "INFO", where: str = ENGINE, tag: str = "") -
 
 
 def parse(*texts: str) -> list[object]:
-    """Every event of the lines through a vLLM source's parser."""
+    """Every event of the lines through a vLLM source's parser (but the fact that LMCache lines are read)."""
     parser = make_parser("vllm", "s", ParserSettings())
     events: list[object] = []
     for text in texts:
         result = parser.parse(LogLine("s", text))
         assert isinstance(result, list), (text, result)
         events += result
-    return events + parser.flush()
+    facts = [e for e in events if isinstance(e, EngineFact)]
+    assert [("lmcache_lines", "yes")] == [(f.key, f.value) for f in facts]
+    return [e for e in events if not isinstance(e, EngineFact)] + parser.flush()
 
 
 LOOKUPS = [
@@ -227,8 +230,9 @@ def test_frames_tags_and_unknown_lines() -> None:
     workers = []
     for text in (plain, bar, old, ray):
         result = parser.parse(LogLine("s", text))
-        assert isinstance(result, list) and len(result) == 1, text
-        workers.append(getattr(result[0], "worker", None))
+        assert isinstance(result, list), text
+        (event,) = [e for e in result if not isinstance(e, EngineFact)]
+        workers.append(getattr(event, "worker", None))
     assert ["tp0", "dp1-tp3", "tp0", "unknown"] == workers
     assert parser.parse(LogLine("s", rec("Creating LMCacheEngine with config: ..."))) is None
     # an LMCache-in-SGLang line (LMCRadixCache) is not one of these shapes
@@ -249,3 +253,29 @@ def test_registry_layers_markers_and_sniff() -> None:
     markers = markers_of("vllm") or ()
     assert "] LMCache " in markers and " LMCache: " in markers
     assert "lmcache" == detect_engine(rec("Stored 256 tokens in 0.010 seconds") + "\n")
+
+
+def test_no_signal_names_lmcache_log_level_when_its_lines_are_missing() -> None:
+    """An LMCache connector, prompts flowing and no LMCache line: no_signal names LMCACHE_LOG_LEVEL;
+    one LMCache line read, or no traffic yet, and it says nothing."""
+    from kvwatch.detectors import no_signal
+    from kvwatch.window import Windows
+
+    def verdict(*lines: str) -> list[str]:
+        windows = Windows()
+        parser = make_parser("vllm", "v", ParserSettings(year=2026))
+        for text in lines:
+            result = parser.parse(LogLine("v", text))
+            for event in result if isinstance(result, list) else []:
+                windows.observe(event)
+        found = no_signal.detect(windows, T + 60, no_signal.Settings())
+        return [str(f.evidence.get("setting")) for f in found]
+
+    connector = "(EngineCore_DP0 pid=7) INFO 09-14 08:00:00 [factory.py:62] Creating v1 connector with name: LMCacheConnectorV1 and engine_id: e"  # noqa: E501
+    busy = "(APIServer pid=1) INFO 09-14 08:00:10 [loggers.py:236] Engine 000: Avg prompt throughput: 900.0 tokens/s, Avg generation throughput: 30.0 tokens/s, Running: 2 reqs, Waiting: 0 reqs, GPU KV cache usage: 3.0%, Prefix cache hit rate: 20.0%"  # noqa: E501
+    idle = busy.replace("900.0 tokens/s, Avg", "0.0 tokens/s, Avg")
+    store = rec("Stored 256 tokens in 0.010 seconds")
+    assert ["LMCACHE_LOG_LEVEL=INFO"] == verdict(connector, busy)
+    assert [] == verdict(connector, store, busy)
+    assert [] == verdict(connector, idle)
+    assert [] == verdict(busy)

@@ -7,6 +7,7 @@ from collections.abc import Callable, Mapping
 from typing import TYPE_CHECKING, Any
 
 from kvwatch.engines.base import Engine
+from kvwatch.engines.lmcache.blind import blindness
 from kvwatch.engines.lmcache.parser import LmcacheLayer, LmcacheParser, looks_like_lmcache
 from kvwatch.model import LmcacheFailure, LmcacheLookup, LmcachePrefetch, LmcacheStoreRequest, LmcacheTransfer
 from kvwatch.parsers.base import Parser, ParserSettings
@@ -49,4 +50,5 @@ ENGINE = Engine(
     events=(),
     signals=frozenset({"offload"}),
     metrics=_metrics,
+    blindness=blindness,  # (judged for the sources of the engines that carry it: see no_signal)
 )

@@ -16,7 +16,9 @@ from datetime import datetime
 from typing import Any
 
 from kvwatch.engines.lmcache import lines as lm
+from kvwatch.engines.lmcache.blind import SEEN
 from kvwatch.model import (
+    EngineFact,
     Event,
     LmcacheFailure,
     LmcacheLookup,
@@ -64,6 +66,7 @@ class LmcacheLayer:
         self._stamp = ("", 0.0)
         # Per worker: the request of an ERROR `... less than the expected` waiting for its numbers.
         self._pending: dict[str, tuple[float, str]] = {}
+        self._seen_any = False  # (the fact SEEN said once, with the first line read)
 
     def parse(self, line: LogLine) -> ParseResult:
         """Every LMCache record of a physical line (None: none of LMCache's, or none known)."""
@@ -103,7 +106,16 @@ class LmcacheLayer:
         if when is None:
             return ParseError("lmcache: bad time stamp")
         tag = text[: at - 24]
+        if not self._seen_any:
+            return self._first(self._message(message, tag, when), when)
         return self._message(message, tag, when)
+
+    def _first(self, result: ParseResult, when: float) -> ParseResult:
+        """The first LMCache record of the source: its events and the fact that LMCache lines are read."""
+        if not isinstance(result, list):
+            return result
+        self._seen_any = True
+        return [*result, EngineFact(self.source, when, SEEN, "yes")]
 
     def _old(self, text: str) -> ParseResult:
         """The 2024 `lmcache_vllm` record: `LEVEL LMCache: message [stamp] -- path:line`."""
@@ -123,6 +135,8 @@ class LmcacheLayer:
             return ParseError("lmcache: bad time stamp")
         message = clean[at + len(lm.OLD_MARKER) : tail.start()].rstrip()
         level = max(head.rfind(level) for level in lm.LEVELS)
+        if not self._seen_any:
+            return self._first(self._message(message, head[:level], when), when)
         return self._message(message, head[:level], when)
 
     def _when(self, stamp: str) -> float | None:
