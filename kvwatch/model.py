@@ -267,9 +267,9 @@ class CachePrefetch:
 
 @dataclass(slots=True)
 class OffloadLookup:
-    """Engine-neutral: one lookup of an external KV cache tier (an offload layer) for a request: its
+    """Engine-neutral: lookups of an external KV cache tier (an offload layer) for requests: their
     tokens, the prefix the tier holds, what must be loaded, and what the engine's own prefix cache
-    already had (None: not reported)."""
+    already had (None: not reported), summed over `lookups` of them."""
 
     source: str
     time: float
@@ -277,6 +277,8 @@ class OffloadLookup:
     hit_tokens: int
     need_load_tokens: int
     local_tokens: int | None = None
+    lookups: int = 1  # lookups summed (a parser may sum a stretch of them)
+    hits: int = -1  # of them, those that found a prefix (-1: this one, if hit_tokens > 0)
 
 
 @dataclass(slots=True)
@@ -314,12 +316,24 @@ class OffloadFailure:
 
 @dataclass(slots=True)
 class LmcacheLookup(OffloadLookup):
-    """LMCache's `Reqid: ...` lookup line (the first with a number per request id)."""
+    """LMCache's `Reqid: ...` lookup lines (the first with a number per request id), summed."""
+
+    def __reduce__(self) -> tuple[type[LmcacheLookup], tuple[Any, ...]]:
+        return LmcacheLookup, _LOOKUP_FIELDS(self)
+
+
+_LOOKUP_FIELDS = attrgetter(*(f.name for f in fields(LmcacheLookup)))
 
 
 @dataclass(slots=True)
 class LmcacheTransfer(OffloadTransfer):
-    """LMCache's `Stored ...` / `Retrieved ...` lines of one worker."""
+    """LMCache's `Stored ...` / `Retrieved ...` lines of one worker, summed."""
+
+    def __reduce__(self) -> tuple[type[LmcacheTransfer], tuple[Any, ...]]:
+        return LmcacheTransfer, _TRANSFER_FIELDS(self)
+
+
+_TRANSFER_FIELDS = attrgetter(*(f.name for f in fields(LmcacheTransfer)))
 
 
 @dataclass(slots=True)

@@ -67,11 +67,11 @@ class OffloadHistory:
     def lookup(self, event: OffloadLookup, horizon: float) -> None:
         """Take a lookup in."""
         point = self._point(event.time, horizon)
-        point.lookups += 1
-        self.lookups_total += 1
-        if event.hit_tokens > 0:
-            point.hit_lookups += 1
-            point.hit_tokens += event.hit_tokens
+        point.lookups += event.lookups
+        self.lookups_total += event.lookups
+        hits = event.hits if event.hits >= 0 else int(event.hit_tokens > 0)
+        point.hit_lookups += hits
+        point.hit_tokens += event.hit_tokens
         point.need_tokens += event.need_load_tokens
 
     def transfer(self, event: OffloadTransfer, horizon: float) -> None:

@@ -81,7 +81,7 @@ def test_lookup_counts_once_per_request_until_it_ran() -> None:
     looked = "Reqid: r1, Total tokens 900, LMCache hit tokens: 512, need to load: 512"
     store = "[req_id=r1] Stored 388 out of total 388 tokens. size: 0.0533 GB, cost 4.0000 ms, throughput: 13.3 GB/s"  # noqa: E501
     events = parse(rec(none), rec(none15), rec(looked), rec(looked), rec(store), rec(looked))
-    assert 2 == sum(isinstance(e, LmcacheLookup) for e in events)
+    assert 2 == sum(e.lookups for e in events if isinstance(e, LmcacheLookup))
 
 
 STORES = [
@@ -231,7 +231,7 @@ def test_frames_tags_and_unknown_lines() -> None:
     for text in (plain, bar, old, ray):
         result = parser.parse(LogLine("s", text))
         assert isinstance(result, list), text
-        (event,) = [e for e in result if not isinstance(e, EngineFact)]
+        (event,) = [e for e in result + parser.flush() if not isinstance(e, EngineFact)]
         workers.append(getattr(event, "worker", None))
     assert ["tp0", "dp1-tp3", "tp0", "unknown"] == workers
     assert parser.parse(LogLine("s", rec("Creating LMCacheEngine with config: ..."))) is None
@@ -279,3 +279,38 @@ def test_no_signal_names_lmcache_log_level_when_its_lines_are_missing() -> None:
     assert [] == verdict(connector, store, busy)
     assert [] == verdict(connector, idle)
     assert [] == verdict(busy)
+
+
+def test_sums_are_the_lines_sums_whatever_the_path() -> None:
+    """Lines summed into stretches (the fast path, the general one, a stretch cut by a failure or by 10 s)
+    give the sums of the lines; a short load stays its own event, in time order."""
+    stored = "[req_id=r{k}] Stored 256 out of total 512 tokens. size: 0.0352 GB, cost 2.5000 ms, throughput: 14.08 GB/s; offload_time: 1.0000 ms, put_time: 1.5000 ms"  # noqa: E501
+    got = "[req_id=r{k}] Retrieved 256 out of 256 required tokens (from 512 total tokens). size: 0.0352 gb, cost 1.2500 ms, throughput: 28.16 GB/s;"  # noqa: E501
+    short = "[req_id=r9] Retrieved 0 out of 256 required tokens (from 512 total tokens). size: 0.0000 gb, cost 0.5000 ms, throughput: 0.0000 GB/s;"  # noqa: E501
+    parser = make_parser("vllm", "s", ParserSettings())
+    events: list[object] = []
+    for k in range(30):
+        stamp = f"2026-09-14 08:00:{k:02d},{k:03d}"
+        for tag in ("(Worker_TP0 pid=1) ", "(Worker_TP1 pid=2) "):
+            for message in (stored.format(k=k), got.format(k=k)) if k != 15 else (short,):
+                line = rec(message, tag=tag).replace(STAMP, stamp)
+                result = parser.parse(LogLine("s", line))
+                assert isinstance(result, list)
+                events += result
+    events += parser.flush()
+    transfers = [e for e in events if isinstance(e, LmcacheTransfer)]
+    assert [e.time for e in transfers] == sorted(e.time for e in transfers)
+    stores = [e for e in transfers if not e.load and e.worker == "tp1"]
+    loads = [e for e in transfers if e.load and e.worker == "tp1"]
+    assert (29, 29 * 256, 29 * 512, 29 * round(0.0352 * GIB)) == (
+        sum(e.lines for e in stores), sum(e.tokens for e in stores), sum(e.asked or 0 for e in stores),
+        sum(e.bytes or 0 for e in stores),
+    )  # fmt: skip
+    assert pytest.approx(29 * 0.0025) == sum(e.seconds or 0 for e in stores)
+    assert (30, 29 * 256, 1) == (
+        sum(e.lines for e in loads),
+        sum(e.tokens for e in loads),
+        sum(e.short for e in loads),
+    )
+    assert len(stores) < 10  # summed, not one per line
+    assert ["r9"] == [e.request for e in loads if e.short]

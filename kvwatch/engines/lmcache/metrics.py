@@ -65,7 +65,7 @@ class LmcacheMetrics:
     def lookup(self, ev: LmcacheLookup) -> None:
         """Apply one counted lookup."""
         labels = (ev.source,)
-        self.lookups.inc(labels, 1)
+        self.lookups.inc(labels, ev.lookups)
         self.query.inc(labels, ev.query_tokens)
         self.hit.inc(labels, ev.hit_tokens)
         self.need.inc(labels, ev.need_load_tokens)

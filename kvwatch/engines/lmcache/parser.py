@@ -17,13 +17,12 @@ from typing import Any
 
 from kvwatch.engines.lmcache import lines as lm
 from kvwatch.engines.lmcache.blind import SEEN
+from kvwatch.engines.lmcache.sums import Sums
 from kvwatch.model import (
     EngineFact,
     Event,
     LmcacheFailure,
-    LmcacheLookup,
     LmcachePrefetch,
-    LmcacheStoreRequest,
     LmcacheTransfer,
     LogLine,
 )
@@ -37,6 +36,22 @@ MAX_IDS = 4096
 MAX_TAGS = 256
 _GIB = float(1 << 30)
 _STAMP = re.compile(r"\d{4}-\d\d-\d\d \d\d:\d\d:\d\d,\d{3}\Z")
+_INFO = "] LMCache INFO:"
+# The commonest INFO messages, each to its end (lines.py's STORED with a size, RETRIEVED, LOOKUP with a
+# number), one regex per kind: an alternation of them costs three times as much per line.
+_END = r" (?:\x1b\[3m)?\("
+_F_STORED = re.compile(
+    r"Stored (\d+) out of total (\d+) tokens\. size: (\d+(?:\.\d+)?) (?:gb|GB), cost (\d+(?:\.\d+)?) ms, "
+    r"throughput: \S+ GB/s(?:; offload_time: \S+ ms, put_time: \S+ ms)?" + _END
+)
+_F_RETRIEVED = re.compile(
+    r"Retrieved (\d+) out of (\d+) required tokens \(from \d+ total tokens\)\. size: (\d+(?:\.\d+)?) gb, "
+    r"cost (\d+(?:\.\d+)?) ms, throughput: \S+ GB/s;" + _END
+)
+_F_LOOKUP = re.compile(
+    r"Reqid: (\S+?), Total tokens (\d+), (?:Inference Engine computed tokens: (\d+), )?"
+    r"LMCache hit tokens: (\d+), need to load: (-?\d+)" + _END
+)
 _OLD_STAMP = re.compile(r"\[(\d{4}-\d\d-\d\d \d\d:\d\d:\d\d),\d{3}\] -- \S+:\d+\Z")
 
 
@@ -67,10 +82,16 @@ class LmcacheLayer:
         # Per worker: the request of an ERROR `... less than the expected` waiting for its numbers.
         self._pending: dict[str, tuple[float, str]] = {}
         self._seen_any = False  # (the fact SEEN said once, with the first line read)
+        self._sums = Sums(source)
 
     def parse(self, line: LogLine) -> ParseResult:
         """Every LMCache record of a physical line (None: none of LMCache's, or none known)."""
         text = line.text
+        at = text.find(_INFO)
+        if at >= 24 and self._seen_any and "\r" not in text and text[at - 24] == "[":
+            quick = self._fast(text, at)
+            if quick is not None:
+                return quick
         if "\r" not in text:
             return self.record(text, line.time)
         events: list[Event] = []
@@ -84,6 +105,62 @@ class LmcacheLayer:
                 elif outcome is not None and error is None:
                     error = outcome
         return events if recognised else error
+
+    def _fast(self, text: str, at: int) -> list[Event] | None:
+        """What record() makes of the commonest INFO records, in fewer steps; None: read it the
+        general way (another message, a short load, a new second whose stamp is bad)."""
+        pos = at + 15
+        if text.startswith("\x1b[0m ", pos):
+            pos += 5
+        elif text.startswith(" ", pos):
+            pos += 1
+        request = ""
+        if text.startswith("[req_id=", pos):
+            close = text.find("] ", pos)
+            if close < 0:
+                return None
+            request, pos = text[pos + 8 : close], close + 2
+        load = False
+        if text.startswith("Stored ", pos):
+            match = _F_STORED.match(text, pos)
+        elif text.startswith("Retrieved ", pos):
+            match, load = _F_RETRIEVED.match(text, pos), True
+        elif not request and text.startswith("Reqid: ", pos):
+            match = _F_LOOKUP.match(text, pos)
+        else:
+            return None
+        if match is None:
+            return None
+        stamp = text[at - 23 : at]
+        last, when = self._stamp
+        if stamp[:19] != last:
+            known = self._when(stamp)
+            if known is None:
+                return None
+            when = known
+        if match.re is _F_LOOKUP:
+            rid, total, local, hit, need = match.groups()
+            return self._counted(rid, when, (int(total), int(hit), int(need), local))
+        tokens, asked, size, cost = match.groups()
+        if request:
+            self._ran(request)
+        got, required = int(tokens), int(asked)
+        if load and got < required:
+            return None  # (a short load: its own event, the general way)
+        worker = self._worker(text[: at - 24])
+        return self._sums.transfer(
+            when, worker, load, got, required, round(float(size) * _GIB), round(float(cost) * 1e4)
+        )
+
+    def drain(self) -> list[Event]:
+        """The sums held back (kvwatch.engines.lmcache.sums), as events: the carrying parser asks before
+        it hands on an event of its own."""
+        return self._sums.drain()
+
+    @property
+    def held(self) -> bool:
+        """Whether sums are held back."""
+        return self._sums.held
 
     def record(self, text: str, transport: float | None) -> ParseResult:
         """One record (behind whatever prefix): its events, a ParseError, or None (not a known one)."""
@@ -115,7 +192,7 @@ class LmcacheLayer:
         if not isinstance(result, list):
             return result
         self._seen_any = True
-        return [*result, EngineFact(self.source, when, SEEN, "yes")]
+        return [*self._sums.drain(), *result, EngineFact(self.source, when, SEEN, "yes")]
 
     def _old(self, text: str) -> ParseResult:
         """The 2024 `lmcache_vllm` record: `LEVEL LMCache: message [stamp] -- path:line`."""
@@ -187,20 +264,25 @@ class LmcacheLayer:
         if match is None:
             return [] if lm.CAPPED.match(message) else None
         request, total, local, hit, need, skipped, pending = match.groups()
+        if pending is not None:
+            return []
+        # A min_retrieve skip loads nothing: its need is not added.
+        return self._counted(
+            request, when, (int(total), int(hit), int(need) if skipped is None else 0, local)
+        )
+
+    def _counted(self, request: str, when: float, numbers: tuple[int, int, int, str | None]) -> list[Event]:
+        """A lookup with a number (total, hit, need, computed): summed the first time its request id
+        comes (since it last ran)."""
         seen = self._seen
-        if pending is not None or request in seen:
+        if request in seen:
             return []
         if len(seen) >= MAX_IDS:
             del seen[next(iter(seen))]
         seen[request] = None
-        # A min_retrieve skip loads nothing: its need is not added. Up to 0.3.12 the need can be
-        # negative (LMCache #2703): added as max(n, 0), what 0.3.15+ prints.
-        load = max(int(need), 0) if skipped is None and need is not None else 0
-        return [
-            LmcacheLookup(
-                self.source, when, int(total), int(hit), load, None if local is None else int(local)
-            )
-        ]
+        total, hit, need, local = numbers
+        # Up to 0.3.12 the need can be negative (LMCache #2703): added as max(n, 0), what 0.3.15+ prints.
+        return self._sums.lookup(when, total, hit, max(need, 0), None if local is None else int(local))
 
     def _ran(self, request: str) -> None:
         """The request was scheduled: a later lookup of it counts again."""
@@ -212,20 +294,15 @@ class LmcacheLayer:
         if match is not None:
             self._ran(match.group(1) or request)
             _, stored, offered, size, cost = match.groups()
-            return [
-                LmcacheTransfer(
-                    self.source, when, self._worker(tag), False, int(stored), int(offered),
-                    None if size is None else round(float(size) * _GIB),
-                    None if cost is None else float(cost) / 1000.0,
-                )
-            ]  # fmt: skip
+            return self._sums.transfer(
+                when, self._worker(tag), False, int(stored), int(offered),
+                None if size is None else round(float(size) * _GIB),
+                None if cost is None else round(float(cost) * 1e4),
+            )  # fmt: skip
         mp = lm.MP_STORED.match(body)
         if mp is not None:
-            return [
-                LmcacheTransfer(
-                    self.source, when, self._worker(tag), False, int(mp.group(1)), seconds=float(mp.group(2))
-                )
-            ]
+            units = round(float(mp.group(2)) * 1e7)
+            return self._sums.transfer(when, self._worker(tag), False, int(mp.group(1)), None, None, units)
         return [] if lm.LEGACY_STORED.match(body) else None
 
     def _retrieved(self, body: str, request: str, tag: str, when: float) -> ParseResult:
@@ -242,14 +319,14 @@ class LmcacheLayer:
             return self._load(request, tag, when, (got, required, size, cost))
         mp = lm.MP_RETRIEVED.match(body)
         if mp is not None:
-            worker = self._worker(tag)
-            return [LmcacheTransfer(self.source, when, worker, True, int(mp[1]), seconds=float(mp[2]))]
+            units = round(float(mp[2]) * 1e7)
+            return self._sums.transfer(when, self._worker(tag), True, int(mp[1]), None, None, units)
         if lm.RETRIEVED_LAYERWISE.match(body):
             return []
         legacy = lm.LEGACY_RETRIEVED.match(body)
         if legacy is not None:
             tokens = int(legacy.group(1) or 0)
-            return [LmcacheTransfer(self.source, when, self._worker(tag), True, tokens)]
+            return self._sums.transfer(when, self._worker(tag), True, tokens, None, None, None)
         return None
 
     def _load(
@@ -259,14 +336,16 @@ class LmcacheLayer:
         got, required, size, cost = numbers
         self._ran(request)
         tokens, asked = int(got), int(required)
-        return [
-            LmcacheTransfer(
-                self.source, when, self._worker(tag), True, tokens, asked,
-                None if size is None else round(float(size) * _GIB),
-                None if cost is None else float(cost) / 1000.0,
-                1, 1 if tokens < asked else 0, request,
-            )
-        ]  # fmt: skip
+        size_bytes = None if size is None else round(float(size) * _GIB)
+        if tokens >= asked:
+            units = None if cost is None else round(float(cost) * 1e4)
+            return self._sums.transfer(when, self._worker(tag), True, tokens, asked, size_bytes, units)
+        seconds = None if cost is None else round(float(cost) * 1e4) / 1e7
+        short = LmcacheTransfer(
+            self.source, when, self._worker(tag), True, tokens, asked, size_bytes, seconds
+        )
+        short.short, short.request = 1, request
+        return [*self._sums.drain(), short]
 
     def _other(self, message: str, tag: str, when: float) -> ParseResult:
         """Storing lines, failures, MP mode's prefetch and resume lines."""
@@ -274,11 +353,14 @@ class LmcacheLayer:
         if match is not None:
             self._ran(match.group(3))
             worker = self._worker(tag)
-            return [LmcacheStoreRequest(self.source, when, worker, int(match.group(1)), int(match.group(2)))]
+            return self._sums.storing(when, worker, int(match.group(1)), int(match.group(2)))
         prefetch = lm.PREFETCH.match(message)
         if prefetch is not None:
             hit, asked, ms = prefetch.groups()
-            return [LmcachePrefetch(self.source, when, int(hit), int(asked), float(ms) / 1000.0)]
+            return [
+                *self._sums.drain(),
+                LmcachePrefetch(self.source, when, int(hit), int(asked), float(ms) / 1000.0),
+            ]
         if lm.RESUME_LOAD.match(message):
             return []
         return self._failure(message, tag, when)
@@ -291,25 +373,26 @@ class LmcacheLayer:
             # reports the first without.
             held = self._pending.pop(worker, None)
             self._pending[worker] = (when, error.group(1) or "")
-            return [] if held is None else [self._failed(worker, *held, None)]
+            return [] if held is None else [*self._sums.drain(), self._failed(worker, *held, None)]
         numbers = lm.RETRIEVE_ERROR_NUMBERS.match(message)
         if numbers is not None:
             held = self._pending.pop(worker, None)
             lost = max(int(numbers.group(2)) - int(numbers.group(1)), 0)
             start, request = held if held is not None else (when, "")
-            return [self._failed(worker, start, request, lost)]
+            return [*self._sums.drain(), self._failed(worker, start, request, lost)]
         for text, kind, load in lm.FAILURES:
             if text in message:
-                return [LmcacheFailure(self.source, when, worker, kind, retrieve=load)]
+                return [*self._sums.drain(), LmcacheFailure(self.source, when, worker, kind, retrieve=load)]
         return None
 
     def _failed(self, worker: str, when: float, request: str, lost: int | None) -> LmcacheFailure:
         return LmcacheFailure(self.source, when, worker, "retrieve_error", request, lost)
 
     def flush(self) -> list[Event]:
-        """A retrieve error whose numbers never came."""
+        """The sums held back, and a retrieve error whose numbers never came."""
         held, self._pending = self._pending, {}
-        return [self._failed(worker, when, request, None) for worker, (when, request) in held.items()]
+        failed = [self._failed(worker, when, request, None) for worker, (when, request) in held.items()]
+        return [*self._sums.drain(), *failed]
 
 
 class LmcacheParser:
@@ -328,6 +411,15 @@ class LmcacheParser:
     def flush(self) -> list[Event]:
         """What the layer holds back."""
         return self._layer.flush()
+
+    def drain(self) -> list[Event]:
+        """The sums the layer holds back (see LmcacheLayer.drain)."""
+        return self._layer.drain()
+
+    @property
+    def held(self) -> bool:
+        """Whether the layer holds sums back."""
+        return self._layer.held
 
     def snapshot(self) -> dict[str, Any]:
         """Nothing a restart needs (the ids of recent lookups are not kept)."""

@@ -81,6 +81,8 @@ class VllmParser:
             self.markers = self.markers + tuple(m for m in layer.markers if m not in self.markers)
         # One test for all of them: the longest text every layer marker holds (LMCache's: ` LMCache`).
         self._layer_hint = _common([m for layer in self._layers for m in layer.markers]) or None
+        # The layers that hold sums back (`held`, `drain()`: kvwatch.engines.lmcache.sums).
+        self._drainers: list[Any] = [layer for layer in self._layers if hasattr(layer, "drain")]
         self._clock = YearlessClock(settings.year or settings.now_year, settings.tz)
         self._tz = settings.tz
         self._engine = "0"
@@ -93,13 +95,25 @@ class VllmParser:
 
     def parse(self, line: LogLine) -> ParseResult:
         """Parse one physical line (possibly several `\\r`-separated records)."""
-        text = line.text
         hint = self._layer_hint
-        if hint is not None and hint in text and "\r" not in text:
+        if hint is None:
+            return self._parse(line, None)
+        if hint in line.text and "\r" not in line.text:
             for layer in self._layers:
                 outcome = layer.parse(line)
                 if outcome is not None:
                     return outcome
+        result = self._parse(line, hint)
+        if result and isinstance(result, list):
+            # A layer's sums held back come first: their lines came before this one.
+            for layer in self._drainers:
+                if layer.held:
+                    result = [*layer.drain(), *result]
+        return result
+
+    def _parse(self, line: LogLine, hint: str | None) -> ParseResult:
+        """parse() of a line that is no layer's."""
+        text = line.text
         if "\r" not in text and "\x1b" not in text:
             common = _PLAIN_COMMON.match(text)
             if common is not None:
@@ -156,7 +170,7 @@ class VllmParser:
         return None
 
     def flush(self) -> list[Event]:
-        """vLLM holds nothing back; its layers may."""
+        """vLLM holds nothing back; its layers may."""  # (their sums: flush() drains them)
         return [event for layer in self._layers for event in layer.flush()]
 
     def snapshot(self) -> dict[str, Any]:
