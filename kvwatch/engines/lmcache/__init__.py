@@ -8,7 +8,7 @@ from typing import TYPE_CHECKING, Any
 
 from kvwatch.engines.base import Engine
 from kvwatch.engines.lmcache.blind import blindness
-from kvwatch.engines.lmcache.parser import LmcacheLayer, LmcacheParser, looks_like_lmcache
+from kvwatch.engines.lmcache.parser import CLOCK, LmcacheLayer, LmcacheParser, looks_like_lmcache
 from kvwatch.model import LmcacheFailure, LmcacheLookup, LmcachePrefetch, LmcacheStoreRequest, LmcacheTransfer
 from kvwatch.parsers.base import Parser, ParserSettings
 
@@ -51,4 +51,5 @@ ENGINE = Engine(
     signals=frozenset({"offload"}),
     metrics=_metrics,
     blindness=blindness,  # (judged for the sources of the engines that carry it: see no_signal)
+    clock=CLOCK,
 )

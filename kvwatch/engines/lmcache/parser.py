@@ -12,7 +12,7 @@ LMCache's alone (the MP-mode server's).
 from __future__ import annotations
 
 import re
-from datetime import datetime
+from datetime import datetime, timezone
 from typing import Any
 
 from kvwatch.engines.lmcache import lines as lm
@@ -27,7 +27,7 @@ from kvwatch.model import (
     LogLine,
 )
 from kvwatch.parsers.base import ParseError, ParseResult, ParserSettings
-from kvwatch.parsers.clock import zone
+from kvwatch.parsers.clock import LineClock, zone
 from kvwatch.parsers.text import segments, strip_ansi
 
 #: Request ids kept to count a request's lookup once (oldest forgotten first).
@@ -437,3 +437,26 @@ def looks_like_lmcache(sample: str) -> bool:
         lm.MARKER in sample
         and re.search(r"\[\d{4}-\d\d-\d\d \d\d:\d\d:\d\d,\d{3}\] LMCache ", sample) is not None
     )
+
+
+#: A record's `[YYYY-MM-DD HH:MM:SS,mmm] LMCache ` stamp, read in this (leap) year whatever its own: on the
+#: basis of vLLM's year-less headers (kvwatch.engines.vllm.parser.CLOCK_YEAR), the log that carries them.
+CLOCK_YEAR = 2000
+_CLOCK_STAMP = re.compile(r"\[\d{4}-(\d\d)-(\d\d) (\d\d):(\d\d):(\d\d),(\d{3})\] LMCache ")
+
+
+def _read_clock(match: re.Match[str]) -> float | None:
+    month, day, hh, mm, ss, ms = map(int, match.groups())
+    try:
+        return datetime(CLOCK_YEAR, month, day, hh, mm, ss, ms * 1000, tzinfo=timezone.utc).timestamp()
+    except ValueError:
+        return None
+
+
+def _write_clock(when: float) -> str:
+    moment = datetime.fromtimestamp(when, tz=timezone.utc)
+    return moment.strftime("[%Y-%m-%d %H:%M:%S,") + f"{moment.microsecond // 1000:03d}] LMCache "
+
+
+#: Where LMCache's records carry their time (`kvwatch demo` rewrites it; UTC).
+CLOCK = LineClock(_CLOCK_STAMP, _read_clock, _write_clock)
