@@ -8,7 +8,7 @@ from typing import TYPE_CHECKING, Any
 
 from kvwatch.engines.base import Engine
 from kvwatch.engines.lmcache.blind import blindness
-from kvwatch.engines.lmcache.parser import CLOCK, LmcacheLayer, LmcacheParser, looks_like_lmcache
+from kvwatch.engines.lmcache.parser import CLOCK, LmcacheLayer, looks_like_lmcache
 from kvwatch.model import LmcacheFailure, LmcacheLookup, LmcachePrefetch, LmcacheStoreRequest, LmcacheTransfer
 from kvwatch.parsers.base import Parser, ParserSettings
 
@@ -17,11 +17,6 @@ if TYPE_CHECKING:
 
 
 def _parser(source: str, settings: ParserSettings, options: Any) -> Parser:
-    return LmcacheParser(source, settings)
-
-
-def layer(source: str, settings: ParserSettings) -> LmcacheLayer:
-    """A fresh layer for a source whose engine carries LMCache's lines in its own log."""
     return LmcacheLayer(source, settings)
 
 

@@ -5,8 +5,7 @@ wherever they sit on a line (behind vLLM's process tag, a tqdm bar, ANSI colour)
 scheduler and repeat for one request while it waits: the first line with a number counts, per request
 id, in a bounded set of recent ids that a store or load of the request leaves (looked up again after it
 ran, e.g. preempted, it counts again, as LMCache defines it). Stores and loads come from each TP worker,
-labelled by its rank. Time is the record's own stamp, to the second. `LmcacheParser` reads a log of
-LMCache's alone (the MP-mode server's).
+labelled by its rank. Time is the record's own stamp, to the second.
 """
 
 from __future__ import annotations
@@ -69,7 +68,9 @@ def worker_of(tag: str) -> str:
 
 
 class LmcacheLayer:
-    """One source's LMCache state: recent request ids, the workers' tags, a pending retrieve error."""
+    """One source's LMCache state: recent request ids, the workers' tags, a pending retrieve error, the
+    sums held back. The parser of a log of LMCache's alone (its MP-mode server's, `engine = "lmcache"`)
+    too."""
 
     markers: tuple[str, ...] = (lm.MARKER, lm.OLD_MARKER)
 
@@ -161,6 +162,15 @@ class LmcacheLayer:
     def held(self) -> bool:
         """Whether sums are held back."""
         return self._sums.held
+
+    def snapshot(self) -> dict[str, Any]:
+        """Nothing a restart needs (the ids of recent lookups are not kept)."""
+        return {"engine": "lmcache"}
+
+    def restore(self, state: dict[str, Any]) -> None:
+        """Go on from a `snapshot()`."""
+        if state.get("engine") != "lmcache":
+            raise ValueError(f"a state of engine {state.get('engine')!r}")
 
     def record(self, text: str, transport: float | None) -> ParseResult:
         """One record (behind whatever prefix): its events, a ParseError, or None (not a known one)."""
@@ -393,42 +403,6 @@ class LmcacheLayer:
         held, self._pending = self._pending, {}
         failed = [self._failed(worker, when, request, None) for worker, (when, request) in held.items()]
         return [*self._sums.drain(), *failed]
-
-
-class LmcacheParser:
-    """A log of LMCache's alone (its MP-mode server, `engine = "lmcache"`)."""
-
-    markers: tuple[str, ...] = LmcacheLayer.markers
-
-    def __init__(self, source: str, settings: ParserSettings) -> None:
-        self.source = source
-        self._layer = LmcacheLayer(source, settings)
-
-    def parse(self, line: LogLine) -> ParseResult:
-        """The line's LMCache records."""
-        return self._layer.parse(line)
-
-    def flush(self) -> list[Event]:
-        """What the layer holds back."""
-        return self._layer.flush()
-
-    def drain(self) -> list[Event]:
-        """The sums the layer holds back (see LmcacheLayer.drain)."""
-        return self._layer.drain()
-
-    @property
-    def held(self) -> bool:
-        """Whether the layer holds sums back."""
-        return self._layer.held
-
-    def snapshot(self) -> dict[str, Any]:
-        """Nothing a restart needs (the ids of recent lookups are not kept)."""
-        return {"engine": "lmcache"}
-
-    def restore(self, state: dict[str, Any]) -> None:
-        """Go on from a `snapshot()`."""
-        if state.get("engine") != "lmcache":
-            raise ValueError(f"a state of engine {state.get('engine')!r}")
 
 
 def looks_like_lmcache(sample: str) -> bool:
