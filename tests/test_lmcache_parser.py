@@ -302,7 +302,7 @@ def test_sums_are_the_lines_sums_whatever_the_path() -> None:
     assert [e.time for e in transfers] == sorted(e.time for e in transfers)
     stores = [e for e in transfers if not e.load and e.worker == "tp1"]
     loads = [e for e in transfers if e.load and e.worker == "tp1"]
-    assert (29, 29 * 256, 29 * 512, 29 * round(0.0352 * GIB)) == (
+    assert (29, 29 * 256, 29 * 512, round(29 * 352 * GIB / 1e4)) == (
         sum(e.lines for e in stores), sum(e.tokens for e in stores), sum(e.asked or 0 for e in stores),
         sum(e.bytes or 0 for e in stores),
     )  # fmt: skip

@@ -39,16 +39,21 @@ _INFO = "] LMCache INFO:"
 # The commonest INFO messages, each to its end (lines.py's STORED with a size, RETRIEVED, LOOKUP with a
 # number), one regex per kind: an alternation of them costs three times as much per line.
 _END = r" (?:\x1b\[3m)?\("
+# From just after `INFO:`: the request id where printed, the numbers, sizes and costs as their printed
+# digits (`%.4f`: 4 decimals, read as whole units of 1e-4 GiB and 100 ns without a float).
+_HEAD = r"(?:\x1b\[0m)? (?:\[req_id=([^\]\s]+)\] )?"
 _F_STORED = re.compile(
-    r"Stored (\d+) out of total (\d+) tokens\. size: (\d+(?:\.\d+)?) (?:gb|GB), cost (\d+(?:\.\d+)?) ms, "
+    _HEAD
+    + r"Stored (\d+) out of total (\d+) tokens\. size: (\d+)\.(\d{4}) (?:gb|GB), cost (\d+)\.(\d{4}) ms, "
     r"throughput: \S+ GB/s(?:; offload_time: \S+ ms, put_time: \S+ ms)?" + _END
 )
 _F_RETRIEVED = re.compile(
-    r"Retrieved (\d+) out of (\d+) required tokens \(from \d+ total tokens\)\. size: (\d+(?:\.\d+)?) gb, "
-    r"cost (\d+(?:\.\d+)?) ms, throughput: \S+ GB/s;" + _END
+    _HEAD
+    + r"Retrieved (\d+) out of (\d+) required tokens \(from \d+ total tokens\)\. size: (\d+)\.(\d{4}) gb, "
+    r"cost (\d+)\.(\d{4}) ms, throughput: \S+ GB/s;" + _END
 )
 _F_LOOKUP = re.compile(
-    r"Reqid: (\S+?), Total tokens (\d+), (?:Inference Engine computed tokens: (\d+), )?"
+    r"(?:\x1b\[0m)? Reqid: (\S+?), Total tokens (\d+), (?:Inference Engine computed tokens: (\d+), )?"
     r"LMCache hit tokens: (\d+), need to load: (-?\d+)" + _END
 )
 _OLD_STAMP = re.compile(r"\[(\d{4}-\d\d-\d\d \d\d:\d\d:\d\d),\d{3}\] -- \S+:\d+\Z")
@@ -110,28 +115,14 @@ class LmcacheLayer:
     def _fast(self, text: str, at: int) -> list[Event] | None:
         """What record() makes of the commonest INFO records, in fewer steps; None: read it the
         general way (another message, a short load, a new second whose stamp is bad)."""
-        pos = at + 15
-        if text.startswith("\x1b[0m ", pos):
-            pos += 5
-        elif text.startswith(" ", pos):
-            pos += 1
-        request = ""
-        if text.startswith("[req_id=", pos):
-            close = text.find("] ", pos)
-            if close < 0:
-                return None
-            request, pos = text[pos + 8 : close], close + 2
-        load = False
-        if text.startswith("Stored ", pos):
-            match = _F_STORED.match(text, pos)
-        elif text.startswith("Retrieved ", pos):
-            match, load = _F_RETRIEVED.match(text, pos), True
-        elif not request and text.startswith("Reqid: ", pos):
-            match = _F_LOOKUP.match(text, pos)
-        else:
-            return None
+        pos, load = at + 15, False
+        match = _F_STORED.match(text, pos)
         if match is None:
-            return None
+            match, load = _F_RETRIEVED.match(text, pos), True
+            if match is None:
+                match = _F_LOOKUP.match(text, pos)
+                if match is None:
+                    return None
         stamp = text[at - 23 : at]
         last, when = self._stamp
         if stamp[:19] != last:
@@ -142,16 +133,15 @@ class LmcacheLayer:
         if match.re is _F_LOOKUP:
             rid, total, local, hit, need = match.groups()
             return self._counted(rid, when, (int(total), int(hit), int(need), local))
-        tokens, asked, size, cost = match.groups()
+        request, tokens, asked, gib, gib4, ms, ms4 = match.groups()
         if request:
-            self._ran(request)
+            self._seen.pop(request, None)  # (_ran: the request ran)
         got, required = int(tokens), int(asked)
         if load and got < required:
             return None  # (a short load: its own event, the general way)
-        worker = self._worker(text[: at - 24])
-        return self._sums.transfer(
-            when, worker, load, got, required, round(float(size) * _GIB), round(float(cost) * 1e4)
-        )
+        tag = text[: at - 24]
+        worker = self._workers.get(tag) or self._worker(tag)
+        return self._sums.transfer(when, worker, load, got, required, int(gib + gib4), int(ms + ms4))
 
     def drain(self) -> list[Event]:
         """The sums held back (kvwatch.engines.lmcache.sums), as events: the carrying parser asks before
@@ -306,7 +296,7 @@ class LmcacheLayer:
             _, stored, offered, size, cost = match.groups()
             return self._sums.transfer(
                 when, self._worker(tag), False, int(stored), int(offered),
-                None if size is None else round(float(size) * _GIB),
+                None if size is None else round(float(size) * 1e4),
                 None if cost is None else round(float(cost) * 1e4),
             )  # fmt: skip
         mp = lm.MP_STORED.match(body)
@@ -346,10 +336,11 @@ class LmcacheLayer:
         got, required, size, cost = numbers
         self._ran(request)
         tokens, asked = int(got), int(required)
-        size_bytes = None if size is None else round(float(size) * _GIB)
         if tokens >= asked:
+            size_units = None if size is None else round(float(size) * 1e4)
             units = None if cost is None else round(float(cost) * 1e4)
-            return self._sums.transfer(when, self._worker(tag), True, tokens, asked, size_bytes, units)
+            return self._sums.transfer(when, self._worker(tag), True, tokens, asked, size_units, units)
+        size_bytes = None if size is None else round(round(float(size) * 1e4) * _GIB / 1e4)
         seconds = None if cost is None else round(float(cost) * 1e4) / 1e7
         short = LmcacheTransfer(
             self.source, when, self._worker(tag), True, tokens, asked, size_bytes, seconds

@@ -5,8 +5,8 @@ event each would cost more than the rest of the log. The sums (lookups; per work
 lines, tokens, tokens offered or required, bytes, seconds) are held while their lines come and handed
 on as one event per kind and worker, timed at its last line: when the stretch spans `STRETCH` seconds of
 event time, before any event that is not a sum (a failure, a short load, a fact: the order of event
-times holds), when the carrying parser makes an event of its own (`drain`), and at the end. The metrics
-come out the same as line by line; the window sees a stretch as one point.
+times holds), when the carrying parser makes an event of its own (`drain`), and at the end. Sizes are
+summed as printed (GiB to 4 decimals) and made bytes per stretch. The window sees a stretch as one point.
 """
 
 from __future__ import annotations
@@ -15,6 +15,7 @@ from kvwatch.model import Event, LmcacheLookup, LmcacheStoreRequest, LmcacheTran
 
 #: Longest stretch of event time summed into one event.
 STRETCH = 10.0
+_GIB = float(1 << 30)
 
 
 class Sums:
@@ -30,7 +31,8 @@ class Sums:
         # lookups, query, hit, need, local (None: not printed), lookups with a hit
         self._lookup: list[int] | None = None
         self._local: int | None = None
-        # (worker, load) -> [lines, tokens, asked, has asked, bytes, has bytes, 100 ns units, has seconds]
+        # (worker, load) -> [lines, tokens, asked, has asked, size in 1e-4 GiB, has size, seconds in 100 ns,
+        # has seconds]
         self._transfers: dict[tuple[str, bool], list[int]] = {}
         self._storing: dict[str, list[int]] = {}  # worker -> [tokens, total] of `Storing KV cache` lines
 
@@ -117,8 +119,8 @@ class Sums:
         for (worker, load), s in self._transfers.items():
             out.append(
                 LmcacheTransfer(
-                    source, when, worker, load, s[1], s[2] if s[3] else None, s[4] if s[5] else None,
-                    s[6] / 1e7 if s[7] else None, s[0],
+                    source, when, worker, load, s[1], s[2] if s[3] else None,
+                    round(s[4] * _GIB / 1e4) if s[5] else None, s[6] / 1e7 if s[7] else None, s[0],
                 )
             )  # fmt: skip
         self._transfers = {}
