@@ -76,8 +76,17 @@ class Sums:
         size: int | None,
         units: int | None,
     ) -> list[Event]:
-        """Add a store or load line (`units`: its seconds in 100 ns); the events of a stretch it ends."""
-        done = self._open(when)
+        """Add a store or load line (`size` in 1e-4 GiB as printed, `units`: its seconds in 100 ns); the
+        events of a stretch it ends."""
+        # (_open written out: this runs for most LMCache lines)
+        done: list[Event] = []
+        if not self.held:
+            self.held, self._start, self._last = True, when, when
+        elif when - self._start >= STRETCH:
+            done = self.drain()
+            self.held, self._start, self._last = True, when, when
+        elif when > self._last:
+            self._last = when
         key = (worker, load)
         sums = self._transfers.get(key)
         if sums is None:
