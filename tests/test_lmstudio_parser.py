@@ -227,11 +227,11 @@ def test_blind_until_a_debug_record_shows_up() -> None:
 @pytest.mark.parametrize(
     "sample",
     [
-        "lmstudio-0.4-mlx-healthy.log",
-        "lmstudio-0.4-mlx-zero-reuse.log",
-        "lmstudio-0.4-mlx-vision.log",
-        "lmstudio-0.4-verbose-off.log",
-        "lmstudio-0.3.18-llamacpp.log",
+        "lmstudio-v0-4-mlx-healthy.log",
+        "lmstudio-v0-4-mlx-zero-reuse.log",
+        "lmstudio-v0-4-mlx-vision.log",
+        "lmstudio-v0-4-verbose-off.log",
+        "lmstudio-v0-3-18-llamacpp.log",
         "lmstudio-2025-09-not-trimmable.log",
     ],
 )
@@ -250,17 +250,17 @@ def test_detection_of_the_pastes(text: str) -> None:
 
 def test_no_signal_names_the_verbose_logging_setting(capsys: pytest.CaptureFixture[str]) -> None:
     """Verbose Logging off: no_signal with LM Studio's own setting in its payload; a healthy log: no alert."""
-    assert 0 == main(["replay", "--format", "json", str(SAMPLES / "lmstudio-0.4-verbose-off.log")])
+    assert 0 == main(["replay", "--format", "json", str(SAMPLES / "lmstudio-v0-4-verbose-off.log")])
     [alert] = json.loads(capsys.readouterr().out)["alerts"]
     assert ("no_signal", "verbose_off") == (alert["alert"], alert["evidence"]["reason"])
     assert alert["evidence"]["setting"].startswith("Verbose Logging")
-    assert 0 == main(["replay", "--format", "json", str(SAMPLES / "lmstudio-0.4-mlx-healthy.log")])
+    assert 0 == main(["replay", "--format", "json", str(SAMPLES / "lmstudio-v0-4-mlx-healthy.log")])
     assert [] == json.loads(capsys.readouterr().out)["alerts"]
 
 
 def test_zero_reuse_on_follow_ups_fires_prefix_reuse_broken(capsys: pytest.CaptureFixture[str]) -> None:
     """mlx-engine#327's shape: `using 0/N` on every follow-up."""
-    assert 0 == main(["replay", "--format", "json", str(SAMPLES / "lmstudio-0.4-mlx-zero-reuse.log")])
+    assert 0 == main(["replay", "--format", "json", str(SAMPLES / "lmstudio-v0-4-mlx-zero-reuse.log")])
     assert ["prefix_reuse_broken"] == [a["alert"] for a in json.loads(capsys.readouterr().out)["alerts"]]
 
 
@@ -271,7 +271,7 @@ def test_contract_rows_and_promtool(capsys: pytest.CaptureFixture[str]) -> None:
             "replay",
             "--format",
             "prom",
-            str(SAMPLES / "lmstudio-0.4-mlx-vision.log"),
+            str(SAMPLES / "lmstudio-v0-4-mlx-vision.log"),
             str(SAMPLES / "lmstudio-2025-09-not-trimmable.log"),
         ]
     )

@@ -1,4 +1,4 @@
-"""Makes samples/lmstudio-0.3.18-llamacpp.log (+ .golden): one-line records, the llama.cpp runtime's `Cache reuse summary`."""
+"""Makes samples/lmstudio-v0-3-18-llamacpp.log (+ .golden): one-line records, the llama.cpp runtime's `Cache reuse summary`."""
 
 # Log lines are built whole from their format strings, however long.
 # ruff: noqa: E501
@@ -65,4 +65,4 @@ def make_log() -> str:
 
 def make() -> list[Made]:
     """The sample."""
-    return [Made("lmstudio-0.3.18-llamacpp.log", make_log().encode())]
+    return [Made("lmstudio-v0-3-18-llamacpp.log", make_log().encode())]

@@ -1,4 +1,4 @@
-"""Makes samples/lmstudio-0.4-mlx-healthy.log and samples/lmstudio-0.4-mlx-zero-reuse.log (+ .golden): mlx-engine text models, `Prompt cache: using N/M`."""
+"""Makes samples/lmstudio-v0-4-mlx-healthy.log and samples/lmstudio-v0-4-mlx-zero-reuse.log (+ .golden): mlx-engine text models, `Prompt cache: using N/M`."""
 
 # Log lines are built whole from their format strings, however long.
 # ruff: noqa: E501
@@ -50,6 +50,6 @@ def conversation(zero_from: int | None, seed: int) -> str:
 def make() -> list[Made]:
     """The samples."""
     return [
-        Made("lmstudio-0.4-mlx-healthy.log", conversation(None, 327).encode()),
-        Made("lmstudio-0.4-mlx-zero-reuse.log", conversation(2, 327).encode()),
+        Made("lmstudio-v0-4-mlx-healthy.log", conversation(None, 327).encode()),
+        Made("lmstudio-v0-4-mlx-zero-reuse.log", conversation(2, 327).encode()),
     ]

@@ -1,4 +1,4 @@
-"""Makes samples/lmstudio-0.4-mlx-vision.log (+ .golden): the batched vision path's `Prompt cache restore` and disk usage."""
+"""Makes samples/lmstudio-v0-4-mlx-vision.log (+ .golden): the batched vision path's `Prompt cache restore` and disk usage."""
 
 # Log lines are built whole from their format strings, however long.
 # ruff: noqa: E501
@@ -45,4 +45,4 @@ def make_log() -> str:
 
 def make() -> list[Made]:
     """The sample."""
-    return [Made("lmstudio-0.4-mlx-vision.log", make_log().encode())]
+    return [Made("lmstudio-v0-4-mlx-vision.log", make_log().encode())]

@@ -1,4 +1,4 @@
-"""Makes samples/lmstudio-0.4-verbose-off.log (+ .golden): LM Studio with Verbose Logging off, no DEBUG record at all."""
+"""Makes samples/lmstudio-v0-4-verbose-off.log (+ .golden): LM Studio with Verbose Logging off, no DEBUG record at all."""
 
 # Log lines are built whole from their format strings, however long.
 # ruff: noqa: E501
@@ -38,4 +38,4 @@ def make_log() -> str:
 
 def make() -> list[Made]:
     """The sample."""
-    return [Made("lmstudio-0.4-verbose-off.log", make_log().encode())]
+    return [Made("lmstudio-v0-4-verbose-off.log", make_log().encode())]
