@@ -11,6 +11,7 @@ cache_wrapper.py, batched_vision/prompt_cache/coordinator.py and cache_store.py.
 from __future__ import annotations
 
 import json
+import random
 import shutil
 import subprocess
 
@@ -298,3 +299,27 @@ def test_contract_rows_and_promtool(capsys: pytest.CaptureFixture[str]) -> None:
         [promtool, "check", "metrics"], input=out, capture_output=True, text=True, check=False
     )
     assert (0, "") == (done.returncode, done.stdout + done.stderr)
+
+
+@pytest.mark.parametrize("sample", sorted(p.name for p in SAMPLES.glob("lmstudio-*.log")))
+@pytest.mark.parametrize("most", [1, 3, 7, 4096])
+def test_parse_block_is_parse_line_by_line(sample: str, most: int) -> None:
+    """The block path's shortcuts give what `parse` gives, however the lines are cut into blocks:
+    events, recognised and refused lines, and the parser's state after."""
+    lines = (SAMPLES / sample).read_text().splitlines()
+    one = make_parser("lmstudio", "src", ParserSettings(year=2026))
+    results = [one.parse(LogLine("src", text)) for text in lines]
+    want = [e for r in results if isinstance(r, list) for e in r]
+    other = make_parser("lmstudio", "src", ParserSettings(year=2026))
+    cuts, at, got, recognized, errors = random.Random(most), 0, [], 0, 0
+    while at < len(lines):
+        size = cuts.randint(1, most)
+        block = other.parse_block(lines[at : at + size])  # type: ignore[attr-defined]
+        got += block.events
+        recognized += block.recognized
+        errors += block.errors
+        at += size
+    assert want == got
+    assert sum(isinstance(r, list) for r in results) == recognized
+    assert sum(isinstance(r, ParseError) for r in results) == errors
+    assert vars(one) == vars(other)

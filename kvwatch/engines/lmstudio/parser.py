@@ -3,10 +3,10 @@
 Each record's time and level come from its header (lines.py: the two-line and the one-line framing);
 its message, and the continuation lines after it, are read for the cache lines of LM Studio's
 runtimes: mlx-engine (`Prompt cache: using N/M`, `Prompt cache restore:`, `Trimmed`, the clears, disk
-usage) and its llama.cpp runtime (`Cache reuse summary`). Requests are labelled with the model LM
-Studio's own last ` [model-id] ` line named, at most `MAX_MODELS` distinct per source (then "other").
-A line before any record, or a two-line record's message line without its leading space, is not
-recognised.
+usage) and its llama.cpp runtime (`Cache reuse summary`). Requests are labelled with the model of
+LM Studio's last ` [model-id] Running chat completion` line, at most `MAX_MODELS` distinct per source
+(then "other"). A line before any record, or a two-line record's message line without its leading
+space, is not recognised.
 
 Blindness (`no_signal`, see blind.py): LM Studio shows its runtimes' lines as DEBUG records, which it
 writes only with its Verbose Logging setting on. `BLIND_AFTER` chat completions with no DEBUG record and
@@ -28,7 +28,7 @@ from kvwatch.model import (
     LmstudioRequest,
     LogLine,
 )
-from kvwatch.parsers.base import BlockResult, ParseError, ParseResult, ParserSettings, tally
+from kvwatch.parsers.base import BlockResult, ParseError, ParseResult, ParserSettings
 from kvwatch.parsers.clock import LineClock, zone
 from kvwatch.parsers.text import strip_ansi
 
@@ -43,6 +43,20 @@ MARKERS: tuple[str, ...] = (
     "Prompt tokens to decode",
     "prompt cache disk usage",
     "Running chat completion",
+)
+#: What a message must hold for `_body` to read anything in it (parse_block skips the others).
+_WANTED = re.compile(
+    "|".join(
+        re.escape(s)
+        for s in (
+            "Prompt cache",
+            "Cache reuse summary",
+            "Trimmed ",
+            "prompt cache disk usage",
+            ls.GENERATION,
+            *(start for start, _ in ls.CLEARS),
+        )
+    )
 )
 #: Distinct model labels per source; later models are counted as "other".
 MAX_MODELS = 8
@@ -105,9 +119,34 @@ class LmstudioParser:
         return self._parse_text(line.text)
 
     def parse_block(self, texts: list[str]) -> BlockResult:
-        """`parse` over many lines of a plain file, without a LogLine per line."""
-        parse = self._parse_text
-        return tally([parse(text) for text in texts])
+        """`parse` over many lines of a plain file, without a LogLine per line; the two commonest lines
+        without `parse`: a message line that holds nothing to read, and a header of the second and a
+        level seen last (what `_start` would do: the time never goes back, a record opens)."""
+        events: list[Event] = []
+        recognized = errors = 0
+        parse, wanted = self._parse_text, _WANTED.search
+        stamp, ends = "", set[str]()  # the second of the last header parsed in full, its levels seen
+        for text in texts:
+            if self._header:
+                if text[:1] == " " and wanted(text) is None and "\x1b" not in text:
+                    self._header = False
+                    recognized += 1
+                    continue
+            elif stamp and text[:19] == stamp and text[19:] in ends:
+                self._header = True  # (the same second: the time is already at least that)
+                recognized += 1
+                continue
+            result = parse(text)
+            if isinstance(result, list):
+                recognized += 1
+                events += result
+                if self._header:  # a header parsed in full: the next of its second and level are taken above
+                    if self._stamp[0] != stamp:
+                        stamp, ends = self._stamp[0], set[str]()
+                    ends.add(text[19:])
+            elif result is not None:
+                errors += 1
+        return BlockResult(events, recognized, errors)
 
     def flush(self) -> list[Event]:
         """End of input: nothing is held across lines but the current record's time."""
@@ -168,10 +207,8 @@ class LmstudioParser:
     def _message(self, message: str) -> ParseResult:
         """The events of a record's message (or of one of its continuation lines)."""
         tags, body = ls.split_tags(message)
-        if tags:
-            model = ls.model_of(tags)
-            if model:
-                self._model = model
+        if tags and body.startswith(ls.GENERATION):
+            self._model = ls.model_of(tags)
         try:
             return self._body(body)
         except ls.GarbledError as exc:
