@@ -86,7 +86,7 @@ def looks_like_lmstudio(sample: str) -> bool:
     hits = 0
     previous = ""
     for text in sample.splitlines()[:2000]:
-        framed = ls.ONE_LINE.match(text) or (text.startswith(" [") and ls.HEADER.match(previous))
+        framed = ls.ONE_LINE.match(text) or (text.startswith(" ") and ls.HEADER.match(previous))
         if framed or "[cache_wrapper][" in text or "Cache reuse summary: " in text:
             hits += 1
         if hits >= 2:
