@@ -30,6 +30,7 @@ else:
 SPEED = "100"  # every expected alert by the daemon's second detector tick (~20 s)
 EXPECTED = {
     ("write_only_offload", "vllm-write-only-offload"),
+    ("write_only_offload", "lmcache-0.3.12-write-only"),
     ("pinned_cache_length", "llamacpp-varying-header-chat"),
     ("prefix_reuse_broken", "llamacpp-varying-header-chat"),
     ("pinned_cache_length", "usage-newapi"),
