@@ -314,3 +314,17 @@ def test_sums_are_the_lines_sums_whatever_the_path() -> None:
     )
     assert len(stores) < 10  # summed, not one per line
     assert ["r9"] == [e.request for e in loads if e.short]
+
+
+def test_a_log_of_lmcache_alone_hands_each_line_on_at_once() -> None:
+    """An MP-mode server's own log (engine lmcache) may fall silent: no sum waits for a later line."""
+    parser = make_parser("lmcache", "m", ParserSettings())
+    for message, load in (
+        ("Stored 256 tokens in 0.010 seconds", False),
+        ("Retrieved 512 tokens in 0.004 seconds", True),
+    ):
+        result = parser.parse(LogLine("m", rec(message)))
+        assert isinstance(result, list)
+        (event,) = [e for e in result if not isinstance(e, EngineFact)]
+        assert isinstance(event, LmcacheTransfer) and load == event.load
+    assert [] == parser.flush()

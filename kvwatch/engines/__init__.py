@@ -6,7 +6,7 @@ Each engine is a package beside this one (kvwatch/engines/<name>/) declaring an 
 from __future__ import annotations
 
 from kvwatch.engines import llamacpp, lmcache, lmstudio, ollama, sglang, usage, vllm
-from kvwatch.engines.base import Engine, Signal
+from kvwatch.engines.base import AS_LAYER, Engine, Signal
 from kvwatch.parsers.base import Parser, ParserSettings
 
 #: name -> engine, in the order lists show them (and metrics are registered).
@@ -57,9 +57,10 @@ def reused_parser(engine: str, source: str, settings: ParserSettings) -> Parser:
 
 
 def layer_parsers(engine: str, source: str, settings: ParserSettings) -> list[Parser]:
-    """Fresh parsers of the cache layers whose lines the engine's log carries (its `layers`)."""
+    """Fresh parsers of the cache layers whose lines the engine's log carries (its `layers`), made with
+    the options AS_LAYER."""
     return [
-        ENGINES[name].parser(source, settings, None) for name in ENGINES[engine].layers if name in ENGINES
+        ENGINES[name].parser(source, settings, AS_LAYER) for name in ENGINES[engine].layers if name in ENGINES
     ]
 
 

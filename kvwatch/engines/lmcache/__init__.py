@@ -6,7 +6,7 @@ from __future__ import annotations
 from collections.abc import Callable, Mapping
 from typing import TYPE_CHECKING, Any
 
-from kvwatch.engines.base import Engine
+from kvwatch.engines.base import AS_LAYER, Engine
 from kvwatch.engines.lmcache.blind import blindness
 from kvwatch.engines.lmcache.parser import CLOCK, LmcacheLayer, looks_like_lmcache
 from kvwatch.model import LmcacheFailure, LmcacheLookup, LmcachePrefetch, LmcacheStoreRequest, LmcacheTransfer
@@ -17,7 +17,9 @@ if TYPE_CHECKING:
 
 
 def _parser(source: str, settings: ParserSettings, options: Any) -> Parser:
-    return LmcacheLayer(source, settings)
+    # Inside vLLM's log the sums are held for a stretch (vLLM's next line hands them on); alone, in an
+    # MP-mode server's log that may fall silent, each line's are handed on at once.
+    return LmcacheLayer(source, settings, hold=options == AS_LAYER)
 
 
 def _metrics(registry: CollectorRegistry) -> Mapping[type, Callable[[Any], None]]:

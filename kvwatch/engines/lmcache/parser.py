@@ -79,8 +79,9 @@ class LmcacheLayer:
 
     markers: tuple[str, ...] = (lm.MARKER, lm.OLD_MARKER)
 
-    def __init__(self, source: str, settings: ParserSettings) -> None:
+    def __init__(self, source: str, settings: ParserSettings, *, hold: bool = True) -> None:
         self.source = source
+        self._hold = hold  # sums held for a stretch (False: handed on with each line)
         self._tz = zone(settings.tz)
         self._seen: dict[str, None] = {}  # request ids whose lookup counted (insertion order: oldest first)
         self._workers: dict[str, str] = {}
@@ -92,6 +93,13 @@ class LmcacheLayer:
 
     def parse(self, line: LogLine) -> ParseResult:
         """Every LMCache record of a physical line (None: none of LMCache's, or none known)."""
+        result = self._parse(line)
+        if self._hold or not self._sums.held or not isinstance(result, list):
+            return result
+        return [*result, *self._sums.drain()]
+
+    def _parse(self, line: LogLine) -> ParseResult:
+        """parse() but for the sums' hand-over."""
         text = line.text
         at = text.find(_INFO)
         if at >= 24 and self._seen_any and "\r" not in text and text[at - 24] == "[":
