@@ -328,3 +328,17 @@ def test_a_log_of_lmcache_alone_hands_each_line_on_at_once() -> None:
         (event,) = [e for e in result if not isinstance(e, EngineFact)]
         assert isinstance(event, LmcacheTransfer) and load == event.load
     assert [] == parser.flush()
+
+
+def test_record_times_across_midnight_and_bad_stamps() -> None:
+    """Stamps of one day and the next read to the second (the day's midnight remembered); a minute 61 is
+    a ParseError, also on a day already seen."""
+    parser = make_parser("lmcache", "m", ParserSettings())
+    times = []
+    for stamp in ("2026-09-14 23:59:59,999", "2026-09-15 00:00:00,001", "2026-09-15 07:30:05,000"):
+        result = parser.parse(LogLine("m", rec("Stored 256 tokens in 0.010 seconds").replace(STAMP, stamp)))
+        assert isinstance(result, list)
+        times += [e.time for e in result if isinstance(e, LmcacheTransfer)]
+    assert [1789430399.0, 1789430400.0, 1789457405.0] == times
+    bad = rec("Stored 256 tokens in 0.010 seconds").replace(STAMP, "2026-09-15 07:61:05,000")
+    assert isinstance(parser.parse(LogLine("m", bad)), ParseError)

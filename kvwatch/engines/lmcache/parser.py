@@ -86,6 +86,7 @@ class LmcacheLayer:
         self._seen: dict[str, None] = {}  # request ids whose lookup counted (insertion order: oldest first)
         self._workers: dict[str, str] = {}
         self._stamp = ("", 0.0)
+        self._day = ("", 0.0)  # (the date of the last stamp read, and its midnight: UTC only)
         # Per worker: the request of an ERROR `... less than the expected` waiting for its numbers.
         self._pending: dict[str, tuple[float, str]] = {}
         self._seen_any = False  # (the fact SEEN said once, with the first line read)
@@ -124,13 +125,19 @@ class LmcacheLayer:
         """What record() makes of the commonest INFO records, in fewer steps; None: read it the
         general way (another message, a short load, a new second whose stamp is bad)."""
         pos, load = at + 15, False
-        match = _F_STORED.match(text, pos)
-        if match is None:
-            match, load = _F_RETRIEVED.match(text, pos), True
+        # The message's first character picks the likely shape: `[req_id=...] Stored|Retrieved` (0.3.15+),
+        # `Stored`, `Reqid` or `Retrieved` (up to 0.3.12).
+        first = text[pos + 5 : pos + 6] if text.startswith("\x1b", pos) else text[pos + 1 : pos + 2]
+        if first == "R":
+            match = _F_LOOKUP.match(text, pos)
             if match is None:
-                match = _F_LOOKUP.match(text, pos)
-                if match is None:
-                    return None
+                match, load = _F_RETRIEVED.match(text, pos), True
+        else:
+            match = _F_STORED.match(text, pos)
+            if match is None:
+                match, load = _F_RETRIEVED.match(text, pos), True
+        if match is None:
+            return None
         stamp = text[at - 23 : at]
         last, when = self._stamp
         if stamp[:19] != last:
@@ -232,14 +239,20 @@ class LmcacheLayer:
             return when
         if _STAMP.match(stamp) is None:
             return None
-        try:
-            moment = datetime(
-                int(second[:4]), int(second[5:7]), int(second[8:10]),
-                int(second[11:13]), int(second[14:16]), int(second[17:19]), tzinfo=self._tz,
-            )  # fmt: skip
-        except ValueError:
-            return None
-        when = moment.timestamp()
+        hh, mm, ss = int(second[11:13]), int(second[14:16]), int(second[17:19])
+        hms = hh * 3600 + mm * 60 + ss
+        day, midnight = self._day
+        if self._tz is timezone.utc and second[:10] == day and hh < 24 and mm < 60 and ss < 60:
+            when = midnight + hms  # (UTC: a day is 86,400 s; a zone's may not be)
+        else:
+            try:
+                moment = datetime(
+                    int(second[:4]), int(second[5:7]), int(second[8:10]), hh, mm, ss, tzinfo=self._tz
+                )
+            except ValueError:
+                return None
+            when = moment.timestamp()
+            self._day = (second[:10], when - hms)
         self._stamp = (second, when)
         return when
 
