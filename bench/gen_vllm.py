@@ -84,6 +84,10 @@ class Totals:
     kv_lines: int = 0
     store_bytes: int = 0
     load_bytes: int = 0
+    # With --lmcache: LMCache's lookups, and the tokens stored and retrieved summed over the workers.
+    lmcache_lookups: int = 0
+    lmcache_stored_tokens: int = 0
+    lmcache_retrieved_tokens: int = 0
 
 
 def startup(when: int, totals: Totals) -> list[str]:
@@ -146,8 +150,10 @@ def startup(when: int, totals: Totals) -> list[str]:
 class Generator:
     """Writes intervals of 10 s until the target size is reached."""
 
-    def __init__(self, seed: int) -> None:
+    def __init__(self, seed: int, lmcache: bool = False) -> None:
         self.rng = random.Random(seed)
+        # LMCache's lines draw from their own generator: the rest of the log is the same with or without.
+        self.lmcache = random.Random(seed + 1) if lmcache else None
         self.totals = Totals()
         self.prev_active = [False] * ENGINES
         self.sampling = [
@@ -214,12 +220,61 @@ class Generator:
                 rid = rng.getrandbits(128)
                 params = sampling[int(rnd() * len(sampling))]
                 out.append(reqlog.format(hdr=hdrs[at // 1_000_000_000], rid=rid, params=params, ts=ts))
+                if self.lmcache is not None:
+                    out.extend(self.lmcache_lines(at, f"chatcmpl-{rid:032x}"))
                 ts = stamp(at + 200_000 + int(rnd() * 3_800_000))
             else:
                 ip, endpoint = what.split("|")
             out.append(access.format(ip=ip, port=port, req=endpoint, ts=ts))
         out.extend(self.stats(t0 + INTERVAL, per_engine))
         self.totals.lines += len(out)
+        return out
+
+    def lmcache_lines(self, at: int, rid: str) -> list[str]:
+        """LMCache 0.5.6's lines for one request (lmcache/logging.py's colours, vllm_v1_adapter.py:1476,
+        cache_engine.py:588 and :985): the scheduler's lookup, then each of the engine's 2 TP workers'
+        retrieve (when the lookup hit) and store, on stderr behind vLLM's process tags."""
+        rng = self.lmcache
+        assert rng is not None
+        eng = int(rng.random() * ENGINES)
+        total = rng.randrange(2_000, 60_000)
+        hit = rng.randrange(0, total // 256) * 256 if rng.random() < 0.6 else 0
+        computed = hit if hit and rng.random() < 0.3 else 0
+        need = hit - computed
+        offered = total - hit
+        lines = [
+            (
+                f"(EngineCore_DP{eng} pid={80 + eng}) ",
+                "vllm_v1_adapter.py:1476:lmcache.integration.vllm.vllm_v1_adapter",
+                f"Reqid: {rid}, Total tokens {total}, Inference Engine computed tokens: {computed}, "
+                f"LMCache hit tokens: {hit}, need to load: {need}",
+            )
+        ]
+        self.totals.lmcache_lookups += 1
+        for tp in range(2):
+            worker = f"(Worker_DP{eng}_TP{tp} pid={120 + 2 * eng + tp}) "
+            where = "cache_engine.py:985:lmcache.v1.cache_engine"
+            if need > 0:
+                gib, ms = need * 73728 / 2**30, rng.uniform(1, 40)
+                lines.append((worker, where, (
+                    f"[req_id={rid}] Retrieved {need} out of {need} required tokens (from {total} total "
+                    f"tokens). size: {gib:.4f} gb, cost {ms:.4f} ms, throughput: {gib / ms * 1000:.4f} GB/s;"
+                )))  # fmt: skip
+                self.totals.lmcache_retrieved_tokens += need
+            gib, ms = offered * 73728 / 2**30, rng.uniform(1, 60)
+            lines.append((worker, "cache_engine.py:588:lmcache.v1.cache_engine", (
+                f"[req_id={rid}] Stored {offered} out of total {offered} tokens. size: {gib:.4f} GB, "
+                f"cost {ms:.4f} ms, throughput: {gib / ms * 1000:.4f} GB/s; offload_time: {ms / 3:.4f} ms, "
+                f"put_time: {ms * 2 / 3:.4f} ms"
+            )))  # fmt: skip
+            self.totals.lmcache_stored_tokens += offered
+        out = []
+        for k, (tag, where, message) in enumerate(lines):
+            when = at + 1_000_000 + k * 150_000
+            secs, ns = divmod(when, 1_000_000_000)
+            asctime = time.strftime("%Y-%m-%d %H:%M:%S", time.gmtime(secs)) + f",{ns // 1_000_000:03d}"
+            text = f"{tag}\x1b[32;20m[{asctime}] LMCache INFO:\x1b[0m {message} \x1b[3m({where})\x1b[0m"
+            out.append(entry(text, when, "stderr"))
         return out
 
     def stats(self, when: int, per_engine: list[int]) -> list[str]:
@@ -301,9 +356,9 @@ class Generator:
         return ", ".join(item for group in groups for item in group)
 
 
-def generate(out: TextIO, lines: int | None, size: int | None, seed: int) -> Totals:
+def generate(out: TextIO, lines: int | None, size: int | None, seed: int, lmcache: bool = False) -> Totals:
     """Write the log; stops at the first interval boundary past the target lines or bytes."""
-    gen = Generator(seed)
+    gen = Generator(seed, lmcache)
     totals = gen.totals
     block = startup(START - 60, totals)
     written = sum(map(len, block))  # ASCII only: characters are bytes
@@ -332,14 +387,17 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--seed", type=int, default=8)
     ap.add_argument("-o", "--output", help="output file (default stdout)")
     ap.add_argument("--totals", action="store_true", help="print what was written as JSON on stderr")
+    ap.add_argument(
+        "--lmcache", action="store_true", help="LMCache's lines too (a lookup, 2 workers' loads and stores)"
+    )
     args = ap.parse_args(argv)
     lines = args.lines if args.lines is not None or args.mb is not None else 1_500_000
     size = int(args.mb * 1_000_000) if args.mb is not None else None
     if args.output:
         with open(args.output, "w", encoding="utf-8", newline="") as handle:
-            totals = generate(handle, lines, size, args.seed)
+            totals = generate(handle, lines, size, args.seed, args.lmcache)
     else:
-        totals = generate(sys.stdout, lines, size, args.seed)
+        totals = generate(sys.stdout, lines, size, args.seed, args.lmcache)
     if args.totals:
         print(json.dumps(totals.__dict__, sort_keys=True), file=sys.stderr)
     return 0

@@ -272,6 +272,8 @@ def bench_vllm(
             by_engine(kv, "kvwatch_vllm_kv_offload_load_bytes_total"),
             by_engine(mt, "vllm_load_bytes"),
         )
+    if meta.get("lmcache_lookups"):
+        lmcache(result, kv, meta)
     if "rg" in result.runs:
         check(
             result,
@@ -295,6 +297,26 @@ def bench_vllm(
             {k: float(v) for k, v in floor["store_bytes"].items()},
         )
     return result
+
+
+def lmcache(
+    result: FileResult, kv: dict[tuple[str, tuple[tuple[str, str], ...]], float], meta: dict[str, Any]
+) -> None:
+    """The LMCache sums (gen_vllm.py --lmcache): kvwatch against the generator and mtail."""
+    sums = (
+        ("lookups", "kvwatch_lmcache_lookups_total", "lmcache_lookups"),
+        ("stored tokens, all workers", "kvwatch_lmcache_stored_tokens_total", "lmcache_stored_tokens"),
+        (
+            "retrieved tokens, all workers",
+            "kvwatch_lmcache_retrieved_tokens_total",
+            "lmcache_retrieved_tokens",
+        ),
+    )
+    mt = prom_samples(result.runs["mtail"].stdout) if "mtail" in result.runs else None
+    for what, ours, key in sums:
+        check(result, f"LMCache {what} (kvwatch = generator)", total(kv, ours), float(meta[key]))
+        if mt is not None:
+            check(result, f"LMCache {what}", total(kv, ours), one(mt, key))
 
 
 def bench_llama(
@@ -424,6 +446,11 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--llama-mb", type=float, help="llama.cpp log size in MB (default 50)")
     ap.add_argument("--sglang-mb", type=float, help="SGLang log size in MB (default 500)")
     ap.add_argument("--no-4x", action="store_true", help="skip the 4x vLLM file (RSS check)")
+    ap.add_argument(
+        "--vllm-lmcache",
+        action="store_true",
+        help="the vLLM log with LMCache's lines (gen_vllm.py --lmcache)",
+    )
     ap.add_argument("--llama-only", action="store_true", help="only the llama.cpp log (no vLLM files)")
     ap.add_argument("--repeat", type=int, default=1, help="runs per tool; the fastest counts")
     ap.add_argument(
@@ -477,8 +504,10 @@ def main(argv: list[str] | None = None) -> int:
     tools = ("kvwatch", "mtail", "rg")
     results: dict[str, FileResult] = {}
     if not args.llama_only:
-        path, meta = generated("vllm", workdir, vllm_size)
-        results["vllm"] = bench_vllm("vLLM json-file", path, meta, args.repeat, (*tools, "floor"))
+        extra = ["--lmcache"] if args.vllm_lmcache else []
+        path, meta = generated("vllm", workdir, [*vllm_size, *extra])
+        label = "vLLM json-file" + (" + LMCache" if extra else "")
+        results["vllm"] = bench_vllm(label, path, meta, args.repeat, (*tools, "floor"))
     if four and not args.llama_only:
         flag, value = vllm_size
         big = [flag, str(int(float(value) * 4)) if flag == "--lines" else str(float(value) * 4)]

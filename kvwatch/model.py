@@ -266,6 +266,106 @@ class CachePrefetch:
 
 
 @dataclass(slots=True)
+class OffloadLookup:
+    """Engine-neutral: lookups of an external KV cache tier (an offload layer) for requests: their
+    tokens, the prefix the tier holds, what must be loaded, and what the engine's own prefix cache
+    already had (None: not reported), summed over `lookups` of them."""
+
+    source: str
+    time: float
+    query_tokens: int
+    hit_tokens: int
+    need_load_tokens: int
+    local_tokens: int | None = None
+    lookups: int = 1  # lookups summed (a parser may sum a stretch of them)
+    hits: int = -1  # of them, those that found a prefix (-1: this one, if hit_tokens > 0)
+
+
+@dataclass(slots=True)
+class OffloadTransfer:
+    """Engine-neutral: KV stored into (`load` False) or loaded back from (`load` True) an external tier
+    by one worker, summed over `lines` log lines: tokens written or loaded, tokens offered or required
+    (None: not reported), bytes and seconds (None: not reported), loads that fell short."""
+
+    source: str
+    time: float
+    worker: str
+    load: bool
+    tokens: int
+    asked: int | None = None
+    bytes: float | None = None
+    seconds: float | None = None
+    lines: int = 1
+    short: int = 0
+    request: str = ""  # the request of a one-line transfer, where printed
+
+
+@dataclass(slots=True)
+class OffloadFailure:
+    """Engine-neutral: an external tier's failure on one worker: `kind` (e.g. `retrieve_error`), the
+    request (its id, "" when not printed) and the tokens it lost (None: not printed)."""
+
+    source: str
+    time: float
+    worker: str
+    kind: str
+    request: str = ""
+    tokens: int | None = None
+    retrieve: bool = True  # a failed load (False: a store or memory-pressure problem)
+
+
+@dataclass(slots=True)
+class LmcacheLookup(OffloadLookup):
+    """LMCache's `Reqid: ...` lookup lines (the first with a number per request id), summed."""
+
+    def __reduce__(self) -> tuple[type[LmcacheLookup], tuple[Any, ...]]:
+        return LmcacheLookup, _LOOKUP_FIELDS(self)
+
+
+_LOOKUP_FIELDS = attrgetter(*(f.name for f in fields(LmcacheLookup)))
+
+
+@dataclass(slots=True)
+class LmcacheTransfer(OffloadTransfer):
+    """LMCache's `Stored ...` / `Retrieved ...` lines of one worker, summed."""
+
+    def __reduce__(self) -> tuple[type[LmcacheTransfer], tuple[Any, ...]]:
+        return LmcacheTransfer, _TRANSFER_FIELDS(self)
+
+
+_TRANSFER_FIELDS = attrgetter(*(f.name for f in fields(LmcacheTransfer)))
+
+
+@dataclass(slots=True)
+class LmcacheFailure(OffloadFailure):
+    """An LMCache WARNING/ERROR line about a failed retrieve or memory pressure."""
+
+
+@dataclass(slots=True)
+class LmcacheStoreRequest:
+    """LMCache's `Storing KV cache for N out of M tokens` (the connector hands a request's new tokens
+    to LMCache; INFO up to 0.3.12, DEBUG from 0.3.15)."""
+
+    source: str
+    time: float
+    worker: str
+    tokens: int
+    total: int
+
+
+@dataclass(slots=True)
+class LmcachePrefetch:
+    """The LMCache server's (MP mode) `Prefetch request completed (L1+L2)`: keys (chunks) found of
+    those asked, logged only when some were found."""
+
+    source: str
+    time: float
+    hit_keys: int
+    requested_keys: int
+    seconds: float
+
+
+@dataclass(slots=True)
 class OllamaRequest(RequestRecord):
     """One Ollama request's cache use: an MLX `cache hit`/`cache miss`, a `loading cache slot`, or a
     request its bundled llama-server logged; `runner` is the runner's port ("" when not known)."""
@@ -397,6 +497,11 @@ Event = (
     | UsageRecord
     | UsageSkipped
     | ServerRestart
+    | OffloadLookup
+    | OffloadTransfer
+    | OffloadFailure
+    | LmcacheStoreRequest
+    | LmcachePrefetch
 )
 
 

@@ -20,6 +20,9 @@ from kvwatch.model import (
     CachePrefetch,
     EngineFact,
     Event,
+    OffloadFailure,
+    OffloadLookup,
+    OffloadTransfer,
     RequestRecord,
     ServerRestart,
     UsageRecord,
@@ -27,13 +30,14 @@ from kvwatch.model import (
     VllmPrefixV0,
     VllmStats,
 )
+from kvwatch.offloads import OffloadHistory
 
 Labels = tuple[tuple[str, str], ...]
 #: The event types windows keep something of, besides those an engine's request adapter converts
 #: (others only name their source's engine).
 _KEPT = (
     VllmStats, VllmKvTransfer, VllmPrefixV0, EngineFact, UsageRecord, RequestRecord,
-    CachePrefetch, ServerRestart,
+    CachePrefetch, ServerRestart, OffloadLookup, OffloadTransfer, OffloadFailure,
 )  # fmt: skip
 
 #: How much event time windows keep, and how many per-request points per group.
@@ -152,6 +156,7 @@ class SourceWindow:
     joined_requests: int = 0  # derived records of requests whose start was not seen (read mid-request)
     prefetches: deque[CachePrefetch] = field(default_factory=deque)  # cache-tier prefetches that ended
     adapters: dict[str, RequestAdapter | None] = field(default_factory=dict)  # engine -> its (or none)
+    offload: OffloadHistory | None = None  # an external tier's (offload layer's) history, once it logs
 
 
 class Windows:
@@ -236,6 +241,8 @@ class Windows:
             oldest = event.time - self.horizon
             while prefetches and prefetches[0].time < oldest:
                 prefetches.popleft()
+        elif isinstance(event, (OffloadLookup, OffloadTransfer, OffloadFailure)):
+            self._offload(window, event)
         elif isinstance(event, ServerRestart):
             self._restart(window, event)
         elif owner:
@@ -245,6 +252,17 @@ class Windows:
                 self._convert(window, adapter, event)
             if isinstance(event, UsageRecord):  # (the gateway detectors read whole usage records)
                 self._usage(event)
+
+    def _offload(self, window: SourceWindow, event: OffloadLookup | OffloadTransfer | OffloadFailure) -> None:
+        history = window.offload
+        if history is None:
+            history = window.offload = OffloadHistory()
+        if isinstance(event, OffloadTransfer):
+            history.transfer(event, self.horizon)
+        elif isinstance(event, OffloadLookup):
+            history.lookup(event, self.horizon)
+        else:
+            history.failure(event, self.horizon)
 
     @staticmethod
     def _engine(window: SourceWindow, name: str) -> EngineWindow:
@@ -318,6 +336,8 @@ class Windows:
         window.started = event.time
         window.derived_requests = window.exact_requests = window.joined_requests = 0
         window.prefetches.clear()
+        if window.offload is not None:
+            window.offload.restart()
         for adapter in window.adapters.values():
             if adapter is not None:
                 adapter.restart()

@@ -30,6 +30,23 @@ def test_bench_counts_agree_with_mtail(tmp_path: Path) -> None:
     assert "[same] vLLM json-file: floor.py: store bytes per engine" in proc.stdout
 
 
+def test_bench_counts_agree_with_lmcache_lines_in_the_vllm_log(tmp_path: Path) -> None:
+    """`--vllm-lmcache`: the vLLM log with LMCache's lines (json-file, ANSI escapes, 2 TP workers); kvwatch's
+    lookups and stored and retrieved tokens equal mtail's and the generator's."""
+    proc = subprocess.run(
+        [sys.executable, str(RUN), "--check-only", "--vllm-lmcache", "--workdir", str(tmp_path)],
+        capture_output=True,
+        text=True,
+        timeout=180,
+        check=False,
+    )
+    assert proc.returncode == 0, proc.stdout + proc.stderr
+    assert "counts agree" in proc.stdout
+    for what in ("lookups", "stored tokens, all workers", "retrieved tokens, all workers"):
+        assert f"[same] vLLM json-file + LMCache: LMCache {what}: " in proc.stdout
+        assert f"[same] vLLM json-file + LMCache: LMCache {what} (kvwatch = generator): " in proc.stdout
+
+
 @pytest.mark.slow
 def test_one_timestamp_replay_stays_small_with_its_child(tmp_path: Path) -> None:
     """`bench/memory.py burst`: 200k stats/KV lines sharing one second (96 MB, so a forked child frames

@@ -117,7 +117,7 @@ CASES = [
         '[[source]]\nname = "v"\nengine = "vlm"\ntype = "stdin"',
         [
             "source[0].engine: must be one of auto, vllm, llamacpp, usage, sglang, ollama,"
-            ' lmstudio (got "vlm")'
+            ' lmstudio, lmcache (got "vlm")'
         ],
     ),
     ("[server]\nport = 70000", ["server.port: must be an integer 1-65535"]),
@@ -223,7 +223,8 @@ CASES = [
         [
             'silence[0].matchers.alertname: unknown alert "zzz" (known: write_only_offload, '
             "pinned_cache_length, prefix_reuse_broken, no_signal, prefix_hit_rate_low, hit_rate_gap, "
-            "usage_double_counting, prefix_cache_disabled, hicache_storage_unused, probe_prefix_miss)"
+            "usage_double_counting, prefix_cache_disabled, hicache_storage_unused, offload_retrieve_failed, "
+            "probe_prefix_miss)"
         ],
     ),
 ]
@@ -315,7 +316,9 @@ def test_config_for_stdin() -> None:
     assert [("stdin", "llamacpp", "stdin")] == [(s.name, s.engine, s.type) for s in config.sources]
     with pytest.raises(ConfigError) as info:
         config_for_stdin("vlm")
-    expected = '--engine: must be one of auto, vllm, llamacpp, usage, sglang, ollama, lmstudio (got "vlm")'
+    expected = (
+        '--engine: must be one of auto, vllm, llamacpp, usage, sglang, ollama, lmstudio, lmcache (got "vlm")'
+    )
     assert [expected] == info.value.problems
 
 
@@ -332,9 +335,9 @@ def test_summary(tmp_path: Path) -> None:
         "state_dir: /var/lib/kvwatch\n"
         "sources: 1\n"
         "  v: docker engine=vllm container=c docker_root=/var/lib/docker start_at=end\n"
-        "detectors: 9 of 10 enabled: write_only_offload, pinned_cache_length, prefix_reuse_broken, "
+        "detectors: 10 of 11 enabled: write_only_offload, pinned_cache_length, prefix_reuse_broken, "
         "no_signal, hit_rate_gap, usage_double_counting, prefix_cache_disabled, hicache_storage_unused, "
-        "probe_prefix_miss; "
+        "offload_retrieve_failed, probe_prefix_miss; "
         "disabled: prefix_hit_rate_low\n"
         "notifiers: 1\n"
         "  s: slack url_file=/run/url alerts=no_signal min_severity=info\n"
@@ -350,9 +353,9 @@ def test_summary_counts_the_detectors_that_really_run(tmp_path: Path) -> None:
     lines = summarize(load_config(write(tmp_path, text))).splitlines()
     start = next(i for i, line in enumerate(lines) if line.startswith("detectors:"))
     assert [
-        "detectors: 9 of 10 enabled: write_only_offload, prefix_reuse_broken, no_signal, "
+        "detectors: 10 of 11 enabled: write_only_offload, prefix_reuse_broken, no_signal, "
         "prefix_hit_rate_low, hit_rate_gap, usage_double_counting, prefix_cache_disabled, "
-        "hicache_storage_unused, probe_prefix_miss; disabled: pinned_cache_length",
+        "hicache_storage_unused, offload_retrieve_failed, probe_prefix_miss; disabled: pinned_cache_length",
         "  hit_rate_low: enabled",
         "  pinned_cache: disabled min_share=1",
     ] == lines[start : start + 3]

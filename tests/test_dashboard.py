@@ -67,6 +67,8 @@ TITLES = [
     "Ollama cache clears, failed restores, context shifts",
     "LM Studio reused vs new prompt tokens/s",
     "LM Studio cache clears and completions without a cache line",
+    "LMCache tokens/s: stored, hit, loaded",
+    "LMCache bytes/s and seconds busy",
     "Probe cached share",
     "Probe runs by outcome",
     "Probe time to first byte",

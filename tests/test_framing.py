@@ -186,6 +186,25 @@ def test_simple_entry_reads_what_json_loads_reads() -> None:
     assert accepted > 200
 
 
+def test_simple_entry_reads_ansi_colour_as_json_loads_does() -> None:
+    """Entries whose only escapes are ESC (`\\u001b`: ANSI colour) decode fast, as json.loads reads them."""
+    rng = random.Random(8)
+    alphabet = ["a", " ", "\x1b", "[", "m", "\\", '"', "\x1f", "é", "u", "0", "1", "b"]
+    accepted = 0
+    for _ in range(3000):
+        text = "".join(rng.choice(alphabet) for _ in range(rng.randrange(0, 10))) + "\n"
+        raw = moby(text, "2026-08-18T01:22:08.5Z")
+        simple = simple_entry(raw, 0, len(raw))
+        exact = decode_entry(raw)
+        assert exact is not None
+        if simple is None:
+            assert any(c in text for c in '\\"\x1f'), repr(text)
+            continue
+        accepted += 1
+        assert (simple[0], simple[1]) == (exact.log[:-1], exact.time)
+    assert accepted > 300
+
+
 def _mixed_corpus(framing: str) -> bytes:
     """Lines of every awkward kind: markers, CRLF, long and overlong lines, a docker entry cut in three."""
     rng = random.Random(11)

@@ -73,6 +73,13 @@ SAMPLES = (
     ),
     Sample("vllm-offload-readback", "vllm"),
     Sample(
+        "lmcache-0.3.12-write-only",
+        "vllm",
+        expected=(
+            Expected("write_only_offload", 140.0, "LMCache stores every turn, no lookup finds a token"),
+        ),
+    ),
+    Sample(
         "llamacpp-varying-header-chat",
         "llamacpp",
         pace=LLAMACPP_PACE,
@@ -128,6 +135,10 @@ def schedule(sample: Sample, lines: Iterable[str], start: float, speed: float) -
     if clock is None:
         raise ValueError(f"{sample.name}: engine {sample.engine} declares no clock for its lines")
     base = 0.0 if clock.relative else start
+    # The clocks of the cache layers its log carries first (their records hold the engine's pattern too).
+    clocks = [c for c in (ENGINES[n].clock for n in ENGINES[sample.engine].layers if n in ENGINES) if c] + [
+        clock
+    ]
 
     def convert(when: float, first: float, floor: float) -> float:
         return base + max(floor, sample.delay(when - first, speed))  # never backwards (a restart)
@@ -135,13 +146,17 @@ def schedule(sample: Sample, lines: Iterable[str], start: float, speed: float) -
     t0: float | None = None
     delay = 0.0
     for line in lines:
-        when = clock.read(line)
+        when, own = None, clock
+        for own in clocks:
+            when = own.read(line)
+            if when is not None:
+                break
         if when is None:
             yield Timed(delay, sample.name, line)
             continue
         t0 = when if t0 is None else t0
         delay = max(delay, sample.delay(when - t0, speed))
-        yield Timed(delay, sample.name, clock.write(line, partial(convert, first=t0, floor=delay)))
+        yield Timed(delay, sample.name, own.write(line, partial(convert, first=t0, floor=delay)))
 
 
 def lines_of(text: str) -> list[str]:

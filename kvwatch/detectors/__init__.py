@@ -11,6 +11,7 @@ from kvwatch.detectors import (
     hit_rate_gap,
     hit_rate_low,
     no_signal,
+    offload_retrieve_failed,
     pinned_cache,
     prefix_cache_disabled,
     prefix_reuse,
@@ -45,6 +46,9 @@ class DetectorSettings:
     hicache_storage_unused: hicache_storage_unused.Settings = field(
         default_factory=hicache_storage_unused.Settings
     )
+    offload_retrieve_failed: offload_retrieve_failed.Settings = field(
+        default_factory=offload_retrieve_failed.Settings
+    )
     # (decided after each probe run by the daemon, not by detect_all: see probe_prefix_miss)
     probe_prefix_miss: probe_prefix_miss.Settings = field(default_factory=probe_prefix_miss.Settings)
 
@@ -69,6 +73,7 @@ def detect_all(windows: Windows, now: float, settings: DetectorSettings) -> list
         findings += hit_rate_low.detect(windows, now, settings.prefix_hit_rate_low)
         findings += prefix_cache_disabled.detect(windows, now, settings.prefix_cache_disabled)
         findings += hicache_storage_unused.detect(windows, now, settings.hicache_storage_unused)
+        findings += offload_retrieve_failed.detect(windows, now, settings.offload_retrieve_failed)
     if windows.usage:
         findings += hit_rate_gap.detect(windows, now, settings.hit_rate_gap)
         findings += double_counting.detect(windows, now, settings.usage_double_counting)

@@ -11,7 +11,9 @@ What can be missing is what the source's engine declares it can produce (its `si
 - cache-tier prefetches (SGLang HiCache with a storage backend) where the build logs them only at
   DEBUG (before 0.5.22; 0.5.18 for hybrid models): whether the storage tier is read back is unseen until
   a prefetch line shows up (severity info);
-- an engine's own verdict, where it declares one (`Engine.blindness`: Ollama's OLLAMA_DEBUG);
+- an engine's own verdict, where it declares one (`Engine.blindness`: Ollama's OLLAMA_DEBUG), and that
+  of each cache layer the source's engine carries (`Engine.layers`: LMCache's LMCACHE_LOG_LEVEL), handed
+  the source's facts and `traffic` (whether its last stats line showed prompt throughput);
 - cache-rate samples gone silent for longer than `silence` seconds while the last one showed traffic
   (a normal idle silence follows a `0.0 tokens/s` line and is not judged).
 """
@@ -140,6 +142,20 @@ def detect(windows: Windows, now: float, cfg: Settings) -> list[Finding]:
             finding = _verbosity(source, win)
         if finding is None:
             finding = _prefetch_blind(source, win)
+        if finding is None and engine is not None and engine.layers:
+            finding = _layers_blind(source, win, engine.layers)
         if finding is not None:
             findings.append(finding)
     return findings
+
+
+def _layers_blind(source: str, win: SourceWindow, layers: tuple[str, ...]) -> Finding | None:
+    """The first verdict of a cache layer the source's engine carries (its `blindness`)."""
+    last = win.last_stats
+    facts = {**win.facts, "traffic": "yes" if last is not None and last.prompt_throughput > 0 else "no"}
+    for name in layers:
+        layer = ENGINES.get(name)
+        finding = layer.blindness(source, facts) if layer is not None and layer.blindness else None
+        if finding is not None:
+            return finding
+    return None

@@ -1,10 +1,15 @@
-"""`write_only_offload`: a vLLM KV offload tier that stores and stores and never loads back (incident 2).
+"""`write_only_offload`: a KV offload tier that stores and stores and never loads back (incident 2).
 
 Per engine, over its last `min_intervals` stats intervals with prefill flowing (within the windows'
 horizon): KV lines with byte counts (unknown is not zero: a connector that reports no bytes is never
 judged), stored bytes at least `min_store_bytes`, no bytes loaded, and the External prefix cache hit
 rate 0.0% on every line that reports it. Idle time changes nothing (there is no new evidence), so the
 alert resolves when loads appear or External rises above 0, not when traffic pauses.
+
+An external tier that logs its lookups and stores in tokens (an offload layer, e.g. LMCache: its byte
+counts are missing from some releases and modes) is judged per source on its last `min_lookups` lookups:
+none found a prefix, nothing was loaded, its busiest worker stored at least `min_store_tokens` new tokens
+meanwhile, and no stats line of the span shows an External prefix cache hit rate above 0.0%.
 """
 
 from __future__ import annotations
@@ -35,14 +40,31 @@ FIX = (
 )
 
 
+CAUSE_TIER = (
+    "Every lookup of the external KV cache misses although it keeps storing new chunks. Causes to check: "
+    "the chunk key holds the layout (LMCache's CacheEngineKey has world_size and worker_id), so a reader "
+    "with another TP size or worker count never hits what a writer stored; writer and reader hash "
+    "settings differ (PYTHONHASHSEED, pre_caching_hash_algorithm); the backend (remote URL, Mooncake "
+    "master, disk path) is not the one lookups ask; or prompts never share a prefix of one chunk or more."
+)
+FIX_TIER = (
+    "Give writer and reader the same TP size, hash seed and hash algorithm, and point lookups at the "
+    "store being written; or turn the tier off. Success looks like LMCache hit tokens > 0 on repeated "
+    "prompts, Retrieved lines, and kvwatch_lmcache_retrieved_tokens_total rising."
+)
+
+
 @dataclass(frozen=True)
 class Settings:
-    """Thresholds; defaults fire on ~4 minutes of steady traffic (24 busy stats intervals)."""
+    """Thresholds; defaults fire on ~4 minutes of steady traffic (24 busy stats intervals), or on an
+    external tier's last 24 lookups with 20,000 tokens stored."""
 
     enabled: bool = True
     min_intervals: int = 24
     min_store_bytes: float = 1e9
     min_prompt_throughput: float = 1.0
+    min_lookups: int = 24
+    min_store_tokens: int = 20_000
 
 
 def _last_busy(eng: EngineWindow, cfg: Settings) -> list[tuple[float, float]]:
@@ -143,12 +165,72 @@ def _judge(
     )
 
 
+def _judge_tier(source: str, win: SourceWindow, cfg: Settings) -> Finding | None:
+    """The external tier's verdict (see the module's docstring)."""
+    history = win.offload
+    if history is None or cfg.min_lookups < 1:
+        return None
+    lookups, oldest = 0, None
+    for point in reversed(history.points):  # newest first: a hit or a load ends it at once
+        if point.hit_lookups or point.loads:
+            return None
+        lookups += point.lookups
+        if lookups >= cfg.min_lookups:
+            oldest = point.time
+            break
+    if oldest is None:
+        return None
+    stored: dict[str, int] = {}
+    for point in takewhile(lambda p: p.time >= oldest, reversed(history.points)):
+        for worker, tokens in point.stored.items():
+            stored[worker] = stored.get(worker, 0) + tokens
+    busiest = max(stored.values(), default=0)
+    if busiest < cfg.min_store_tokens:
+        return None
+    stats = [
+        s for eng in win.engines.values() for s in takewhile(lambda s: s.time >= oldest, reversed(eng.stats))
+    ]
+    if any(s.external_lines and s.external_max > 0 for s in stats):
+        return None
+    external = sum(s.external_lines for s in stats)
+    newest = history.points[-1].time
+    evidence = {
+        "lookups_window": lookups,
+        "span_seconds": round(newest - oldest, 1),
+        "hit_tokens_window": 0,
+        "loaded_tokens_window": 0,
+        "stored_tokens_window": busiest,
+        "workers": len(stored),
+        "lookups_total": history.lookups_total,
+        "stored_tokens_total": max(history.stored_totals.values(), default=0),
+        "loaded_tokens_total": history.loaded_total,
+        "external_hit_rate": "0.0% on every line" if external else "not reported",
+        "connector": win.facts.get("connector"),
+        "vllm_version": win.facts.get("version"),
+    }
+    return Finding(
+        alert="write_only_offload",
+        labels=(("source", source), ("tier", "external")),
+        severity="warning",
+        summary=(
+            f"The external KV cache stored {busiest} new tokens over its last {lookups} lookups, "
+            "found none of them and loaded nothing back"
+        ),
+        cause=CAUSE_TIER,
+        fix=FIX_TIER,
+        evidence={k: v for k, v in evidence.items() if v is not None},
+    )
+
+
 def detect(windows: Windows, now: float, cfg: Settings) -> list[Finding]:
     """Findings for every engine whose offload tier is write-only right now."""
     if not cfg.enabled:
         return []
     findings = []
     for source, win in sorted(windows.sources.items()):
+        tier = _judge_tier(source, win, cfg) if win.offload is not None else None
+        if tier is not None:
+            findings.append(tier)
         for engine, eng in sorted(win.engines.items()):
             if _cleared(eng, cfg):  # the common verdict, without _judge's call
                 continue

@@ -5,8 +5,8 @@ Each engine is a package beside this one (kvwatch/engines/<name>/) declaring an 
 
 from __future__ import annotations
 
-from kvwatch.engines import llamacpp, lmstudio, ollama, sglang, usage, vllm
-from kvwatch.engines.base import Engine, Signal
+from kvwatch.engines import llamacpp, lmcache, lmstudio, ollama, sglang, usage, vllm
+from kvwatch.engines.base import AS_LAYER, Engine, Signal
 from kvwatch.parsers.base import Parser, ParserSettings
 
 #: name -> engine, in the order lists show them (and metrics are registered).
@@ -24,6 +24,7 @@ register(usage.ENGINE)
 register(sglang.ENGINE)
 register(ollama.ENGINE)
 register(lmstudio.ENGINE)
+register(lmcache.ENGINE)
 
 #: The engine assumed for a log no engine recognises (replay, and an `auto` source that never decides).
 FALLBACK = vllm.ENGINE.name
@@ -55,16 +56,26 @@ def reused_parser(engine: str, source: str, settings: ParserSettings) -> Parser:
     return ENGINES[reused].parser(source, settings, None)
 
 
+def layer_parsers(engine: str, source: str, settings: ParserSettings) -> list[Parser]:
+    """Fresh parsers of the cache layers whose lines the engine's log carries (its `layers`), made with
+    the options AS_LAYER."""
+    return [
+        ENGINES[name].parser(source, settings, AS_LAYER) for name in ENGINES[engine].layers if name in ENGINES
+    ]
+
+
 def markers_of(engine: str) -> tuple[str, ...] | None:
-    """The markers of the engine's parser (every line it can make an event of holds one); None for
-    `auto` or an unknown engine (every line may matter)."""
+    """The markers of the engine's parser (every line it can make an event of holds one), its layers'
+    included; None for `auto` or an unknown engine (every line may matter)."""
     chosen = ENGINES.get(engine)
     if chosen is None:
         return None
-    reused = ENGINES.get(chosen.reuses) if chosen.reuses else None
-    if reused is None:
-        return chosen.markers
-    return chosen.markers + tuple(m for m in reused.markers if m not in chosen.markers)
+    markers = chosen.markers
+    for other in (chosen.reuses, *chosen.layers):
+        found = ENGINES.get(other) if other else None
+        if found is not None:
+            markers += tuple(m for m in found.markers if m not in markers)
+    return markers
 
 
 def detect_engine(sample: str) -> str | None:

@@ -31,8 +31,11 @@ if TYPE_CHECKING:
 #: - "offload": offload store/load counters: write_only_offload.
 Signal = Literal["server_requests", "derived_requests", "gateway_requests", "cache_rate", "offload"]
 
-#: A parser for one source: (source name, settings, the engine's own options from the config or None).
+#: A parser for one source: (source name, settings, the engine's own options from the config or None;
+#: AS_LAYER when the parser reads a cache layer's lines inside another engine's log).
 ParserFactory = Callable[[str, ParserSettings, Any], Parser]
+#: The options a layer's parser is made with (kvwatch.engines.layer_parsers).
+AS_LAYER = "as-layer"
 #: The engine's own options from a source's `[source.<name>]` table, read from a
 #: kvwatch.config.fields.Fields (not imported: config imports the engines) whose unknown keys the caller
 #: reports: what its parser is handed as `options`.

@@ -47,9 +47,11 @@ def decode_entry(raw: bytes | str) -> Entry | None:
 
 
 # The common entry: a log value and stamp with no escape (JSON strings hold no raw `"`, `\\` or control
-# character), ending in an escaped newline, from either stream.
+# character) but ESC's (`\\u001b`: ANSI colour, vLLM 0.8-0.11's prefixes, LMCache's every record), ending
+# in an escaped newline, from either stream.
 _SIMPLE = re.compile(
-    rb'\{"log":"([^"\\\x00-\x1f]*)\\n","stream":"std(?:out|err)","time":"([^"\\\x00-\x1f]*)"\}'
+    rb'\{"log":"([^"\\\x00-\x1f]*(?:\\u001b[^"\\\x00-\x1f]*)*)\\n","stream":"std(?:out|err)",'
+    rb'"time":"([^"\\\x00-\x1f]*)"\}'
 )
 
 
@@ -57,9 +59,10 @@ def simple_entry(data: bytes, start: int, end: int) -> tuple[str, float | None, 
     """A complete entry of the common shape in data[start:end], decoded without json.loads.
 
     The shape moby writes for nearly every line: `{"log":"<text>\\n","stream":"stdout|stderr",
-    "time":"<stamp>"}` with no escape in text or stamp. Such a value is its own JSON decoding, so
-    sliced out it is what json.loads would read. Returns (the line without its `\\n`, time, end offset
-    of the log text in `data`), or None for any other shape (decode_entry then reads it).
+    "time":"<stamp>"}` with no escape in text or stamp but `\\u001b` (ESC) in the text. Such a value,
+    its ESCs put back, is its own JSON decoding: what json.loads would read. Returns (the line without
+    its `\\n`, time, end offset of the log text in `data`), or None for any other shape (decode_entry
+    then reads it).
     """
     match = _SIMPLE.fullmatch(data, start, end)
     if match is None:
@@ -68,6 +71,8 @@ def simple_entry(data: bytes, start: int, end: int) -> tuple[str, float | None, 
         text, when = match.group(1).decode("utf-8"), match.group(2).decode("ascii")
     except UnicodeDecodeError:
         return None
+    if "\\" in text:  # (only `\\u001b` can be there)
+        text = text.replace("\\u001b", "\x1b")
     return text, parse_rfc3339(when), match.end(1)
 
 

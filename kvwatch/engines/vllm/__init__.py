@@ -1,4 +1,5 @@
-"""vLLM, 0.4 to 0.33: stats, KV Transfer and SpecDecoding lines, startup facts (parser, metrics, report)."""
+"""vLLM, 0.4 to 0.33: stats, KV Transfer and SpecDecoding lines, startup facts (parser, metrics, report);
+the lines of the cache layers it carries (LMCache) through their own parsers (`layers`)."""
 
 from __future__ import annotations
 
@@ -17,7 +18,9 @@ if TYPE_CHECKING:
 
 
 def _parser(source: str, settings: ParserSettings, options: Any) -> Parser:
-    return VllmParser(source, settings)
+    from kvwatch.engines import layer_parsers
+
+    return VllmParser(source, settings, layer_parsers(ENGINE.name, source, settings))
 
 
 def _metrics(registry: CollectorRegistry) -> Mapping[type, Callable[[Any], None]]:
@@ -59,4 +62,5 @@ ENGINE = Engine(
     gather=_gather,
     restart_forgets=("stats_disabled", "api_server_count", "offload_excluded_groups"),
     clock=CLOCK,
+    layers=("lmcache",),
 )

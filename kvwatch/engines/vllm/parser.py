@@ -27,7 +27,7 @@ from kvwatch.model import (
     VllmKvTransfer,
     VllmSpecDecoding,
 )
-from kvwatch.parsers.base import ParseError, ParseResult, ParserSettings
+from kvwatch.parsers.base import ParseError, Parser, ParseResult, ParserSettings
 from kvwatch.parsers.clock import LineClock, YearlessClock, parse_rfc3339
 from kvwatch.parsers.text import segments, strip_ansi
 
@@ -73,8 +73,16 @@ class VllmParser:
 
     markers: tuple[str, ...] = MARKERS
 
-    def __init__(self, source: str, settings: ParserSettings) -> None:
+    def __init__(self, source: str, settings: ParserSettings, layers: list[Parser] | None = None) -> None:
         self.source = source
+        # The cache layers' parsers (LMCache): a line holding one of their markers is theirs first.
+        self._layers = layers or []
+        for layer in self._layers:
+            self.markers = self.markers + tuple(m for m in layer.markers if m not in self.markers)
+        # One test for all of them: the longest text every layer marker holds (LMCache's: ` LMCache`).
+        self._layer_hint = _common([m for layer in self._layers for m in layer.markers]) or None
+        # The layers that hold sums back (`held`, `drain()`: kvwatch.engines.lmcache.sums).
+        self._drainers: list[Any] = [layer for layer in self._layers if hasattr(layer, "drain")]
         self._clock = YearlessClock(settings.year or settings.now_year, settings.tz)
         self._tz = settings.tz
         self._engine = "0"
@@ -87,6 +95,24 @@ class VllmParser:
 
     def parse(self, line: LogLine) -> ParseResult:
         """Parse one physical line (possibly several `\\r`-separated records)."""
+        hint = self._layer_hint
+        if hint is None:
+            return self._parse(line, None)
+        if hint in line.text and "\r" not in line.text:
+            for layer in self._layers:
+                outcome = layer.parse(line)
+                if outcome is not None:
+                    return outcome
+        result = self._parse(line, hint)
+        if result and isinstance(result, list):
+            # A layer's sums held back come first: their lines came before this one.
+            for layer in self._drainers:
+                if layer.held:
+                    result = [*layer.drain(), *result]
+        return result
+
+    def _parse(self, line: LogLine, hint: str | None) -> ParseResult:
+        """parse() of a line that is no layer's."""
         text = line.text
         if "\r" not in text and "\x1b" not in text:
             common = _PLAIN_COMMON.match(text)
@@ -97,7 +123,9 @@ class VllmParser:
         events: list[Event] = []
         recognised, error = False, None
         for piece in segments(line.text):
-            outcome = self._record(strip_ansi(piece), line.time)
+            outcome = self._layered(piece, line.time) if hint is not None and hint in piece else None
+            if outcome is None:
+                outcome = self._record(strip_ansi(piece), line.time)
             if isinstance(outcome, list):
                 recognised = True
                 events.extend(outcome)
@@ -133,9 +161,17 @@ class VllmParser:
         self._last_time = when
         return events
 
+    def _layered(self, piece: str, transport: float | None) -> ParseResult:
+        """A record of a cache layer's (None: none of theirs)."""
+        for layer in self._layers:
+            outcome = layer.parse(LogLine(self.source, piece, transport))
+            if outcome is not None:
+                return outcome
+        return None
+
     def flush(self) -> list[Event]:
-        """vLLM holds nothing back."""
-        return []
+        """vLLM holds nothing back; its layers may."""  # (their sums: flush() drains them)
+        return [event for layer in self._layers for event in layer.flush()]
 
     def snapshot(self) -> dict[str, Any]:
         """The startup facts that decide how stats lines read, saved with a position (a restart resumes
@@ -259,6 +295,19 @@ class VllmParser:
             self._version = keys.get("version", self._version)
             self._backend()
         return events
+
+
+def _common(markers: list[str]) -> str:
+    """The longest text that every marker contains ("" when none or nothing is shared)."""
+    if not markers:
+        return ""
+    first = markers[0]
+    for size in range(len(first), 0, -1):
+        for start in range(len(first) - size + 1):
+            piece = first[start : start + size]
+            if all(piece in marker for marker in markers):
+                return piece
+    return ""
 
 
 def looks_like_vllm(sample: str) -> bool:

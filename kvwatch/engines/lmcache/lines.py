@@ -1,0 +1,123 @@
+"""LMCache's line formats, 0.3.0 to 0.5.6, as the released packages print them (`pip download lmcache==X`).
+
+The record (lmcache/logging.py, the same from 0.3.0 to 0.5.6): `{colour}[%(asctime)s] LMCache
+%(levelname)s:{reset} %(message)s {italic}(%(filename)s:%(lineno)d:%(name)s){reset}`
+with ANSI codes in the raw stream (`\\x1b[32;20m` INFO, `\\x1b[1m` DEBUG, `\\x1b[3m` italic, `\\x1b[0m`
+reset), asctime `YYYY-MM-DD HH:MM:SS,mmm` in the process's local time, and vLLM's process tag in front
+when a worker or engine subprocess printed it. The 2024 `lmcache_vllm` integration's record (LMCache
+issue #167, not in a wheel on PyPI) was `INFO LMCache: <message> [asctime] -- /path/file.py:N`.
+The messages are matched by shape and key, never by a version: vLLM's in-tree copy of the adapter prints
+the old lookup form with a newer LMCache.
+"""
+
+from __future__ import annotations
+
+import re
+
+#: The literal every LMCache record holds (the marker: cheaper than any regex), and the 2024 one's.
+MARKER = "] LMCache "
+OLD_MARKER = " LMCache: "
+LEVELS = ("DEBUG", "INFO", "WARNING", "ERROR", "CRITICAL")
+
+# --- lookups: the scheduler's `get_num_new_matched_tokens` (integration/vllm/vllm_v1_adapter.py) ---
+# 0.3.0-0.3.12 `Reqid: %s, Total tokens %d, LMCache hit tokens: %d, need to load: %d` (need can be
+# negative: hit - vLLM computed, - 1 on a whole-prompt hit); `... LMCache hit tokens: None.` (0.3.6-0.3.9
+# INFO, 0.3.12 DEBUG: the async lookup still runs). 0.3.15-0.5.6 add `Inference Engine computed tokens:
+# %d, ` and print max(need, 0); their min_retrieve form ends `but need to load: %d < min_retrieve %d, skip
+# retrieve but record for save skip`.
+LOOKUP = re.compile(
+    r"Reqid: (\S+?), Total tokens (\d+), (?:Inference Engine computed tokens: (\d+), )?"
+    r"LMCache hit tokens: (?:(\d+), (?:need to load: (-?\d+)|but need to load: (-?\d+) < min_retrieve \d+, "
+    r"skip retrieve but record for save skip)|(None)\.)\Z"
+)
+# 0.4.7-0.5.6 DEBUG: `Reqid: %s, Chunked KV loading: capped from %d to %d external tokens
+# (max_tokens_per_load=%d)`
+CAPPED = re.compile(r"Reqid: \S+?, Chunked KV loading: capped from \d+ to \d+ external tokens")
+
+# --- stores: the workers' `wait_for_save` (adapter) and `store` (v1/cache_engine.py) ---
+# Adapter, INFO up to 0.3.12, DEBUG from 0.3.15: `Storing KV cache for %d out of %d tokens
+# (skip_leading_tokens=%d) for request %s`; before 0.3.0 (lmcache.experimental, issue #485) without the
+# skip part.
+STORING = re.compile(
+    r"Storing KV cache for (\d+) out of (\d+) tokens (?:\(skip_leading_tokens=\d+\) )?for request (\S+)\Z"
+)
+# cache_engine: 0.3.3-0.3.12 INFO `Stored %d out of total %d tokens. size: %.4f gb, cost %.4f ms,
+# throughput: %.4f GB/s; offload_time: %.4f ms, put_time: %.4f ms`; 0.3.15-0.5.6 the same behind
+# `[req_id=%s] ` with `GB`; layerwise 0.3.15+ `[req_id=%s] Stored ... size: %.4f GB, cost %.4f ms,
+# throughput: %.4f GB/s`; 0.3.0 (both) and the 0.3.3-0.3.12 layerwise store, DEBUG: `Stored %d out of
+# total %d tokens`. N = tokens newly written, M = tokens offered.
+STORED = re.compile(
+    r"(?:\[req_id=(\S+)\] )?Stored (\d+) out of total (\d+) tokens"
+    r"(?:\. size: (\d+(?:\.\d+)?) (?:gb|GB), cost (\d+(?:\.\d+)?) ms, throughput: \S+ GB/s"
+    r"(?:; offload_time: \S+ ms, put_time: \S+ ms)?)?\Z"
+)
+# MP mode's server (v1/multiprocess/server.py 0.3.12-0.4.x, modules/*_transfer.py 0.5.x), INFO.
+MP_STORED = re.compile(r"Stored (\d+) tokens in (\d+(?:\.\d+)?) seconds\Z")
+MP_RETRIEVED = re.compile(r"Retrieved (\d+) tokens in (\d+(?:\.\d+)?) seconds\Z")
+
+# --- loads: the workers' `start_load_kv` (adapter) and `retrieve` (cache_engine) ---
+# 0.3.9-0.5.6 INFO `[req_id=%s] Retrieved %d out of %d required tokens (from %d total tokens). size:
+# %.4f gb, cost %.4f ms, throughput: %.4f GB/s;` (no req_id up to 0.3.12).
+RETRIEVED = re.compile(
+    r"(?:\[req_id=(\S+)\] )?Retrieved (\d+) out of (\d+) required tokens \(from \d+ total tokens\)\. "
+    r"size: (\d+(?:\.\d+)?) gb, cost (\d+(?:\.\d+)?) ms, throughput: \S+ GB/s;\Z"
+)
+# 0.3.6 INFO: `Retrieved %d out of total %d out of total %d tokens. size: %.4f gb, cost %.4f ms,
+# throughput: %.4f GB/s;` (the second number is the required count).
+RETRIEVED_036 = re.compile(
+    r"Retrieved (\d+) out of total (\d+) out of total \d+ tokens\. "
+    r"size: (\d+(?:\.\d+)?) gb, cost (\d+(?:\.\d+)?) ms, throughput: \S+ GB/s;\Z"
+)
+# f-string `Retrieved {n} out of {required} out of total {len(tokens)} tokens`: 0.3.0 DEBUG, 0.3.3 INFO
+# (layerwise DEBUG), 0.3.6-0.3.12 layerwise INFO; 0.3.15+ layerwise with `[req_id=%s] `.
+RETRIEVED_SHORT_FORM = re.compile(
+    r"(?:\[req_id=(\S+)\] )?Retrieved (\d+) out of (\d+) out of total \d+ tokens\Z"
+)
+# The adapter's layerwise `Retrieved %d tokens` (INFO, 0.3.0-0.5.6): the last layer's count, which the
+# cache_engine's layerwise line above reports as well (from 0.3.6 at INFO): recognised, not summed.
+RETRIEVED_LAYERWISE = re.compile(r"Retrieved \d+ tokens\Z")
+# The legacy (non-v1) cache engine (lmcache/cache_engine.py, 2024 to 0.3.x): chunks and tokens.
+LEGACY_STORED = re.compile(r"Stored/updated \d+ chunks, total time ")
+LEGACY_RETRIEVED = re.compile(r"Retrieved (?:\d+ chunks \((\d+) tokens in total\) --|0 chunks\Z)")
+# MP mode (v1/distributed/storage_manager.py, 0.5.x), INFO, only when some key was found.
+PREFETCH = re.compile(
+    r"Prefetch request completed \(L1\+L2\): (\d+)/(\d+) retained keys \(\d+ L1, \d+ L2\) in (\d+(?:\.\d+)?) ms"  # noqa: E501
+)
+# MP mode's vLLM-side connector (lmcache_mp_connector.py 0.5.x): a preempted request looked up again.
+RESUME_LOAD = re.compile(r"<resume-load> req=\S+ apc=\d+ lmcache=\d+ load=\d+\Z")
+
+# --- failures (WARNING / ERROR) ---
+# Adapter: `The number of retrieved tokens is less than the expected number of tokens! This should not
+# happen!` (0.3.0-0.3.12), behind `Request %s` with no space from 0.3.15; then `Num retrieved tokens: %d,
+# num expected tokens: %d`.
+RETRIEVE_ERROR = re.compile(
+    r"(?:Request (\S*?))?The number of retrieved tokens is less than the expected number of tokens!"
+)
+RETRIEVE_ERROR_NUMBERS = re.compile(r"Num retrieved tokens: (-?\d+), num expected tokens: (-?\d+)\Z")
+#: Fixed failure texts -> the failure's kind, and whether it is a failed load.
+FAILURES: tuple[tuple[str, str, bool], ...] = (
+    # cache_engine (0.3.6+), WARNING
+    ("The cache block is in the storage, but it can't be retrieved", "unretrievable_block", True),
+    # adapter, WARNING 0.3.0-0.3.x, DEBUG in 0.5.6 (LMCache issue #842)
+    ("In connector.start_load_kv, but the attn_metadata is None", "no_attn_metadata", True),
+    # cache_engine, WARNING: a partial store (0.3.12+) or none (0.3.6+)
+    ("Local cpu memory under pressure so choosing to store only", "cpu_memory_pressure", False),
+    ("Local cpu memory under pressure so choosing to not store", "cpu_memory_pressure", False),
+    # local_cpu_backend.py, WARNING
+    ("Local cpu memory is under pressure. Waiting for", "cpu_memory_pressure", False),
+    # local_disk_backend.py / nixl_storage_backend.py
+    ("No eviction candidates found. Disk space under pressure.", "storage_pressure", False),
+    ("No eviction candidates found. Backend under pressure.", "storage_pressure", False),
+)
+#: The kinds of failure, in the metrics' `kind` label.
+FAILURE_KINDS = (
+    "retrieve_error",
+    "unretrievable_block",
+    "no_attn_metadata",
+    "cpu_memory_pressure",
+    "storage_pressure",
+)
+
+#: vLLM's process tag: TP rank (`Worker_TP1`, `VllmWorker TP5`, `VllmWorker rank=1`) and DP rank.
+TP_RANK = re.compile(r"TP(\d+)\b|\brank=(\d+)")
+DP_RANK = re.compile(r"DP(\d+)")
