@@ -23,7 +23,7 @@ from typing import Any
 
 from kvwatch.alerting import LiveAlerts
 from kvwatch.daemon.feed import Closed, Feeder, Lines, Mark
-from kvwatch.daemon.sources import AutoParser, live_parser, parser_settings, parser_state
+from kvwatch.daemon.sources import AutoParser, drained, live_parser, parser_settings, parser_state
 from kvwatch.model import Alert, Event, Finding
 from kvwatch.parsers.base import Parser
 from kvwatch.parsers.run import SourceRun
@@ -122,6 +122,12 @@ class PipelineLoop:
             self.applied = 0
         if self.sync_due.is_set():
             self.sync_due.clear()
+            # Sums a parser holds back (LMCache's, per stretch of log time) reach the metrics now, so
+            # a counter lags its lines by one sync at most, even when the log falls silent, and a saved
+            # position never lies beyond lines whose sums were not applied.
+            for run in self.runs.values():
+                for event in drained(run.parser):
+                    self._apply(event)
             self._sync()
 
     def hold(self, key: str, findings: list[Finding]) -> None:

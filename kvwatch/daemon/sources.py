@@ -121,6 +121,14 @@ def parser_state(parser: Parser) -> dict[str, Any] | None:
     return state if isinstance(state, dict) else None
 
 
+def drained(parser: object) -> list[Event]:
+    """What `parser` holds back only to hand it on in bulk (sums), handed on now: none where it holds
+    nothing of the kind, or is an auto parser still undecided."""
+    inner = parser.inner if isinstance(parser, AutoParser) else parser
+    drain = getattr(inner, "drain", None)
+    return list(drain()) if callable(drain) else []
+
+
 class AutoParser:
     """Holds the first lines until `detect_engine` recognises them, then parses them all.
 

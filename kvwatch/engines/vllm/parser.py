@@ -173,6 +173,10 @@ class VllmParser:
         """vLLM holds nothing back; its layers may."""  # (their sums: flush() drains them)
         return [event for layer in self._layers for event in layer.flush()]
 
+    def drain(self) -> list[Event]:
+        """The sums its layers hold back, handed on now (the daemon asks before it saves a position)."""
+        return [event for layer in self._drainers if layer.held for event in layer.drain()]
+
     def snapshot(self) -> dict[str, Any]:
         """The startup facts that decide how stats lines read, saved with a position (a restart resumes
         after the startup lines)."""
