@@ -300,6 +300,48 @@ class OllamaCacheEvent:
 
 
 @dataclass(slots=True)
+class LmstudioRequest(RequestRecord):
+    """One LM Studio request's cache use: mlx-engine's `Prompt cache: using N/M` (text models) or
+    `Prompt cache restore:` (vision/batched, with its lifetime efficiency 0-1), or its llama.cpp
+    runtime's `Cache reuse summary`; `runtime` names which ("mlx", "mlx-vision", "llama.cpp")."""
+
+    model: str = ""
+    runtime: str = ""
+    lifetime_efficiency: float | None = None
+
+
+@dataclass(slots=True)
+class LmstudioCompletion:
+    """LM Studio's `Running chat completion on conversation with N messages.`: one request began."""
+
+    source: str
+    time: float
+    model: str
+
+
+@dataclass(slots=True)
+class LmstudioCacheEvent:
+    """mlx-engine dropped or trimmed its prompt cache: `clear` (with its `reason`) or `trim` (`tokens`)."""
+
+    source: str
+    time: float
+    kind: Literal["clear", "trim"]
+    reason: str = ""
+    tokens: int = 0
+
+
+@dataclass(slots=True)
+class LmstudioDiskUsage:
+    """mlx-engine's vision prompt cache on disk: `VLM prompt cache disk usage` (MiB in the line)."""
+
+    source: str
+    time: float
+    used_bytes: float
+    cap_bytes: float
+    records: int
+
+
+@dataclass(slots=True)
 class UsageRecord:
     """One completed request from a gateway usage log (#6); prompt includes cached tokens."""
 
@@ -349,6 +391,9 @@ Event = (
     | SglangHicacheError
     | OllamaAccess
     | OllamaCacheEvent
+    | LmstudioCompletion
+    | LmstudioCacheEvent
+    | LmstudioDiskUsage
     | UsageRecord
     | UsageSkipped
     | ServerRestart

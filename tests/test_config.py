@@ -115,7 +115,10 @@ CASES = [
     ('[[source]]\nname = "v"\ntype = "docker"', ['source[0].container: required for type "docker"']),
     (
         '[[source]]\nname = "v"\nengine = "vlm"\ntype = "stdin"',
-        ['source[0].engine: must be one of auto, vllm, llamacpp, usage, sglang, ollama (got "vlm")'],
+        [
+            "source[0].engine: must be one of auto, vllm, llamacpp, usage, sglang, ollama,"
+            ' lmstudio (got "vlm")'
+        ],
     ),
     ("[server]\nport = 70000", ["server.port: must be an integer 1-65535"]),
     ("[server]\nport = true", ["server.port: must be an integer 1-65535"]),
@@ -312,7 +315,7 @@ def test_config_for_stdin() -> None:
     assert [("stdin", "llamacpp", "stdin")] == [(s.name, s.engine, s.type) for s in config.sources]
     with pytest.raises(ConfigError) as info:
         config_for_stdin("vlm")
-    expected = '--engine: must be one of auto, vllm, llamacpp, usage, sglang, ollama (got "vlm")'
+    expected = '--engine: must be one of auto, vllm, llamacpp, usage, sglang, ollama, lmstudio (got "vlm")'
     assert [expected] == info.value.problems
 
 

@@ -65,6 +65,8 @@ TITLES = [
     "SGLang HiCache storage prefetches by outcome",
     "Ollama reused vs new prompt tokens/s",
     "Ollama cache clears, failed restores, context shifts",
+    "LM Studio reused vs new prompt tokens/s",
+    "LM Studio cache clears and completions without a cache line",
     "Probe cached share",
     "Probe runs by outcome",
     "Probe time to first byte",

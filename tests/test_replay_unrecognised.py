@@ -45,7 +45,7 @@ def run(capsys: pytest.CaptureFixture[str], *argv: str) -> tuple[int, str, str]:
 
 def said(path: Path, lines: int) -> str:
     """The line replay writes on stderr for `path` without --engine."""
-    tried = "vllm, llamacpp, usage, sglang, ollama"
+    tried = "vllm, llamacpp, usage, sglang, ollama, lmstudio"
     return f"kvwatch: no known engine recognised the {lines} lines of {path} (tried: {tried})\n"
 
 
@@ -126,14 +126,14 @@ def test_the_engines_tried_are_the_registry() -> None:
     commands = next(a for a in build_parser()._actions if isinstance(a, argparse._SubParsersAction))
     engine = next(a for a in commands.choices["replay"]._actions if a.dest == "engine")
     assert engine.choices is not None
-    assert (("vllm", "llamacpp", "usage", "sglang", "ollama"), ("auto", *ENGINES)) == (
+    assert (("vllm", "llamacpp", "usage", "sglang", "ollama", "lmstudio"), ("auto", *ENGINES)) == (
         tuple(ENGINES),
         tuple(engine.choices),
     )
     assert [name for name in ENGINES] == [config_for_stdin(name).sources[0].engine for name in ENGINES]
     with pytest.raises(ConfigError) as err:
         config_for_stdin("tgi")
-    expected = '--engine: must be one of auto, vllm, llamacpp, usage, sglang, ollama (got "tgi")'
+    expected = '--engine: must be one of auto, vllm, llamacpp, usage, sglang, ollama, lmstudio (got "tgi")'
     assert expected in str(err.value)
 
 

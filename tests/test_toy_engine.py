@@ -183,4 +183,4 @@ def test_the_toy_row_and_rule_join_the_shipped_dashboard_and_rules(toy: Path) ->
 
 def test_the_toy_is_gone_once_unregistered() -> None:
     """Registration lasts as long as the fixture: the shipped engines are the registry's own."""
-    assert ("vllm", "llamacpp", "usage", "sglang", "ollama") == tuple(ENGINES)
+    assert ("vllm", "llamacpp", "usage", "sglang", "ollama", "lmstudio") == tuple(ENGINES)

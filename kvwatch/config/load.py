@@ -25,6 +25,7 @@ from kvwatch.config.probe import read_probe
 from kvwatch.config.types import (
     DEFAULT_DOCKER_ROOT,
     DEFAULT_STATE_DIR,
+    FOLLOW,
     LOG_FORMATS,
     LOG_LEVELS,
     SOURCE_TYPES,
@@ -35,6 +36,7 @@ from kvwatch.config.types import (
     DockerSettings,
     Engine,
     FileSettings,
+    Follow,
     JournaldSettings,
     LogConfig,
     LogFormat,
@@ -59,7 +61,7 @@ else:  # pragma: no cover - Python 3.10
 #: Names become labels and file names (positions, credentials): keep them plain.
 _NAME = re.compile(r"[A-Za-z0-9_-][A-Za-z0-9_.-]*")
 _TYPE_KEYS: dict[str, tuple[str, ...]] = {
-    "file": ("path", "start_at"),
+    "file": ("path", "start_at", "follow"),
     "docker": ("container", "docker_root", "start_at"),
     "journald": ("unit", "container_name", "directory", "file", "start_at"),
     "stdin": (),
@@ -234,7 +236,8 @@ def _source(f: Fields, name: str) -> SourceConfig:
 def _file(f: Fields) -> FileSettings:
     """The keys of a `file` source."""
     path = f.string("path", required='for type "file"') or ""
-    return FileSettings(str(f.base / Path(path).expanduser()) if path else "", _start_at(f))
+    follow = cast(Follow, f.choice("follow", FOLLOW, "all"))
+    return FileSettings(str(f.base / Path(path).expanduser()) if path else "", _start_at(f), follow)
 
 
 def _docker(f: Fields) -> DockerSettings:

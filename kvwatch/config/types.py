@@ -22,6 +22,9 @@ Scalar = str | int | float | bool
 
 SOURCE_TYPES: tuple[SourceType, ...] = ("file", "docker", "journald", "stdin")
 START_AT: tuple[StartAt, ...] = ("end", "beginning")
+#: A file source's `follow`: every file its glob matches, or only the newest (dated log folders).
+Follow = Literal["all", "newest"]
+FOLLOW: tuple[Follow, ...] = ("all", "newest")
 NOTIFIER_TYPES: tuple[NotifierType, ...] = ("slack", "webhook", "alertmanager")
 SEVERITIES: tuple[Severity, ...] = ("info", "warning", "critical")
 
@@ -56,6 +59,7 @@ class FileSettings:
 
     path: str
     start_at: StartAt = "end"
+    follow: Follow = "all"
 
 
 @dataclass(frozen=True, slots=True)

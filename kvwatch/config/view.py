@@ -69,7 +69,7 @@ def _source(source: SourceConfig) -> str:
     """One source on one line."""
     s = source.settings
     if isinstance(s, FileSettings):
-        detail = f"path={s.path} start_at={s.start_at}"
+        detail = f"path={s.path} start_at={s.start_at}" + (" follow=newest" if s.follow == "newest" else "")
     elif isinstance(s, DockerSettings):
         detail = f"container={s.container} docker_root={s.docker_root} start_at={s.start_at}"
     elif isinstance(s, JournaldSettings):

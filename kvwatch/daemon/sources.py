@@ -54,7 +54,14 @@ def _file(config: SourceConfig, saved: Mapping[str, Any] | None) -> Source:
     assert isinstance(config.settings, FileSettings)
     settings = config.settings
     markers = markers_of(config.engine)
-    return FileSource(config.name, settings.path, start_at=settings.start_at, saved=saved, markers=markers)
+    return FileSource(
+        config.name,
+        settings.path,
+        start_at=settings.start_at,
+        saved=saved,
+        markers=markers,
+        newest_only=settings.follow == "newest",
+    )
 
 
 def _stdin(config: SourceConfig, saved: Mapping[str, Any] | None) -> Source:

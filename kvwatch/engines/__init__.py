@@ -5,7 +5,7 @@ Each engine is a package beside this one (kvwatch/engines/<name>/) declaring an 
 
 from __future__ import annotations
 
-from kvwatch.engines import llamacpp, ollama, sglang, usage, vllm
+from kvwatch.engines import llamacpp, lmstudio, ollama, sglang, usage, vllm
 from kvwatch.engines.base import Engine, Signal
 from kvwatch.parsers.base import Parser, ParserSettings
 
@@ -23,6 +23,7 @@ register(llamacpp.ENGINE)
 register(usage.ENGINE)
 register(sglang.ENGINE)
 register(ollama.ENGINE)
+register(lmstudio.ENGINE)
 
 #: The engine assumed for a log no engine recognises (replay, and an `auto` source that never decides).
 FALLBACK = vllm.ENGINE.name

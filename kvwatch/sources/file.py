@@ -8,7 +8,10 @@ Which start a file gets:
 Each file is read in its framing, told from its head as replay tells it (see
 kvwatch.sources.fileframing): plain text, a docker json-file log or `docker logs -t` output.
 A glob should match live files only (`*.log`, not `*.log*`); if it also matches rotated names, a
-file already being read under its old name is not opened twice (see Claims).
+file already being read under its old name is not opened twice (see Claims). With `newest_only` (the
+config's `follow = "newest"`, for servers that start a new file per day or per start in dated folders,
+as LM Studio's `server-logs/YYYY-MM/YYYY-MM-DD.N.log`) only the match whose name sorts last, numbers
+compared as numbers, is followed; the one it replaces is read to its end, then closed.
 """
 
 from __future__ import annotations
@@ -16,6 +19,7 @@ from __future__ import annotations
 import glob
 import logging
 import os
+import re
 from collections.abc import Mapping, Sequence
 from typing import Any
 
@@ -35,6 +39,7 @@ from kvwatch.sources.positions import FilePosition
 __all__ = ["FileCounters", "FileSource", "FileTail", "StartAt"]
 
 log = logging.getLogger(__name__)
+_DIGITS = re.compile(r"(\d+)")
 
 
 class FileSource:
@@ -51,12 +56,14 @@ class FileSource:
         read_budget: int = READ_BUDGET,
         drain_timeout: float = DRAIN_TIMEOUT,
         markers: tuple[str, ...] | None = None,
+        newest_only: bool = False,
     ) -> None:
         """Open the files matching `pattern`, resuming from `saved` (an earlier position()); `markers`:
         the parser's, to skip docker-framed lines holding none undecoded (see FileFraming)."""
         self.name = name
         self._markers = markers
         self.pattern = pattern
+        self.newest_only = newest_only
         self.counters = FileCounters()
         self.bytes_behind = 0
         self.error: str | None = None
@@ -98,10 +105,13 @@ class FileSource:
         errors = []
         for path, tail in list(self.tails.items()):
             framing = self._framing[path]
-            lines.extend(framing.frame(tail.poll_raw(), path))
+            raw = tail.poll_raw()
+            lines.extend(framing.frame(raw, path))
             if tail.error:
                 errors.append(tail.error)
-            if tail.idle() and path not in matches:
+            # (newest only: a newer file took over, and this one is read to its end)
+            superseded = self.newest_only and not raw and tail.bytes_behind == 0
+            if (tail.idle() or superseded) and path not in matches:
                 tail.close()
                 del self.tails[path]
                 lines.extend(self._framing.pop(path).finish())
@@ -154,7 +164,15 @@ class FileSource:
         """The regular files matching now; a plain path always matches (it may appear)."""
         if not glob.has_magic(self.pattern):
             return [self.pattern]
-        return sorted(p for p in glob.glob(self.pattern) if os.path.isfile(p))
+        found = sorted(p for p in glob.glob(self.pattern) if os.path.isfile(p))
+        if self.newest_only and found:
+            return [max(found, key=natural)]
+        return found
+
+
+def natural(path: str) -> tuple[tuple[int, str], ...]:
+    """A sort key comparing the numbers in a path as numbers (`2025-09-23.10.log` after `.9.log`)."""
+    return tuple((int(part), "") if part.isdecimal() else (-1, part) for part in _DIGITS.split(path) if part)
 
 
 def _pending(saved: Mapping[str, Any] | None) -> dict[str, list[Entry]]:

@@ -4,10 +4,10 @@ from __future__ import annotations
 
 from types import ModuleType
 
-from scripts.samples import llamacpp, ollama, sglang, usage, vllm
+from scripts.samples import llamacpp, lmstudio, ollama, sglang, usage, vllm
 from scripts.samples.made import Made
 
-ENGINES: tuple[ModuleType, ...] = (vllm, llamacpp, usage, sglang, ollama)
+ENGINES: tuple[ModuleType, ...] = (vllm, llamacpp, usage, sglang, ollama, lmstudio)
 
 
 def makers() -> list[ModuleType]:

@@ -1,0 +1,47 @@
+"""LM Studio: its server log's records, mlx-engine's prompt-cache lines and its llama.cpp runtime's
+`Cache reuse summary`."""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Mapping
+from typing import TYPE_CHECKING, Any
+
+from kvwatch.engines.base import Engine
+from kvwatch.engines.lmstudio.blind import blindness
+from kvwatch.engines.lmstudio.parser import CLOCK, MARKERS, LmstudioParser, looks_like_lmstudio
+from kvwatch.model import LmstudioCacheEvent, LmstudioCompletion, LmstudioDiskUsage, LmstudioRequest
+from kvwatch.parsers.base import Parser, ParserSettings
+
+if TYPE_CHECKING:
+    from prometheus_client import CollectorRegistry
+
+
+def _parser(source: str, settings: ParserSettings, options: Any) -> Parser:
+    return LmstudioParser(source, settings)
+
+
+def _metrics(registry: CollectorRegistry) -> Mapping[type, Callable[[Any], None]]:
+    from kvwatch.engines.lmstudio.metrics import LmstudioMetrics
+
+    family = LmstudioMetrics(registry)
+    return {
+        LmstudioRequest: family.apply_request,
+        LmstudioCacheEvent: family.apply_cache,
+        LmstudioDiskUsage: family.apply_disk,
+        LmstudioCompletion: family.apply_completion,
+    }
+
+
+ENGINE = Engine(
+    name="lmstudio",
+    display="LM Studio",
+    parser=_parser,
+    markers=MARKERS,
+    sniff=looks_like_lmstudio,
+    sniff_rank=0,
+    events=(LmstudioRequest, LmstudioCompletion, LmstudioCacheEvent, LmstudioDiskUsage),
+    signals=frozenset({"server_requests"}),
+    metrics=_metrics,
+    blindness=blindness,
+    clock=CLOCK,
+)

@@ -1,0 +1,92 @@
+"""The shapes of LM Studio's server log: its record framing, and the cache lines of its two runtimes.
+
+LM Studio itself is closed source: its framing is read from public pastes (samples/README.lmstudio.md):
+- 0.3.x (0.3.15, 0.3.18): one line `[YYYY-MM-DD HH:MM:SS][LEVEL] message`, a message of several lines
+  going on in untimestamped continuation lines;
+- 0.3.31 (2025-11), 0.4.x and the 2025-09 pastes: two-line records, `YYYY-MM-DD HH:MM:SS [LEVEL]`
+  with the level right-aligned in 7 characters (`  [INFO]`, ` [DEBUG]`), then ` message` (one space);
+  LM Studio's own messages carry ` [model-id] ` (or `[LM STUDIO SERVER] `, `[Client=...]`).
+Times are local, without a zone. Engine output is shown as LM Studio DEBUG records.
+
+mlx-engine (lmstudio-ai/mlx-engine, open source): mlx_engine/utils/logger.py formats
+`[%(module)s][%(levelname)s]: %(message)s` since 2025-08-19 (2a4108f); before, mlx_engine/logging.py
+printed `[CacheWrapper][INFO] message`. mlx_engine/cache_wrapper.py: `Prompt cache: using %d/%d tokens
+from cache` since 2026-04-10 (ef77245); `Trimmed {n} tokens from the prompt cache`, `Tried to trim '{n}'
+tokens ... Cache is not trimmable. Clearing the cache instead.` and the other clears from 2024-10 to
+then. mlx_engine/model_kit/batched_vision/prompt_cache/coordinator.py (since 2026-05-28, e2f0e89):
+`Prompt cache restore: cached_tokens=%s uncached_tokens=%s lifetime_efficiency=%.2f%%`, where
+uncached = prompt - 1 - cached; cache_store.py: `VLM prompt cache disk usage: used_mib=%.1f cap_mib=%.1f
+lifetime_evicted_mib=%.1f records=%s lifetime=model_load`.
+
+The llama.cpp runtime (closed source, LM Studio 0.3.18 paste): at DEBUG `Looking for non-prefix
+contiguous prompt sequences of size >= 256 to reuse from cache`, then continuation lines `Cache reuse
+summary: 939/939 of prompt (100%), 939 prefix, 0 non-prefix`, `Total prompt tokens: 939`, `Prompt tokens
+to decode: 1`.
+"""
+
+from __future__ import annotations
+
+import re
+from typing import Literal
+
+#: The versions whose framing the parser knows (from the pastes cited in samples/README.lmstudio.md).
+KNOWN_VERSIONS = ("0.3.15", "0.3.18", "0.3.31", "0.4.5", "0.4.12", "0.4.14")
+LEVELS = frozenset({"DEBUG", "INFO", "WARN", "WARNING", "ERROR"})
+#: `2025-11-09 12:35:14  [INFO]` (two-line records: the message follows on the next line).
+HEADER = re.compile(r"(\d{4})-(\d\d)-(\d\d) (\d\d):(\d\d):(\d\d) +\[([A-Z]+)\]\s*$")
+#: `[2025-07-19 20:33:33][DEBUG] message` (0.3.x: one line, continuation lines after it).
+ONE_LINE = re.compile(r"\[(\d{4})-(\d\d)-(\d\d) (\d\d):(\d\d):(\d\d)\]\[([A-Z]+)\] ?")
+#: The bracketed tags in front of a message: `[cache_wrapper][INFO]: `, `[qwen/qwen3-8b] `, ...
+TAGS = re.compile(r"((?:\[[^\[\]]{1,200}\])+):? ?")
+
+USING = re.compile(r"Prompt cache: using (\d+)/(\d+) tokens from cache\s*$")
+RESTORE = re.compile(
+    r"Prompt cache restore: cached_tokens=(\d+) uncached_tokens=(-?\d+)"
+    r" lifetime_efficiency=(\d+(?:\.\d+)?)%\s*$"
+)
+TRIMMED = re.compile(r"Trimmed (\d+) tokens from the prompt cache\s*$")
+REUSE = re.compile(
+    r"Cache reuse summary: (\d+)/(\d+) of prompt \((\d+(?:\.\d+)?)%\), (\d+) prefix, (\d+) non-prefix"
+)
+DISK = re.compile(
+    r"VLM prompt cache disk usage: used_mib=(\d+(?:\.\d+)?) cap_mib=(\d+(?:\.\d+)?) .*?records=(\d+)"
+)
+MIB = 1024 * 1024
+
+ClearReason = Literal["not_trimmable", "short_trim", "unknown_length", "inconsistent", "draft_model"]
+#: mlx-engine's messages that drop its whole prompt cache (cache_wrapper.py), by what starts them.
+CLEARS: tuple[tuple[str, ClearReason], ...] = (
+    ("Tried to trim '", "not_trimmable"),
+    ("Tokens trimmed from cache (", "short_trim"),
+    ("Could not determine the number of tokens in the", "unknown_length"),
+    ("The live cache is longer than the tracked token history", "inconsistent"),
+    ("The number of tokens in the cache is greater than the number of prompt tokens", "inconsistent"),
+    ("Clearing current prompt cache and adding draft model", "draft_model"),
+)
+GENERATION = "Running chat completion on conversation with "
+#: Tags that name no model: LM Studio's server, its clients and endpoints.
+NOT_MODELS = ("LM STUDIO SERVER", "Client=", "Endpoint=", "LMSInternal", "Plugin(")
+
+
+class GarbledError(ValueError):
+    """A known line whose numbers cannot be read."""
+
+
+def split_tags(message: str) -> tuple[list[str], str]:
+    """The bracketed tags in front of a message, and the message after them (and any `: `)."""
+    if not message.startswith("["):
+        return [], message
+    match = TAGS.match(message)
+    if match is None:
+        return [], message
+    return match[1][1:-1].split("]["), message[match.end() :]
+
+
+def model_of(tags: list[str]) -> str:
+    """The model id a message of LM Studio's own names (` [model-id] `), else ""."""
+    if len(tags) != 1:
+        return ""
+    tag = tags[0]
+    if tag in LEVELS or tag.startswith(NOT_MODELS) or "=" in tag or " " in tag:
+        return ""
+    return tag[:80]

@@ -1,0 +1,294 @@
+"""LM Studio's server log -> `LmstudioRequest` per request, cache clears and trims, disk usage.
+
+Each record's time and level come from its header (lines.py: the two-line and the one-line framing);
+its message, and the continuation lines after it, are read for the cache lines of LM Studio's
+runtimes: mlx-engine (`Prompt cache: using N/M`, `Prompt cache restore:`, `Trimmed`, the clears, disk
+usage) and its llama.cpp runtime (`Cache reuse summary`). Requests are labelled with the model of
+LM Studio's last ` [model-id] Running chat completion` line, at most `MAX_MODELS` distinct per source
+(then "other"). A line before any record, or a two-line record's message line without its leading
+space, is not recognised.
+
+Blindness (`no_signal`, see blind.py): LM Studio shows its runtimes' lines as DEBUG records, which it
+writes only with its Verbose Logging setting on. `BLIND_AFTER` chat completions with no DEBUG record and
+no cache line since reading began set the fact `blind`; the first DEBUG record or cache line clears it.
+"""
+
+from __future__ import annotations
+
+import re
+from datetime import datetime, timezone
+
+from kvwatch.engines.lmstudio import lines as ls
+from kvwatch.model import (
+    EngineFact,
+    Event,
+    LmstudioCacheEvent,
+    LmstudioCompletion,
+    LmstudioDiskUsage,
+    LmstudioRequest,
+    LogLine,
+)
+from kvwatch.parsers.base import BlockResult, ParseError, ParseResult, ParserSettings
+from kvwatch.parsers.clock import LineClock, zone
+from kvwatch.parsers.text import strip_ansi
+
+MARKERS: tuple[str, ...] = (
+    "[DEBUG]",
+    "[INFO]",
+    "[WARN",
+    "[ERROR]",
+    "Prompt cache",
+    "Cache reuse summary",
+    "Total prompt tokens",
+    "Prompt tokens to decode",
+    "prompt cache disk usage",
+    "Running chat completion",
+)
+#: What a message must hold for `_body` to read anything in it (parse_block skips the others).
+_WANTED = re.compile(
+    "|".join(
+        re.escape(s)
+        for s in (
+            "Prompt cache",
+            "Cache reuse summary",
+            "Trimmed ",
+            "prompt cache disk usage",
+            ls.GENERATION,
+            *(start for start, _ in ls.CLEARS),
+        )
+    )
+)
+#: Distinct model labels per source; later models are counted as "other".
+MAX_MODELS = 8
+#: Chat completions without a DEBUG record or cache line before the source is judged blind.
+BLIND_AFTER = 2
+_STAMP = re.compile(r"(\d{4})-(\d\d)-(\d\d) (\d\d):(\d\d):(\d\d)")
+
+
+def _read_time(match: re.Match[str]) -> float | None:
+    try:
+        year, month, day, hour, minute, second = (int(g) for g in match.groups())
+        return datetime(year, month, day, hour, minute, second, tzinfo=timezone.utc).timestamp()
+    except ValueError:
+        return None
+
+
+def _write_time(when: float) -> str:
+    return datetime.fromtimestamp(when, timezone.utc).strftime("%Y-%m-%d %H:%M:%S")
+
+
+#: The header's `YYYY-MM-DD HH:MM:SS` (`kvwatch demo` rewrites it; the samples are in UTC).
+CLOCK = LineClock(_STAMP, _read_time, _write_time, first_only=True)
+
+
+def looks_like_lmstudio(sample: str) -> bool:
+    """True when a file's head reads like LM Studio's server log (its record headers, twice)."""
+    hits = 0
+    previous = ""
+    for text in sample.splitlines()[:2000]:
+        framed = ls.ONE_LINE.match(text) or (text.startswith(" ") and ls.HEADER.match(previous))
+        if framed or "[cache_wrapper][" in text or "Cache reuse summary: " in text:
+            hits += 1
+        if hits >= 2:
+            return True
+        previous = text
+    return False
+
+
+class LmstudioParser:
+    """LM Studio's records and the cache lines of its runtimes."""
+
+    def __init__(self, source: str, settings: ParserSettings) -> None:
+        self.source = source
+        self.markers = MARKERS
+        self._tz = zone(settings.tz)
+        self._days: dict[tuple[int, int, int], float] = {}
+        self._stamp: tuple[str, float] = ("", 0.0)
+        self._open = False  # a record has begun
+        self._last = 0.0  # the current record's time, never before an earlier record's
+        self._header = False  # the last line was a two-line record's header
+        self._model = ""
+        self._labels: set[str] = set()
+        self._generations = 0
+        self._seen_debug = False
+        self._records = 0
+        self._blind = ""
+
+    def parse(self, line: LogLine) -> ParseResult:
+        """The events of one line; [] for a recognised line with none; None for a foreign line."""
+        return self._parse_text(line.text)
+
+    def parse_block(self, texts: list[str]) -> BlockResult:
+        """`parse` over many lines of a plain file, without a LogLine per line; the two commonest lines
+        without `parse`: a message line that holds nothing to read, and a header of the second and a
+        level seen last (what `_start` would do: the time never goes back, a record opens)."""
+        events: list[Event] = []
+        recognized = errors = 0
+        parse, wanted = self._parse_text, _WANTED.search
+        stamp, ends = "", set[str]()  # the second of the last header parsed in full, its levels seen
+        for text in texts:
+            if self._header:
+                if text[:1] == " " and wanted(text) is None and "\x1b" not in text:
+                    self._header = False
+                    recognized += 1
+                    continue
+            elif stamp and text[:19] == stamp and text[19:] in ends:
+                self._header = True  # (the same second: the time is already at least that)
+                recognized += 1
+                continue
+            result = parse(text)
+            if isinstance(result, list):
+                recognized += 1
+                events += result
+                if self._header:  # a header parsed in full: the next of its second and level are taken above
+                    if self._stamp[0] != stamp:
+                        stamp, ends = self._stamp[0], set[str]()
+                    ends.add(text[19:])
+            elif result is not None:
+                errors += 1
+        return BlockResult(events, recognized, errors)
+
+    def flush(self) -> list[Event]:
+        """End of input: nothing is held across lines but the current record's time."""
+        return []
+
+    def _epoch(self, stamp: str, match: re.Match[str]) -> float | None:
+        """Local `YYYY-MM-DD HH:MM:SS` in the configured zone; the last stamp is remembered."""
+        if stamp == self._stamp[0]:
+            return self._stamp[1]
+        year, month, day, hour, minute, second = (int(g) for g in match.groups()[:6])
+        try:
+            when = datetime(year, month, day, hour, minute, second, tzinfo=self._tz).timestamp()
+        except ValueError:
+            return None
+        self._stamp = (stamp, when)
+        return when
+
+    def _parse_text(self, text: str) -> ParseResult:
+        if "\x1b" in text:
+            text = strip_ansi(text)
+        text = text.rstrip("\r\n")
+        header = ls.HEADER.match(text) if text[:1].isdigit() else None
+        if header is not None:
+            return self._start(text[:19], header, header[7], two_line=True)
+        if text.startswith("[") and text[1:2].isdigit():
+            one = ls.ONE_LINE.match(text)
+            if one is not None:
+                started = self._start(text[1:20], one, one[7], two_line=False)
+                message = self._message(text[one.end() :])
+                if not isinstance(started, list) or not isinstance(message, list):
+                    return started if not isinstance(started, list) else message
+                return started + message
+        if not self._open:
+            return None
+        if self._header:
+            self._header = False
+            if not text.startswith(" "):
+                return None
+            return self._message(text[1:])
+        return self._message(text)
+
+    def _start(self, stamp: str, match: re.Match[str], level: str, *, two_line: bool) -> ParseResult:
+        """A record begins: its time (never before the last one) and level."""
+        if level not in ls.LEVELS:
+            return ParseError(f"lmstudio: level {level[:10]!r}")
+        when = self._epoch(stamp, match)
+        if when is None:
+            return ParseError(f"lmstudio: no such time {stamp!r}")
+        self._last = max(when, self._last) if self._open else when
+        self._open = True
+        self._header = two_line
+        if level == "DEBUG" and not self._seen_debug:
+            self._seen_debug = True
+            if self._blind:
+                return [self._set_blind("")]
+        return []
+
+    def _message(self, message: str) -> ParseResult:
+        """The events of a record's message (or of one of its continuation lines)."""
+        tags, body = ls.split_tags(message)
+        if tags and body.startswith(ls.GENERATION):
+            self._model = ls.model_of(tags)
+        try:
+            return self._body(body)
+        except ls.GarbledError as exc:
+            return ParseError(f"lmstudio: {exc}")
+
+    def _body(self, body: str) -> list[Event]:
+        now = self._last
+        if body.startswith("Prompt cache"):
+            return self._prompt_cache(body, now)
+        if body.startswith("Cache reuse summary"):
+            match = ls.REUSE.match(body)
+            if match is None:
+                raise ls.GarbledError("a torn `Cache reuse summary` line")
+            return self._record(int(match[2]), int(match[1]), "llama.cpp", None)
+        if body.startswith("Trimmed ") and not body.startswith("Trimmed tokens"):
+            match = ls.TRIMMED.match(body)
+            if match is None:
+                raise ls.GarbledError("a torn `Trimmed` line")
+            return [LmstudioCacheEvent(self.source, now, "trim", tokens=int(match[1]))]
+        for start, reason in ls.CLEARS:
+            if body.startswith(start):
+                return [LmstudioCacheEvent(self.source, now, "clear", reason=reason)]
+        if "prompt cache disk usage" in body:
+            disk = ls.DISK.search(body)
+            if disk is None:
+                raise ls.GarbledError("a torn disk usage line")
+            used, cap = float(disk[1]) * ls.MIB, float(disk[2]) * ls.MIB
+            return [LmstudioDiskUsage(self.source, now, used, cap, int(disk[3]))]
+        if body.startswith(ls.GENERATION):
+            return self._generation(now)
+        return []
+
+    def _prompt_cache(self, body: str, now: float) -> list[Event]:
+        if body.startswith("Prompt cache: "):
+            match = ls.USING.match(body)
+            if match is None:
+                raise ls.GarbledError("a torn `Prompt cache: using` line")
+            return self._record(int(match[2]), int(match[1]), "mlx", None)
+        if body.startswith("Prompt cache restore: "):
+            match = ls.RESTORE.match(body)
+            if match is None:
+                raise ls.GarbledError("a torn `Prompt cache restore` line")
+            cached, uncached = int(match[1]), int(match[2])
+            return self._record(cached + uncached + 1, cached, "mlx-vision", float(match[3]) / 100)
+        return []
+
+    def _label(self) -> str:
+        model = self._model
+        if model in self._labels or not model:
+            return model
+        if len(self._labels) >= MAX_MODELS:
+            return "other"
+        self._labels.add(model)
+        return model
+
+    def _record(self, prompt: int, cached: int, runtime: str, efficiency: float | None) -> list[Event]:
+        if cached > prompt:
+            raise ls.GarbledError(f"{cached} cached of a {prompt}-token prompt")
+        self._records += 1
+        record = LmstudioRequest(
+            self.source, self._last, prompt, cached, model=self._label(), runtime=runtime,
+            lifetime_efficiency=efficiency,
+        )  # fmt: skip
+        events: list[Event] = [record]
+        if self._blind:
+            events.append(self._set_blind(""))
+        return events
+
+    def _generation(self, now: float) -> list[Event]:
+        self._generations += 1
+        events: list[Event] = [LmstudioCompletion(self.source, now, self._label())]
+        if (
+            self._generations >= BLIND_AFTER
+            and not self._records
+            and not self._seen_debug
+            and not self._blind
+        ):
+            events.append(self._set_blind("verbose_off"))
+        return events
+
+    def _set_blind(self, reason: str) -> EngineFact:
+        self._blind = reason
+        return EngineFact(self.source, self._last, "blind", reason)

@@ -1,0 +1,325 @@
+"""The LM Studio engine: lines from public pastes (framing) and mlx-engine's format strings -> records.
+
+Sources (samples/README.lmstudio.md): LM Studio 0.3.15 (lmstudio-bug-tracker#597), 0.3.18 (#778), 0.3.31
+(#1143), 0.4.5 (#2419), 0.4.12 (#1826), the 2025-09-23 paste in ml-explore/mlx-lm#480; mlx-engine's
+cache_wrapper.py, batched_vision/prompt_cache/coordinator.py and cache_store.py.
+"""
+
+# Lines from the pastes and format strings are kept whole, however long.
+# ruff: noqa: E501
+
+from __future__ import annotations
+
+import json
+import random
+import shutil
+import subprocess
+
+import pytest
+from test_golden import SAMPLES
+from test_replay_cli import contract_dir
+
+from kvwatch.cli import main
+from kvwatch.engines import detect_engine, make_parser, markers_of
+from kvwatch.engines.lmstudio.parser import MAX_MODELS
+from kvwatch.model import (
+    EngineFact,
+    Event,
+    LmstudioCacheEvent,
+    LmstudioCompletion,
+    LmstudioDiskUsage,
+    LmstudioRequest,
+    LogLine,
+)
+from kvwatch.parsers.base import ParseError, ParseResult, ParserSettings
+
+# LM Studio 0.3.31, 2025-11-09 (lmstudio-bug-tracker#1143): two-line records.
+PASTE_0_3_31 = [
+    "2025-11-09 12:35:14  [INFO]",
+    " [qwen/qwen2.5-coder-14b] Running chat completion on conversation with 6 messages.",
+    "2025-11-09 12:35:14 [DEBUG]",
+    " [Client=OM2fYNy+4oht56F7WXGAZ2Tq] Client created.",
+    "2025-11-09 12:35:14 [DEBUG]",
+    " [cache_wrapper][INFO]: Trimmed 2723 tokens from the prompt cache",
+    "2025-11-09 12:35:14  [INFO]",
+    " [qwen/qwen2.5-coder-14b] Prompt processing progress: 0.0%",
+]
+# LM Studio 0.3.18, 2025-07-19 (lmstudio-bug-tracker#778): one-line records, continuation lines.
+PASTE_0_3_18 = [
+    "[2025-07-19 20:33:33][DEBUG] Received request: POST to /v1/chat/completions with body { <REDACTED>",
+    "[2025-07-19 20:33:33][INFO][LM STUDIO SERVER] Running chat completion on conversation with 9 messages.",
+    "[2025-07-19 20:33:33][DEBUG] Sampling params:\trepeat_last_n = 64, repeat_penalty = 1.100, frequency_penalty = 0.000, presence_penalty = 0.000",
+    "\tdry_multiplier = 0.000, dry_base = 1.750, dry_allowed_length = 2, dry_penalty_last_n = -1",
+    "[2025-07-19 20:33:33][DEBUG] Looking for non-prefix contiguous prompt sequences of size >= 256 to reuse from cache",
+    "Cache reuse summary: 939/939 of prompt (100%), 939 prefix, 0 non-prefix",
+    "Total prompt tokens: 939",
+    "Prompt tokens to decode: 1",
+]
+# mlx-engine cache_wrapper.py:254 (ef77245) under 0.4.x framing.
+USING = [
+    "2026-05-15 14:02:11 [DEBUG]",
+    " [cache_wrapper][INFO]: Prompt cache: using 11872/12500 tokens from cache",
+]
+# The 2025-09-23 paste (ml-explore/mlx-lm#480).
+NOT_TRIMMABLE = [
+    "2025-09-23 01:57:07 [DEBUG]",
+    " [cache_wrapper][WARNING]: Tried to trim '71' tokens from the prompt cache, but could not: Cache is not trimmable. Clearing the cache instead.",
+]
+# coordinator.py:104 and cache_store.py:529 (e2f0e89), figures of lmstudio-bug-tracker#2419.
+VISION = [
+    "2026-09-19 10:04:00 [DEBUG]",
+    " [coordinator][INFO]: Prompt cache restore: cached_tokens=17408 uncached_tokens=24 lifetime_efficiency=62.41%",
+    "2026-09-19 10:04:02 [DEBUG]",
+    " [cache_store][INFO]: VLM prompt cache disk usage: used_mib=7244.8 cap_mib=166720.0 records=232 lifetime=model_load",
+]
+
+
+def run(lines: list[str], tz: str = "UTC") -> tuple[list[Event], list[ParseResult]]:
+    """Feed lines as the pipeline does (the engine's markers, then parse)."""
+    parser = make_parser("lmstudio", "src", ParserSettings(year=2026, tz=tz))
+    markers = markers_of("lmstudio") or ()
+    events: list[Event] = []
+    results: list[ParseResult] = []
+    for text in lines:
+        result = parser.parse(LogLine("src", text)) if any(m in text for m in markers) else None
+        results.append(result)
+        if isinstance(result, list):
+            events += result
+    return events + parser.flush(), results
+
+
+def of(kind: type, lines: list[str]) -> list[object]:
+    return [e for e in run(lines)[0] if isinstance(e, kind)]
+
+
+def test_two_line_records_take_the_headers_time_and_the_models_label() -> None:
+    """0.3.31: the trim is counted at its header's time; the completion names its model."""
+    results = run(PASTE_0_3_31)[1]
+    assert [LmstudioCompletion("src", 1762691714.0, "qwen/qwen2.5-coder-14b")] == of(
+        LmstudioCompletion, PASTE_0_3_31
+    )
+    assert [LmstudioCacheEvent("src", 1762691714.0, "trim", tokens=2723)] == of(
+        LmstudioCacheEvent, PASTE_0_3_31
+    )
+    # (the message lines of the client and the progress hold no marker: the pipeline never hands them over)
+    assert [False, False, False, True, False, False, False, True] == [r is None for r in results]
+    assert all(isinstance(r, list) for r in results if r is not None)
+
+
+def test_prompt_cache_using_is_a_request_record() -> None:
+    """`Prompt cache: using N/M tokens from cache`: M prompt tokens, N of them cached."""
+    [record] = of(LmstudioRequest, PASTE_0_3_31[:2] + USING)
+    assert isinstance(record, LmstudioRequest)
+    assert (12500, 11872, "mlx", "qwen/qwen2.5-coder-14b", 1778853731.0) == (
+        record.prompt_tokens, record.cached_tokens, record.runtime, record.model, record.time,
+    )  # fmt: skip
+
+
+def test_one_line_records_and_the_llama_cpp_runtimes_continuation_lines() -> None:
+    """0.3.18: `Cache reuse summary` after its DEBUG record is one record; `[LM STUDIO SERVER]` is no model."""
+    [record] = of(LmstudioRequest, PASTE_0_3_18)
+    assert isinstance(record, LmstudioRequest)
+    assert (939, 939, "llama.cpp", "", 1752957213.0) == (
+        record.prompt_tokens, record.cached_tokens, record.runtime, record.model, record.time,
+    )  # fmt: skip
+    results = run(PASTE_0_3_18)[1]
+    assert all(isinstance(r, list) for r in results if r is not None)
+
+
+def test_vision_restore_and_disk_usage() -> None:
+    """uncached = prompt - 1 - cached; lifetime efficiency as a 0-1 ratio; disk MiB as bytes."""
+    [record] = of(LmstudioRequest, VISION)
+    assert isinstance(record, LmstudioRequest)
+    assert (17433, 17408, "mlx-vision", 0.6241) == (
+        record.prompt_tokens, record.cached_tokens, record.runtime, record.lifetime_efficiency,
+    )  # fmt: skip
+    [disk] = of(LmstudioDiskUsage, VISION)
+    assert LmstudioDiskUsage("src", 1789812242.0, 7244.8 * 2**20, 166720.0 * 2**20, 232) == disk
+
+
+@pytest.mark.parametrize(
+    ("message", "reason"),
+    [
+        (NOT_TRIMMABLE[1][1:], "not_trimmable"),
+        (
+            "[cache_wrapper][ERROR]: Tokens trimmed from cache (12) is less than expected (40). Clearing the cache.",
+            "short_trim",
+        ),
+        (
+            "[CacheWrapper][WARN] Could not determine the number of tokens in the cache, clearing the cache.",
+            "unknown_length",
+        ),
+        (
+            "[cache_wrapper][WARNING]: Could not determine the number of tokens in the live cache. Resetting it.",
+            "unknown_length",
+        ),
+        (
+            "[cache_wrapper][WARNING]: The live cache is longer than the tracked token history. Resetting it.",
+            "inconsistent",
+        ),
+        (
+            "[cache_wrapper][INFO]: Clearing current prompt cache and adding draft model to the cache",
+            "draft_model",
+        ),
+    ],
+)
+def test_cache_clears_are_named(message: str, reason: str) -> None:
+    """Every message that drops mlx-engine's whole cache is one clear with its reason (old and new loggers)."""
+    [event] = of(LmstudioCacheEvent, ["2025-09-23 01:57:07 [DEBUG]", " " + message])
+    assert LmstudioCacheEvent("src", 1758592627.0, "clear", reason=reason) == event
+
+
+def test_local_time_in_the_configured_zone() -> None:
+    """Headers carry local time without a zone: the parser reads them in `tz`."""
+    [record] = [e for e in run(USING, tz="Europe/Berlin")[0] if isinstance(e, LmstudioRequest)]
+    assert 1778853731.0 - 7200 == record.time
+
+
+def test_garbled_and_foreign_lines() -> None:
+    """A torn cache line is a parse error; a line before any record, or a message line without its
+    leading space, is not recognised."""
+    torn = [
+        "2026-05-15 14:02:11 [DEBUG]",
+        " [cache_wrapper][INFO]: Prompt cache: using 12/x tokens from cache",
+    ]
+    assert isinstance(run(torn)[1][1], ParseError)
+    too_many = [
+        "2026-05-15 14:02:11 [DEBUG]",
+        " [cache_wrapper][INFO]: Prompt cache: using 13/12 tokens from cache",
+    ]
+    assert isinstance(run(too_many)[1][1], ParseError)
+    assert [None] == run(["Cache reuse summary: 1/2 of prompt (50%), 1 prefix, 0 non-prefix"])[1]
+    assert (
+        None
+        is run(
+            [
+                "2026-05-15 14:02:11 [DEBUG]",
+                "[cache_wrapper][INFO]: Prompt cache: using 1/2 tokens from cache",
+            ]
+        )[1][1]
+    )
+    assert isinstance(run(["2026-02-30 14:02:11  [INFO]"])[1][0], ParseError)
+
+
+def test_model_labels_are_bounded() -> None:
+    """At most MAX_MODELS model labels per source, then `other`."""
+    lines = []
+    for n in range(MAX_MODELS + 2):
+        lines += [
+            "2026-05-15 14:02:11  [INFO]",
+            f" [model-{n}] Running chat completion on conversation with 2 messages.",
+        ]
+        lines += USING
+    models = [e.model for e in run(lines)[0] if isinstance(e, LmstudioRequest)]
+    assert [f"model-{n}" for n in range(MAX_MODELS)] + ["other", "other"] == models
+
+
+def test_blind_until_a_debug_record_shows_up() -> None:
+    """Two completions without any DEBUG record set `blind`; the first DEBUG record clears it."""
+    completion = [
+        "2026-04-19 13:27:56  [INFO]",
+        " [google/gemma-4-e4b] Running chat completion on conversation with 2 messages.",
+    ]
+    facts = [(e.key, e.value) for e in run(completion * 3 + USING)[0] if isinstance(e, EngineFact)]
+    assert [("blind", "verbose_off"), ("blind", "")] == facts
+    assert [] == [e for e in run(USING + completion * 3)[0] if isinstance(e, EngineFact)]
+
+
+@pytest.mark.parametrize(
+    "sample",
+    [
+        "lmstudio-v0-4-mlx-healthy.log",
+        "lmstudio-v0-4-mlx-zero-reuse.log",
+        "lmstudio-v0-4-mlx-vision.log",
+        "lmstudio-v0-4-verbose-off.log",
+        "lmstudio-v0-3-18-llamacpp.log",
+        "lmstudio-2025-09-not-trimmable.log",
+    ],
+)
+def test_detection_without_a_flag(sample: str) -> None:
+    """Each framing is detected from its head."""
+    assert "lmstudio" == detect_engine((SAMPLES / sample).read_text()[:65536])
+
+
+@pytest.mark.parametrize(
+    "text", ["\n".join(PASTE_0_3_31), "\n".join(PASTE_0_3_18), "\n".join(NOT_TRIMMABLE * 2)]
+)
+def test_detection_of_the_pastes(text: str) -> None:
+    """The pastes' own lines are detected too."""
+    assert "lmstudio" == detect_engine(text)
+
+
+def test_no_signal_names_the_verbose_logging_setting(capsys: pytest.CaptureFixture[str]) -> None:
+    """Verbose Logging off: no_signal with LM Studio's own setting in its payload; a healthy log: no alert."""
+    assert 0 == main(["replay", "--format", "json", str(SAMPLES / "lmstudio-v0-4-verbose-off.log")])
+    [alert] = json.loads(capsys.readouterr().out)["alerts"]
+    assert ("no_signal", "verbose_off") == (alert["alert"], alert["evidence"]["reason"])
+    assert alert["evidence"]["setting"].startswith("Verbose Logging")
+    assert 0 == main(["replay", "--format", "json", str(SAMPLES / "lmstudio-v0-4-mlx-healthy.log")])
+    assert [] == json.loads(capsys.readouterr().out)["alerts"]
+
+
+def test_zero_reuse_on_follow_ups_fires_prefix_reuse_broken(capsys: pytest.CaptureFixture[str]) -> None:
+    """mlx-engine#327's shape: `using 0/N` on every follow-up."""
+    assert 0 == main(["replay", "--format", "json", str(SAMPLES / "lmstudio-v0-4-mlx-zero-reuse.log")])
+    assert ["prefix_reuse_broken"] == [a["alert"] for a in json.loads(capsys.readouterr().out)["alerts"]]
+
+
+def test_contract_rows_and_promtool(capsys: pytest.CaptureFixture[str]) -> None:
+    """The contract's LM Studio families exist with their types and labels; promtool finds nothing wrong."""
+    assert 0 == main(
+        [
+            "replay",
+            "--format",
+            "prom",
+            str(SAMPLES / "lmstudio-v0-4-mlx-vision.log"),
+            str(SAMPLES / "lmstudio-2025-09-not-trimmable.log"),
+        ]
+    )
+    out = capsys.readouterr().out
+    types = dict(line.split()[2:4] for line in out.splitlines() if line.startswith("# TYPE "))
+    rows = [
+        r
+        for r in (contract_dir() / "metrics.txt").read_text().splitlines()
+        if r.startswith("kvwatch_lmstudio_")
+    ]
+    assert len(rows) >= 6
+    for row in rows:
+        name, kind, labels = row.split()
+        assert kind == types.get(name), name
+        series = [line for line in out.splitlines() if line.startswith(name + "{")]
+        assert series and all(
+            sorted(labels.split(","))
+            == sorted(p.split("=")[0] for p in s.split("{")[1].split("}")[0].split(","))
+            for s in series
+        ), name
+    promtool = shutil.which("promtool")
+    assert promtool is not None
+    done = subprocess.run(
+        [promtool, "check", "metrics"], input=out, capture_output=True, text=True, check=False
+    )
+    assert (0, "") == (done.returncode, done.stdout + done.stderr)
+
+
+@pytest.mark.parametrize("sample", sorted(p.name for p in SAMPLES.glob("lmstudio-*.log")))
+@pytest.mark.parametrize("most", [1, 3, 7, 4096])
+def test_parse_block_is_parse_line_by_line(sample: str, most: int) -> None:
+    """The block path's shortcuts give what `parse` gives, however the lines are cut into blocks:
+    events, recognised and refused lines, and the parser's state after."""
+    lines = (SAMPLES / sample).read_text().splitlines()
+    one = make_parser("lmstudio", "src", ParserSettings(year=2026))
+    results = [one.parse(LogLine("src", text)) for text in lines]
+    want = [e for r in results if isinstance(r, list) for e in r]
+    other = make_parser("lmstudio", "src", ParserSettings(year=2026))
+    cuts, at, got, recognized, errors = random.Random(most), 0, [], 0, 0
+    while at < len(lines):
+        size = cuts.randint(1, most)
+        block = other.parse_block(lines[at : at + size])  # type: ignore[attr-defined]
+        got += block.events
+        recognized += block.recognized
+        errors += block.errors
+        at += size
+    assert want == got
+    assert sum(isinstance(r, list) for r in results) == recognized
+    assert sum(isinstance(r, ParseError) for r in results) == errors
+    assert vars(one) == vars(other)
