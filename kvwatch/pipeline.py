@@ -11,7 +11,7 @@ import math
 from collections.abc import Callable, Iterable
 
 from kvwatch.alerts import AlertBook
-from kvwatch.detectors import DetectorSettings, detect_all
+from kvwatch.detectors import DetectorSettings, Memo, detect_all
 from kvwatch.metrics import Metrics
 from kvwatch.metrics.derived import AlertCollector, PinnedCollector
 from kvwatch.model import Alert, Event, Finding
@@ -44,6 +44,7 @@ class Pipeline:
         self.next_tick: float | None = None
         #: Findings decided outside the detectors (a probe's, by its name), part of every tick until replaced.
         self.held: dict[str, list[Finding]] = {}
+        self.memo = Memo()
         metrics.registry.register(AlertCollector(self.book))
         metrics.registry.register(PinnedCollector(self.windows, lambda: self.settings.pinned_cache_length))
 
@@ -93,4 +94,4 @@ class Pipeline:
     def tick(self, now: float) -> list[Alert]:
         """Run the detectors at event time `now`; return the alert transitions."""
         held = [finding for _, found in sorted(self.held.items()) for finding in found]
-        return self.book.update(detect_all(self.windows, now, self.settings) + held, now)
+        return self.book.update(detect_all(self.windows, now, self.settings, self.memo) + held, now)

@@ -12,7 +12,9 @@ from __future__ import annotations
 
 from array import array
 from collections import deque
+from collections.abc import Sequence
 from dataclasses import dataclass, field
+from itertools import islice
 
 from kvwatch.engines import ENGINES, engine_of
 from kvwatch.engines.base import RequestAdapter
@@ -46,6 +48,14 @@ POINT_TAIL = 64
 #: Usage records (#6) kept per (source, model), and how many such groups at most.
 MAX_USAGE = 5000
 MAX_USAGE_GROUPS = 256
+
+
+def newest(points: Sequence[RequestPoint], count: int) -> list[RequestPoint]:
+    """`list(points)[-count:]`, without copying a whole window to keep its last few."""
+    size = len(points)
+    if count <= 0 or size <= count:
+        return list(points)[-count:]
+    return list(islice(points, size - count, None))
 
 
 @dataclass(frozen=True, slots=True)
@@ -162,7 +172,12 @@ class Windows:
         self.max_requests = max_requests
         self.sources: dict[str, SourceWindow] = {}
         self.requests: dict[Labels, deque[RequestPoint]] = {}
+        #: The same points by slot: each group's slots (those it holds a point of), each slot's in order.
+        self.slots: dict[Labels, dict[int | None, deque[RequestPoint]]] = {}
         self.usage: dict[tuple[str, str], deque[UsageRecord]] = {}
+        #: Changes whenever a request group or a source's kind or facts change: what the request detectors
+        #: read (kvwatch.detectors.Memo keeps their findings while it stays the same).
+        self.version = 0
         # event type -> (the engine that makes it ("": none), whether a window keeps something of it)
         self._owners: dict[type, tuple[str, bool]] = {}
 
@@ -171,13 +186,16 @@ class Windows:
         window = self.sources.get(name)
         if window is None:
             window = self.sources[name] = SourceWindow()
+            self.version += 1
         return window
 
     def forget(self, source: str) -> None:
         """Drop everything kept of `source` (a source removed from the config)."""
+        self.version += 1
         self.sources.pop(source, None)
         for labels in [k for k in self.requests if dict(k).get("source") == source]:
             del self.requests[labels]
+            self.slots.pop(labels, None)
         for key in [k for k in self.usage if k[0] == source]:
             del self.usage[key]
 
@@ -195,8 +213,9 @@ class Windows:
             known = self._owners[kind] = (name, converted or issubclass(kind, _KEPT))
         owner, kept = known
         # A source's engine is that of its events (a startup fact does not overrule a request's).
-        if owner and (not window.kind or type(event) is not EngineFact):
+        if owner and window.kind != owner and (not window.kind or type(event) is not EngineFact):
             window.kind = owner
+            self.version += 1
         if not kept:  # (an engine's batch lines: metrics only, nothing for the detectors)
             return
         # The commonest events first, each with one isinstance.
@@ -228,6 +247,7 @@ class Windows:
             self._engine(window, event.engine)
         elif isinstance(event, EngineFact):
             window.facts[event.key] = event.value
+            self.version += 1
         elif isinstance(event, RequestRecord):
             self._record(event)
         elif isinstance(event, CachePrefetch):
@@ -287,10 +307,25 @@ class Windows:
         self._add_request(labels, point)
 
     def _add_request(self, labels: Labels, point: RequestPoint) -> None:
+        self.version += 1
         points = self.requests.get(labels)
         if points is None:
             points = self.requests[labels] = deque(maxlen=self.max_requests)
+            self.slots[labels] = {}
+        slots = self.slots[labels]
+        if len(points) == points.maxlen:  # the oldest point leaves: so it does its slot's
+            if not points:  # (a window that keeps none)
+                return
+            oldest = points[0]
+            kept = slots[oldest.slot]
+            kept.popleft()
+            if not kept:
+                del slots[oldest.slot]
         points.append(point)
+        same = slots.get(point.slot)
+        if same is None:
+            same = slots[point.slot] = deque()
+        same.append(point)
 
     # -----------------------------------------------------------------------------------------
     # Usage records (#6): whole records per (source, raw model) for hit_rate_gap and
@@ -313,6 +348,7 @@ class Windows:
 
     def _restart(self, window: SourceWindow, event: ServerRestart) -> None:
         # A restarted engine starts from a cold cache: history from before says nothing about it.
+        self.version += 1
         window.engines.clear()
         window.last_stats = None
         window.started = event.time
@@ -326,3 +362,4 @@ class Windows:
             window.facts.pop(key, None)
         for labels in [k for k in self.requests if dict(k).get("source") == event.source]:
             self.requests[labels].clear()
+            self.slots[labels].clear()

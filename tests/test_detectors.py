@@ -13,11 +13,13 @@ from kvwatch.model import (
     EngineFact,
     Event,
     LlamaRequest,
+    RequestRecord,
     ServerRestart,
     UsageRecord,
     VllmKvTransfer,
     VllmStats,
 )
+from kvwatch.window import RequestPoint
 
 T0 = 1_787_000_000.0
 
@@ -472,3 +474,127 @@ def test_pinned_cache_length_in_one_conversation_says_so() -> None:
 def test_pinned_cache_length_without_a_known_conversation_keeps_the_share_rule() -> None:
     """Gateway records carry no conversation: three pinned growing requests are not enough there."""
     assert [] == fires(pinned_cache.detect, usage_day([943] * 4, PINNED[:4]), pinned_cache.Settings())
+
+
+def scanned_per_slot(
+    points: list[RequestPoint], cfg: prefix_reuse.Settings
+) -> dict[int | None, list[RequestPoint]]:
+    """Each slot's last `requests` sizeable points, by a scan of the whole group (what the window's
+    per-slot index saves a tick)."""
+    slots: dict[int | None, list[RequestPoint]] = {}
+    for point in reversed(points):
+        if point.prompt >= cfg.min_prompt:
+            found = slots.setdefault(point.slot, [])
+            if len(found) < cfg.requests:
+                found.append(point)
+    return {slot: found[::-1] for slot, found in slots.items()}
+
+
+@pytest.mark.parametrize("seed", range(4))
+def test_prefix_reuse_reads_each_slot_as_a_scan_of_the_group_would(seed: int) -> None:
+    """prefix_reuse_broken's per-slot view, read from the window's slots, is the whole group's scan."""
+    from kvwatch.window import Windows
+
+    rng = random.Random(seed)
+    windows = Windows(max_requests=rng.choice((10, 100, 500)))
+    for i in range(1500):
+        slot = rng.choice((0, 1, 2, 3, None)) if rng.random() < 0.9 else rng.randrange(100)
+        windows.observe(RequestRecord("l", T0 + i, rng.randrange(1, 6000), rng.randrange(0, 600), slot=slot))
+        if i % 50 == 0:
+            cfg = prefix_reuse.Settings(
+                requests=rng.randrange(1, 9), min_prompt=rng.choice((0, 256, 3000, 7000))
+            )
+            [(labels, points)] = windows.requests.items()
+            assert scanned_per_slot(list(points), cfg) == prefix_reuse._per_slot(windows.slots[labels], cfg)
+
+
+def random_session(rng: random.Random, count: int) -> list[Event]:
+    """Requests on three slots and a gateway, in phases of pinned, broken and healthy reuse, with ticks'
+    worth of silence, block-size facts, restarts and settings that change: every input of the request
+    detectors moves."""
+    events: list[Event] = []
+    t, prompt, mode = 0.0, 2000, "pinned"
+    for i in range(count):
+        if i % 40 == 0:
+            mode = rng.choice(("pinned", "broken", "healthy"))
+        t += rng.choice((0.0, 3.0, 10.0, 25.0, 60.0))
+        prompt = prompt + rng.randrange(10, 400) if prompt < 30000 else 2000
+        cached = {"pinned": 1024, "broken": 21, "healthy": prompt - rng.randrange(20, 60)}[mode]
+        pick = rng.random()
+        if pick < 0.75:
+            slot = rng.choice((0, 0, 1, 2))
+            events.append(
+                LlamaRequest(
+                    "l",
+                    T0 + t,
+                    slot,
+                    i,
+                    prompt,
+                    cached,
+                    prompt - cached,
+                    "lcp" if mode == "healthy" else "lru",
+                    full_reprocess=mode == "broken" and rng.random() < 0.7,
+                )
+            )
+        elif pick < 0.9:
+            events.append(UsageRecord("g", T0 + t, "/v1/messages", "m", prompt, cached))
+        elif pick < 0.95:
+            events.append(EngineFact("l", T0 + t, "block_size", rng.choice(("16", "64", "256"))))
+        elif pick < 0.97:
+            events.append(ServerRestart("l", T0 + t, "llamacpp"))
+        else:
+            events.append(EngineFact("l", T0 + t, "version", "b1"))  # (a fact no request detector reads)
+    return events
+
+
+@pytest.mark.parametrize("seed", range(5))
+def test_a_memo_changes_no_tick(seed: int) -> None:
+    """detect_all with a memo (the request detectors asked only when their windows changed) finds at
+    every tick what it finds without one, whatever changed in between; both request alerts fire."""
+    from kvwatch.detectors import DetectorSettings, Memo, detect_all
+    from kvwatch.window import Windows
+
+    rng = random.Random(seed)
+    windows, memo = Windows(max_requests=rng.choice((20, 500))), Memo()
+    settings = [
+        DetectorSettings(),
+        DetectorSettings(prefix_reuse_broken=prefix_reuse.Settings(requests=4, waste_requests=2)),
+        DetectorSettings(pinned_cache_length=pinned_cache.Settings(min_requests=4, max_requests=12)),
+    ]
+    fired: set[str] = set()
+    now, chosen = T0, settings[0]
+    for event in random_session(rng, 1500):
+        while now + 10 <= event.time:  # every tick up to the event, as Pipeline.advance runs them
+            now += 10
+            expected = detect_all(windows, now, chosen)
+            assert expected == detect_all(windows, now, chosen, memo)
+            fired |= {f.alert for f in expected}
+        windows.observe(event)
+        if rng.random() < 0.02:
+            chosen = rng.choice(settings)
+        if rng.random() < 0.003:
+            windows.forget(rng.choice(("l", "g")))
+    assert {"pinned_cache_length", "prefix_reuse_broken"} <= fired
+
+
+def test_a_memo_changes_no_tick_of_any_sample(
+    monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """Replaying every sample, each tick's findings with the pipeline's memo are those without it."""
+    import kvwatch.pipeline
+    from kvwatch.detectors import detect_all
+
+    ticks = []
+
+    def checked(windows, now, settings, memo=None):  # type: ignore[no-untyped-def]
+        found = detect_all(windows, now, settings, memo)
+        assert found == detect_all(windows, now, settings)
+        ticks.append(bool(found))
+        return found
+
+    monkeypatch.setattr(kvwatch.pipeline, "detect_all", checked)
+    logs = sorted(p for p in SAMPLES.iterdir() if not p.name.endswith((".golden", ".md", ".json", ".py")))
+    for log in logs:
+        assert 0 == main(["replay", "--format", "golden", "--year", "2026", str(log)])
+    capsys.readouterr()
+    assert len(logs) >= 40 and len(ticks) > 1000 and sum(ticks) > 100

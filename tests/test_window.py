@@ -183,3 +183,37 @@ def test_engines_adapters_make_request_points_and_count_how_exact() -> None:
     assert (1, 0) == (after.sources["l"].exact_requests, after.sources["l"].derived_requests)
     [gateway] = after.requests[(("source", "g"), ("entry", "/v1/messages"))]
     assert (200, 150, "") == (gateway.prompt, gateway.cached, gateway.conversation)
+
+
+@pytest.mark.parametrize("seed", range(4))
+def test_each_slots_points_are_the_windows_own(seed: int) -> None:
+    """`Windows.slots` holds each request group's points by slot, in order, and only those: through
+    evictions at the count cap, restarts and a forgotten source (prefix_reuse_broken reads it)."""
+    from kvwatch.model import RequestRecord, ServerRestart, UsageRecord
+
+    rng = random.Random(seed)
+    windows = Windows(max_requests=rng.choice((1, 5, 40)))
+    for i in range(2000):
+        t = T0 + i
+        source = rng.choice(("a", "b"))
+        pick = rng.random()
+        if pick < 0.85:
+            slot = rng.choice((0, 1, 2, 7, None))
+            windows.observe(
+                RequestRecord(source, t, rng.randrange(1, 9000), rng.randrange(0, 900), slot=slot)
+            )
+        elif pick < 0.95:
+            windows.observe(UsageRecord(source, t, rng.choice(("/v1/messages", "/v1/chat")), "m", 300, 200))
+        elif pick < 0.99:
+            windows.observe(ServerRestart(source, t, "llamacpp"))
+        else:
+            windows.forget(source)
+        assert windows.requests.keys() == windows.slots.keys()
+        for labels, points in windows.requests.items():
+            assert len(points) <= windows.max_requests
+            by_slot: dict[int | None, list[object]] = {}
+            for point in points:
+                by_slot.setdefault(point.slot, []).append(point)
+            assert by_slot == {slot: list(kept) for slot, kept in windows.slots[labels].items()}
+            for kept in windows.slots[labels].values():  # (the very points, not equal copies)
+                assert all(any(p is q for q in points) for p in kept)

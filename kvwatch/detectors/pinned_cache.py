@@ -29,7 +29,7 @@ from dataclasses import dataclass
 from operator import attrgetter
 
 from kvwatch.model import Finding
-from kvwatch.window import Labels, RequestPoint, Windows
+from kvwatch.window import Labels, RequestPoint, Windows, newest
 
 CAUSE = (
     "What follows the first {c} tokens changes on every request, so the prefix cache can never reuse "
@@ -117,7 +117,7 @@ def trend(values: Sequence[float]) -> float:
 
 def assess(points: Sequence[RequestPoint], cfg: Settings) -> Assessment:
     """Judge one group's most recent requests."""
-    recent = list(points)[-cfg.max_requests :]
+    recent = newest(points, cfg.max_requests)
     nonzero = Counter(p.cached for p in recent if p.cached > 0)
     if len(recent) < cfg.min_requests or not nonzero:
         return Assessment(0, 0.0, False, len(recent))
@@ -140,7 +140,7 @@ def blocks(cached: int, block_size: int) -> str:
 
 
 def _finding(labels: Labels, points: Sequence[RequestPoint], a: Assessment, cfg: Settings) -> Finding:
-    recent = list(points)[-cfg.max_requests :]
+    recent = newest(points, cfg.max_requests)
     prompt_sum = sum(p.prompt for p in recent)
     mean_all = prompt_sum / len(recent)
     measured = sum(p.cached for p in recent) / prompt_sum if prompt_sum else 0.0
@@ -208,7 +208,7 @@ def conversation_run(points: Sequence[RequestPoint], cfg: Settings) -> Run | Non
     """The longest pinned run ending a conversation among the group's recent requests, if one is long
     enough (only requests that carry a conversation are judged)."""
     conversations: dict[str, list[RequestPoint]] = {}
-    for point in list(points)[-cfg.max_requests :]:
+    for point in newest(points, cfg.max_requests):
         if point.conversation:
             conversations.setdefault(point.conversation, []).append(point)
     best: Run | None = None
@@ -254,13 +254,13 @@ def _conversation_finding(labels: Labels, run: Run, cfg: Settings) -> Finding:
 def _may_be_pinned(points: Sequence[RequestPoint], cfg: Settings) -> bool:
     """False when assess() cannot find the group pinned: too few requests, or its most common
     non-zero cached length covers too few of them (most groups, most ticks: a cheaper count)."""
-    recent = list(points)[-cfg.max_requests :]
+    recent = newest(points, cfg.max_requests)
     if len(recent) < cfg.min_requests:
         return False
     counts = Counter(map(_CACHED, recent))  # (counted in C; then the lengths assess() leaves out)
     for cached in [cached for cached in counts if cached <= 0]:
         del counts[cached]
-    return bool(counts) and counts.most_common(1)[0][1] / len(recent) >= cfg.min_share
+    return bool(counts) and max(counts.values()) / len(recent) >= cfg.min_share
 
 
 def group_settings(windows: Windows, labels: Labels, cfg: Settings) -> Settings:

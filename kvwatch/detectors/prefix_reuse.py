@@ -14,7 +14,7 @@ chunk-shifting feature and plays no part.
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 
 from kvwatch.engines import signals_of
@@ -127,22 +127,31 @@ def _figures(points: Sequence[RequestPoint]) -> dict[str, object]:
     }
 
 
-def _per_slot(points: Sequence[RequestPoint], cfg: Settings) -> dict[int | None, list[RequestPoint]]:
-    """Each slot's last `requests` points of at least `min_prompt` tokens, oldest first."""
-    slots: dict[int | None, list[RequestPoint]] = {}
-    for point in reversed(points):
-        if point.prompt >= cfg.min_prompt:
-            found = slots.setdefault(point.slot, [])
-            if len(found) < cfg.requests:
-                found.append(point)
-    return {slot: found[::-1] for slot, found in slots.items()}
+def _per_slot(
+    slots: Mapping[int | None, Sequence[RequestPoint]], cfg: Settings
+) -> dict[int | None, list[RequestPoint]]:
+    """Each slot's last `requests` points of at least `min_prompt` tokens, oldest first (slots with one)."""
+    # Each slot's own points, newest first: a tick costs O(slots x requests), not O(window).
+    found: dict[int | None, list[RequestPoint]] = {}
+    for slot, points in slots.items():
+        recent: list[RequestPoint] = []
+        sizeable = False
+        for point in reversed(points):
+            if point.prompt >= cfg.min_prompt:
+                sizeable = True
+                if len(recent) >= cfg.requests:
+                    break
+                recent.append(point)
+        if sizeable:
+            found[slot] = recent[::-1]
+    return found
 
 
-def _waste(source: str, points: Sequence[RequestPoint], cfg: Settings) -> Finding | None:
+def _waste(source: str, slots: Mapping[int | None, Sequence[RequestPoint]], cfg: Settings) -> Finding | None:
     """The slot with the most full re-processings of large prompts, when it has `waste_requests`."""
     worst: tuple[int | None, list[RequestPoint], list[RequestPoint]] | None = None
     for slot, recent in sorted(
-        _per_slot(points, cfg).items(), key=lambda item: (item[0] is None, item[0] or 0)
+        _per_slot(slots, cfg).items(), key=lambda item: (item[0] is None, item[0] or 0)
     ):
         wasted = [p for p in recent if p.prompt >= cfg.large_prompt and _poor(p, cfg)]
         if len(wasted) >= cfg.waste_requests and (worst is None or len(wasted) > len(worst[2])):
@@ -186,7 +195,7 @@ def detect(windows: Windows, now: float, cfg: Settings) -> list[Finding]:
         source = dict(labels)["source"]
         if len(labels) != 1 or "server_requests" not in signals_of(windows.source(source).kind):
             continue
-        finding = _judge(source, points, cfg) or _waste(source, points, cfg)
+        finding = _judge(source, points, cfg) or _waste(source, windows.slots[labels], cfg)
         if finding is not None:
             findings.append(finding)
     return findings

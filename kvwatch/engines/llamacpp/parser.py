@@ -143,17 +143,18 @@ class LlamacppParser:
         except ln.GarbledError as exc:
             return ParseError(f"llamacpp: {exc}")
 
-    def slot_tasks(self) -> dict[int, tuple[int, bool]]:
-        """Per slot of the untagged stream, its newest task id and whether it is in progress: who embeds
-        several servers' untagged output (Ollama) tells their lines apart by it."""
+    def slot_task(self, slot: int) -> tuple[int, bool]:
+        """A slot of the untagged stream: its newest task id (-1: none yet) and whether it is in progress.
+        Who embeds several servers' untagged output (Ollama) tells their lines apart by it."""
         stream = self._streams.get(None)
         if stream is None:
-            return {}
-        tasks = {slot: (task, False) for slot, task in stream.finished.items()}
-        for slot, request in stream.requests.items():
-            if request.task >= tasks.get(slot, (-1, False))[0]:
-                tasks[slot] = (request.task, True)
-        return tasks
+            return -1, False
+        finished = stream.finished.get(slot)
+        newest = (finished, False) if finished is not None else (-1, False)
+        request = stream.requests.get(slot)
+        if request is not None and request.task >= newest[0]:
+            return request.task, True
+        return newest
 
     def forget(self) -> None:
         """Forget what is known of the slots, as of a server whose lines were skipped (a guess that the

@@ -296,8 +296,8 @@ class OllamaParser:
         slot, task = int(match[1]), int(match[2])
         best, below, finished = None, -2, None
         for runner, parser in self._runners.items():
-            tasks: Callable[[], dict[int, tuple[int, bool]]] | None = getattr(parser, "slot_tasks", None)
-            newest, running = tasks().get(slot, (-1, False)) if tasks is not None else (-1, False)
+            tasks: Callable[[int], tuple[int, bool]] | None = getattr(parser, "slot_task", None)
+            newest, running = tasks(slot) if tasks is not None else (-1, False)
             if newest == task:
                 if running:
                     return runner
