@@ -14,6 +14,7 @@ from __future__ import annotations
 
 import io
 import random
+import re
 import sys
 from collections.abc import Callable
 from pathlib import Path
@@ -300,3 +301,60 @@ def test_through_the_framing(engine: str, make: Callable[[int], list[str]]) -> N
     want, _ = by_line(engine, texts)
     assert events == want.events
     assert run.counts.parsed() == (len(texts), want.recognized, want.errors)
+
+
+@pytest.mark.parametrize("seed", range(6))
+def test_untagged_fast_forms_are_parse(seed: int) -> None:
+    """The llama.cpp parser's fast forms of an untagged slot or srv line (what Ollama hands its runners)
+    give what `parse` gives, line by line, with the same state after: on runner lines of the bench log
+    and the samples, damaged, at transport times that sometimes go back or are missing."""
+    rng = random.Random(seed)
+    runner_lines = [
+        line.split("]: ", 1)[-1]
+        for line in ollama_log(seed) + two_runners(seed)
+        if "time=" not in line and "[GIN]" not in line
+    ]
+    samples = [
+        line
+        for path in sorted((ROOT / "samples").glob("ollama-0.30*.log"))
+        for line in path.read_text().splitlines()
+        if "time=" not in line
+    ]
+    odd = [
+        "srv  load:  - found better prompt with f_keep = 0.900, sim = 0.950",
+        "srv  x: initializing",
+        "srv   log: \x1b[1mok",
+        "srv  x: idle\r",
+        "srv x:",
+        "srv  update_slots: all slots are idle",
+    ]
+    texts = damaged(runner_lines + samples, odd + [o.split("]: ", 1)[-1] for o in OLLAMA_ODD], rng)
+    for _ in range(20):  # a legacy timing block with a srv line inside: its header is forgotten
+        at = rng.randrange(len(texts))
+        found = re.match(r"slot +\S+: (id +\S+ \| task \S+ \|)", texts[at])
+        if found:
+            bare = f"slot print_timing: {found[1]}"
+            texts[at + 1 : at + 1] = [
+                bare,
+                "srv  update_slots: all slots are idle",
+                "       eval time =    1599.14 ms /    64 tokens",
+            ]
+    general = make_parser("llamacpp", "src", ParserSettings(year=2026))
+    fast = make_parser("llamacpp", "src", ParserSettings(year=2026))
+    wall: float | None = 1781082000.0
+    for text in texts:
+        wall = None if rng.random() < 0.05 else (wall or 1781082000.0) + rng.choice((0.0, 0.0, 1.0, -3.0))
+        want = general.parse(LogLine("src", text, wall))
+        kind = (
+            "untagged_slot" if text.startswith("slot ") else "untagged_srv" if text.startswith("srv ") else ""
+        )
+        got = getattr(fast, kind)(text, wall) if kind else None
+        if got is None:
+            got = fast.parse(LogLine("src", text, wall))
+        assert got == want, text
+        assert llama_state(fast) == llama_state(general), text
+
+
+def llama_state(parser: Any) -> tuple[object, ...]:
+    """What a llama.cpp parser carries to its next line (its streams whole)."""
+    return parser.state_key(), parser._last, parser._streams, parser._runs

@@ -379,8 +379,14 @@ class OllamaParser:
             parser = self._runners[runner] = self._reused()
         when = wall if wall is not None else self._last
         # (the reused parser's fast form of an untagged slot line, if it has one: None, read it whole)
-        fast: Callable[[str, float | None], ParseResult] | None = getattr(parser, "untagged_slot", None)
-        result = fast(text, when) if fast is not None and text.startswith("slot ") else None
+        # (or of an untagged srv line that only moves the clock)
+        kind = (
+            "untagged_slot" if text.startswith("slot ") else "untagged_srv" if text.startswith("srv ") else ""
+        )
+        fast: Callable[[str, float | None], ParseResult] | None = (
+            getattr(parser, kind, None) if kind else None
+        )
+        result = fast(text, when) if fast is not None else None
         if result is None:
             if not any(marker in text for marker in parser.markers):
                 return None
