@@ -72,12 +72,19 @@ def _runs(levels: str) -> re.Pattern[str]:
 #: parse_block's runs, before the first DEBUG record (which may clear `blind`) and after.
 _RUNS = (_runs("INFO|WARN|WARNING|ERROR"), _runs(_LEVELS))
 #: A two-line record: its header's stamp and level, and its message.
-_RECORD = re.compile(rf"({_STAMP_TEXT}) +\[({_LEVELS})\]\n ([^\n]*)\n")
+#: A two-line record: its header's stamp and level, and its message (groups 1-3); for the commonest
+#: two, also mlx-engine's cache line's numbers (4, 5), or LM Studio's model tag of a chat completion (6).
+_RECORD = re.compile(
+    rf"({_STAMP_TEXT}) +\[({_LEVELS})\]\n "
+    r"((?:\[cache_wrapper\]\[INFO\]: Prompt cache: using ([0-9]+)/([0-9]+) tokens from cache"
+    rf"|\[([^\[\]\n]{{1,200}})\] {ls.GENERATION})?[^\n]*)\n"
+)
 _SCANNER = Scanner(_READ)
 
 
 def _read_lines(text: str) -> list[int]:
-    """Where each line of `text` holding something `_body` reads starts, in order."""
+    """Where runs must stop: the start of the line before each line of `text` holding something `_body`
+    reads (its record's header, if it is a message), in order."""
     if text.isascii():  # (a character is a byte: the bytes' offsets are the text's)
         found: Iterable[int] = (at for _, at, _ in _SCANNER.hits(text.encode("ascii")))
     else:
@@ -86,7 +93,8 @@ def _read_lines(text: str) -> list[int]:
     line_end, rfind, find = -1, text.rfind, text.find
     for at in found:
         if at > line_end:
-            starts.append(rfind("\n", 0, at) + 1)
+            before = rfind("\n", 0, at)  # (the end of the line before, if any)
+            starts.append(rfind("\n", 0, before) + 1 if before > 0 else 0)
             line_end = find("\n", at)
     return starts
 
@@ -158,18 +166,19 @@ class LmstudioParser:
     def parse_text(self, text: str) -> BlockResult:
         """`parse` over each line of `text` (whole lines, each ending in `\\n`), reading the block at
         once: one regex match takes a run of records of one second whose messages hold nothing to read
-        (`_RUNS`: their only effect is the time), another a record's header with its message (whose
-        message is then read as `parse` reads it); the lines holding something to read are found first,
-        in one pass (`_read_lines`), and no run goes past them. Any other line is parsed as `parse`
-        parses it."""
+        (`_RUNS`: their only effect is the time), another a record's header with its message (`_RECORD`:
+        the message is read as `parse` reads it, the two commonest from the match's own groups); the
+        lines holding something to read are found first, in one pass (`_read_lines`), and no run goes
+        past them. Any other line is parsed as `parse` parses it."""
         events: list[Event] = []
         recognized = errors = 0
-        parse, count, find = self._parse_text, text.count, text.index
+        elsewhere = 0  # lines not in a run (every line of a run is recognised: counted at the end)
+        parse, find = self._parse_text, text.index
         pos, end = 0, len(text)
         clean = "\x1b" not in text and "\r" not in text
         starts = _read_lines(text) if clean else []
         starts.append(end)
-        index, ahead = 0, starts[0]  # the next line holding something to read
+        index, ahead = 0, starts[0]  # where the next run must stop
         runs, record = _RUNS[self._seen_debug].match, _RECORD.match
         while pos < end:
             if clean:
@@ -177,13 +186,14 @@ class LmstudioParser:
                     index += 1
                     ahead = starts[index]
                 run = runs(text, pos, ahead) if pos < ahead else None
-                if run is not None and (when := self._epoch(run[1])) is not None:
-                    self._last = max(when, self._last) if self._open else when
-                    self._open, self._header = True, False
-                    stop = run.end()
-                    recognized += count("\n", pos, stop)
-                    pos = stop
-                    continue
+                if run is not None:
+                    stamp = run[1]  # (`_epoch`'s remembered stamp, looked at here: most runs have it)
+                    when = self._stamp[1] if stamp == self._stamp[0] else self._epoch(stamp)
+                    if when is not None:
+                        self._last = max(when, self._last) if self._open else when
+                        self._open, self._header = True, False
+                        pos = run.end()
+                        continue
                 found = record(text, pos)
                 if (
                     found is not None
@@ -193,8 +203,17 @@ class LmstudioParser:
                     self._last = max(when, self._last) if self._open else when
                     self._open, self._header = True, False
                     recognized += 1
-                    result = self._message(found[3])
+                    elsewhere += 2
                     pos = found.end()
+                    if (
+                        found[4] is not None and pos - found.end(5) == 19
+                    ):  # (nothing after ` tokens from cache`)
+                        result = self._using(int(found[5]), int(found[4]))
+                    elif found[6] is not None and "prompt cache disk usage" not in found[3]:
+                        self._model = ls.model_of([found[6]])
+                        result = self._generation(self._last)
+                    else:
+                        result = self._message(found[3])
                     if isinstance(result, list):
                         recognized += 1
                         events += result
@@ -204,12 +223,14 @@ class LmstudioParser:
             stop = find("\n", pos)
             result = parse(text[pos:stop])
             pos = stop + 1
+            elsewhere += 1
             if isinstance(result, list):
                 recognized += 1
                 events += result
                 runs = _RUNS[self._seen_debug].match  # (it may have been the first DEBUG record)
             elif result is not None:
                 errors += 1
+        recognized += text.count("\n") - elsewhere
         return BlockResult(events, recognized, errors)
 
     def flush(self) -> list[Event]:
@@ -306,6 +327,13 @@ class LmstudioParser:
         if body.startswith(ls.GENERATION):
             return self._generation(now)
         return []
+
+    def _using(self, prompt: int, cached: int) -> ParseResult:
+        """`_message` of mlx-engine's `[cache_wrapper][INFO]: Prompt cache: using N/M tokens from cache`."""
+        try:
+            return self._record(prompt, cached, "mlx", None)
+        except ls.GarbledError as exc:
+            return ParseError(f"lmstudio: {exc}")
 
     def _prompt_cache(self, body: str, now: float) -> list[Event]:
         if body.startswith("Prompt cache: "):
