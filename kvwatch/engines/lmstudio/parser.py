@@ -79,6 +79,11 @@ _RECORD = re.compile(
     r"((?:\[cache_wrapper\]\[INFO\]: Prompt cache: using ([0-9]+)/([0-9]+) tokens from cache"
     rf"|\[([^\[\]\n]{{1,200}})\] {ls.GENERATION})?[^\n]*)\n"
 )
+#: `_RECORD` and the run of its second after it (as `_RUNS`), before the first DEBUG record and after.
+_RECORD_RUNS = tuple(
+    re.compile(rf"{_RECORD.pattern}(?:\1 +\[(?:{levels})\]\n [^\n]*\n)*")
+    for levels in ("INFO|WARN|WARNING|ERROR", _LEVELS)
+)
 _SCANNER = Scanner(_READ)
 
 
@@ -180,6 +185,7 @@ class LmstudioParser:
         starts.append(end)
         index, ahead = 0, starts[0]  # where the next run must stop
         runs, record = _RUNS[self._seen_debug].match, _RECORD.match
+        record_run = _RECORD_RUNS[self._seen_debug].match
         while pos < end:
             if clean:
                 while ahead < pos:
@@ -194,32 +200,38 @@ class LmstudioParser:
                         self._open, self._header = True, False
                         pos = run.end()
                         continue
-                found = record(text, pos)
-                if (
-                    found is not None
-                    and (self._seen_debug or found[2] != "DEBUG")
-                    and (when := self._epoch(found[1])) is not None
-                ):  # what `_start` does with the header, then `_parse_text` with its message line
-                    self._last = max(when, self._last) if self._open else when
-                    self._open, self._header = True, False
-                    recognized += 1
-                    elsewhere += 2
-                    pos = found.end()
-                    if (
-                        found[4] is not None and pos - found.end(5) == 19
-                    ):  # (nothing after ` tokens from cache`)
-                        result = self._using(int(found[5]), int(found[4]))
-                    elif found[6] is not None and "prompt cache disk usage" not in found[3]:
-                        self._model = ls.model_of([found[6]])
-                        result = self._generation(self._last)
-                    else:
-                        result = self._message(found[3])
-                    if isinstance(result, list):
+                # (the run after the record stops where the next one would: at the first stop past it)
+                after = ahead if ahead > pos else starts[index + 1] if index + 1 < len(starts) else end
+                found = record_run(text, pos, after) or record(text, pos)
+                if found is not None:
+                    stamp, level, message, cached, prompt, model = found.groups()
+                    when = (
+                        None
+                        if level == "DEBUG" and not self._seen_debug  # (the first DEBUG: `_start` reads it)
+                        else self._stamp[1]
+                        if stamp == self._stamp[0]
+                        else self._epoch(stamp)
+                    )
+                    # what `_start` does with the header, then `_parse_text` with the message line
+                    if when is not None:
+                        self._last = max(when, self._last) if self._open else when
+                        self._open, self._header = True, False
                         recognized += 1
-                        events += result
-                    else:
-                        errors += 1
-                    continue
+                        elsewhere += 2  # (the run after it is counted with the others)
+                        pos = found.end()
+                        if cached is not None and found.end(3) - found.end(5) == 18:  # (nothing after it)
+                            result = self._using(int(prompt), int(cached))
+                        elif model is not None and "prompt cache disk usage" not in message:
+                            self._model = ls.model_of([model])
+                            result = self._generation(self._last)
+                        else:
+                            result = self._message(message)
+                        if isinstance(result, list):
+                            recognized += 1
+                            events += result
+                        else:
+                            errors += 1
+                        continue
             stop = find("\n", pos)
             result = parse(text[pos:stop])
             pos = stop + 1
@@ -228,6 +240,7 @@ class LmstudioParser:
                 recognized += 1
                 events += result
                 runs = _RUNS[self._seen_debug].match  # (it may have been the first DEBUG record)
+                record_run = _RECORD_RUNS[self._seen_debug].match
             elif result is not None:
                 errors += 1
         recognized += text.count("\n") - elsewhere
