@@ -358,3 +358,35 @@ def test_untagged_fast_forms_are_parse(seed: int) -> None:
 def llama_state(parser: Any) -> tuple[object, ...]:
     """What a llama.cpp parser carries to its next line (its streams whole)."""
     return parser.state_key(), parser._last, parser._streams, parser._runs
+
+
+def test_lmstudio_records_read_from_the_match_and_their_near_misses() -> None:
+    """The two records parse_text reads from its own match, and records like them that `parse` reads
+    otherwise (a torn number, words after the line, another tag, a disk usage note): the same results."""
+    header = "2026-06-10 09:00:0{} {:>7}"
+    messages = [
+        " [cache_wrapper][INFO]: Prompt cache: using 5/10 tokens from cache",
+        " [cache_wrapper][INFO]: Prompt cache: using 11/10 tokens from cache",
+        " [cache_wrapper][INFO]: Prompt cache: using 5/10 tokens from cache ",
+        " [cache_wrapper][INFO]: Prompt cache: using 5/10 tokens from cache, then more",
+        " [cache_wrapper][INFO]: Prompt cache: using 5/10 tokens from cachet",
+        " [cache_wrapper][DEBUG]: Prompt cache: using 5/10 tokens from cache",
+        " [cache_wrapper][INFO]:Prompt cache: using 5/10 tokens from cache",
+        " [cache_wrapper][INFO]: Prompt cache: using \u0665/10 tokens from cache",
+        " [qwen/qwen3-8b] Running chat completion on conversation with 3 messages.",
+        " [qwen/qwen3-8b] Running chat completion on conversation with prompt cache disk usage",
+        " [qwen/qwen3-8b][x] Running chat completion on conversation with 3 messages.",
+        " [LM STUDIO SERVER] Running chat completion on conversation with 3 messages.",
+        " [a b] Running chat completion on conversation with 3 messages.",
+        " [qwen/qwen3-8b]  Running chat completion on conversation with 3 messages.",
+        " [qwen/qwen3-8b] Streaming response...",
+    ]
+    rng = random.Random(11)
+    for _ in range(40):
+        texts = []
+        for second in range(rng.randint(1, 8)):
+            for _ in range(rng.randint(1, 4)):
+                level = rng.choice(("[INFO]", "[DEBUG]", "[WARN]"))
+                texts += [header.format(second, level), rng.choice(messages)]
+        want = by_line("lmstudio", texts)
+        assert by_text("lmstudio", texts, rng) == want
