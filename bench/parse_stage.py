@@ -1,7 +1,7 @@
 """The parse stage alone: frame and parse one log as `kvwatch replay` does (one process, no metrics, no
 detectors); prints its events, line counts and CPU seconds.
 
-    python bench/parse_stage.py /tmp/kvwatch-bench/lmstudio-20mb.log
+    python bench/parse_stage.py lmstudio-20mb.log   # (a log bench/lmstudio.py wrote)
 """
 
 from __future__ import annotations
