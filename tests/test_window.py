@@ -217,3 +217,15 @@ def test_each_slots_points_are_the_windows_own(seed: int) -> None:
             assert by_slot == {slot: list(kept) for slot, kept in windows.slots[labels].items()}
             for kept in windows.slots[labels].values():  # (the very points, not equal copies)
                 assert all(any(p is q for q in points) for p in kept)
+
+
+def test_newest_is_the_tail_of_the_list() -> None:
+    """`newest(points, n)` is `list(points)[-n:]` for any n, a deque's or a list's."""
+    from collections import deque
+
+    from kvwatch.window import RequestPoint, newest
+
+    for size in (0, 1, 5, 50, 500):
+        points = [RequestPoint(T0 + i, 100 + i, i) for i in range(size)]
+        for count in (-3, 0, 1, 4, 49, 50, 51, 600):
+            assert list(points)[-count:] == newest(deque(points), count) == newest(points, count)

@@ -271,6 +271,7 @@ def group_settings(windows: Windows, labels: Labels, cfg: Settings) -> Settings:
 
 def detect(windows: Windows, now: float, cfg: Settings) -> list[Finding]:
     """A finding for every request group whose cached length is pinned right now."""
+    # (`now` unread: kvwatch.detectors.Memo reuses the findings while the windows' version holds)
     if not cfg.enabled:
         return []
     findings = []

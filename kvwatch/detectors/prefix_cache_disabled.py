@@ -12,7 +12,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 from kvwatch.model import Finding
-from kvwatch.window import Windows
+from kvwatch.window import Windows, newest
 
 FIX_SETTING = (
     "Remove {setting} from the server's command line: every prompt is computed in full, shared system "
@@ -62,7 +62,7 @@ def detect(windows: Windows, now: float, cfg: Settings) -> list[Finding]:
         points = windows.requests.get(labels)
         if not points or len(points) < cfg.min_requests:
             continue
-        recent = list(points)[-cfg.min_requests :]
+        recent = newest(points, cfg.min_requests)
         if any(p.cached for p in recent) or any(p.prompt < cfg.min_prompt for p in recent):
             continue
         prompt = sum(p.prompt for p in recent)

@@ -188,6 +188,7 @@ def _waste(source: str, slots: Mapping[int | None, Sequence[RequestPoint]], cfg:
 
 def detect(windows: Windows, now: float, cfg: Settings) -> list[Finding]:
     """A finding for every source of server request records whose prefix reuse is broken right now."""
+    # (`now` unread: kvwatch.detectors.Memo reuses the findings while the windows' version holds)
     if not cfg.enabled:
         return []
     findings = []
