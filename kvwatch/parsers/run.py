@@ -48,7 +48,7 @@ class SourceRun:
                 self.skips.no_marker(batch)
             return []
         if isinstance(batch, Block):
-            return self._take_block(batch.texts)
+            return self._take_block(batch)
         counts.lines += 1
         if isinstance(batch, Malformed):
             counts.errors += 1
@@ -65,23 +65,30 @@ class SourceRun:
             self._unused(result, batch.text)
         return []
 
-    def _take_block(self, texts: list[str]) -> list[Event]:
+    def _take_block(self, block: Block) -> list[Event]:
         # The same counting as take(), in one loop (or in the parser's own): a block is thousands of lines.
-        block: Callable[[list[str]], BlockResult] | None = getattr(self.parser, "parse_block", None)
         if self.skips is not None:  # each line's verdict is wanted: no block parser, whose are summed
-            events = []
-            for text in texts:
+            events: list[Event] = []
+            for text in block.texts:
                 events += self.take(LogLine(self.source, text, None))
             return events
-        if block is not None:
-            events, recognized, errors = block(texts)
+        whole: Callable[[str], BlockResult] | None = getattr(self.parser, "parse_text", None)
+        parts: Callable[[list[str]], BlockResult] | None = getattr(self.parser, "parse_block", None)
+        if whole is not None:
+            events, recognized, errors = whole(block.text)
+            lines = block.text.count("\n")
         else:
-            source = self.source
-            events, recognized, errors = tally(
-                map(self.parser.parse, [LogLine(source, t, None) for t in texts])
-            )
+            texts = block.texts
+            if parts is not None:
+                events, recognized, errors = parts(texts)
+            else:
+                source = self.source
+                events, recognized, errors = tally(
+                    map(self.parser.parse, [LogLine(source, t, None) for t in texts])
+                )
+            lines = len(texts)
         counts = self.counts
-        counts.lines += len(texts)
+        counts.lines += lines
         counts.recognized += recognized
         counts.errors += errors
         return events

@@ -36,9 +36,17 @@ class Malformed:
 
 @dataclass(frozen=True, slots=True)
 class Block:
-    """The decoded lines of a plain-text read, every one to be parsed (when nearly all hold a marker)."""
+    """The decoded lines of a plain-text read, every one to be parsed (when nearly all hold a marker):
+    one text, each line ending in `\\n` (without the `\\r` before it), not split until asked."""
 
-    texts: list[str]
+    text: str
+
+    @property
+    def texts(self) -> list[str]:
+        """The lines, without their `\\n`."""
+        texts = self.text.split("\n")
+        texts.pop()
+        return texts
 
 
 Batch = int | LogLine | Malformed | Block
@@ -154,10 +162,9 @@ class Framer:
         if self.every_line(data, start, stop):
             # Nearly every line matters: decode the read once; the parser turns away the rest.
             # (`\\n` is never part of a UTF-8 sequence, so this decodes each line as feed() would.)
-            texts = str(memoryview(data)[start:stop], "utf-8", "replace").split("\n")
-            texts.pop()
-            carriage = data.find(b"\r", start, stop) >= 0
-            return [Block([text.removesuffix("\r") for text in texts] if carriage else texts)]
+            text = str(memoryview(data)[start:stop], "utf-8", "replace")
+            carriage = data.find(b"\r\n", start, stop) >= 0
+            return [Block(text.replace("\r\n", "\n") if carriage else text)]
         fast: list[Batch] | None = None
         if scanner is not None:
             whole_json = self.framing == "docker-json"

@@ -359,6 +359,22 @@ class LlamacppParser:
         stream.timing = None
         return False
 
+    def untagged_srv(self, body: str, wall: float | None) -> ParseResult:
+        """`parse` of a srv line without envelope (as `untagged_slot`) that only moves the clock, at
+        transport time `wall`; None: any other line (`parse` reads it)."""
+        stream = self._streams.get(None)
+        if stream is None or _srv_read(body) or "\x1b" in body or body[-1:] == "\r" or not ln.SRV.match(body):
+            return None
+        # (_parse_lines for such a line: one envelope, no port or relative time, never a restart or a
+        # 2024 line; _time, then Stream.read: the timing header is forgotten, _srv reads nothing)
+        last = self._last if self._last is not None else self._settings.start
+        now = wall if wall is not None and not stream.stamped else last
+        if self._last is not None:
+            now = max(now, self._last)
+        self._last = now
+        stream.timing = None
+        return []
+
     def _rel(self, stamp: str) -> float:
         """Seconds since the process started, from a plain stamp `M.SS.mmm.uuu` (ASCII digits)."""
         head = stamp[:-7]

@@ -16,6 +16,7 @@ no cache line since reading began set the fact `blind`; the first DEBUG record o
 from __future__ import annotations
 
 import re
+from collections.abc import Iterable
 from datetime import datetime, timezone
 
 from kvwatch.engines.lmstudio import lines as ls
@@ -31,6 +32,7 @@ from kvwatch.model import (
 from kvwatch.parsers.base import BlockResult, ParseError, ParseResult, ParserSettings
 from kvwatch.parsers.clock import LineClock, zone
 from kvwatch.parsers.text import strip_ansi
+from kvwatch.sources.scanner import Scanner
 
 MARKERS: tuple[str, ...] = (
     "[DEBUG]",
@@ -45,19 +47,63 @@ MARKERS: tuple[str, ...] = (
     "Running chat completion",
 )
 #: What a message must hold for `_body` to read anything in it (parse_block skips the others).
-_WANTED = re.compile(
-    "|".join(
-        re.escape(s)
-        for s in (
-            "Prompt cache",
-            "Cache reuse summary",
-            "Trimmed ",
-            "prompt cache disk usage",
-            ls.GENERATION,
-            *(start for start, _ in ls.CLEARS),
-        )
-    )
+_READ = (
+    "Prompt cache",
+    "Cache reuse summary",
+    "Trimmed ",
+    "prompt cache disk usage",
+    ls.GENERATION,
+    *(start for start, _ in ls.CLEARS),
 )
+_WANTED = re.compile("|".join(map(re.escape, _READ)))
+
+
+_STAMP_TEXT = "[0-9]{4}-[0-9][0-9]-[0-9][0-9] [0-9][0-9]:[0-9][0-9]:[0-9][0-9]"
+_LEVELS = "DEBUG|INFO|WARN|WARNING|ERROR"
+
+
+def _runs(levels: str) -> re.Pattern[str]:
+    """Two-line records of one second (the stamp, then `\\1`), each of a level in `levels`: in a
+    stretch where no message holds anything to read, lines whose whole effect is the time."""
+    record = rf" +\[(?:{levels})\]\n [^\n]*\n"
+    return re.compile(rf"({_STAMP_TEXT}){record}(?:\1{record})*")
+
+
+#: parse_block's runs, before the first DEBUG record (which may clear `blind`) and after.
+_RUNS = (_runs("INFO|WARN|WARNING|ERROR"), _runs(_LEVELS))
+#: A two-line record: its header's stamp and level, and its message.
+#: A two-line record: its header's stamp and level, and its message (groups 1-3); for the commonest
+#: two, also mlx-engine's cache line's numbers (4, 5), or LM Studio's model tag of a chat completion (6).
+_RECORD = re.compile(
+    rf"({_STAMP_TEXT}) +\[({_LEVELS})\]\n "
+    r"((?:\[cache_wrapper\]\[INFO\]: Prompt cache: using ([0-9]+)/([0-9]+) tokens from cache"
+    rf"|\[([^\[\]\n]{{1,200}})\] {ls.GENERATION})?[^\n]*)\n"
+)
+#: `_RECORD` and the run of its second after it (as `_RUNS`), before the first DEBUG record and after.
+_RECORD_RUNS = tuple(
+    re.compile(rf"{_RECORD.pattern}(?:\1 +\[(?:{levels})\]\n [^\n]*\n)*")
+    for levels in ("INFO|WARN|WARNING|ERROR", _LEVELS)
+)
+_SCANNER = Scanner(_READ)
+
+
+def _read_lines(text: str) -> list[int]:
+    """Where runs must stop: the start of the line before each line of `text` holding something `_body`
+    reads (its record's header, if it is a message), in order."""
+    if text.isascii():  # (a character is a byte: the bytes' offsets are the text's)
+        found: Iterable[int] = (at for _, at, _ in _SCANNER.hits(text.encode("ascii")))
+    else:
+        found = (match.start() for match in _WANTED.finditer(text))
+    starts: list[int] = []
+    line_end, rfind, find = -1, text.rfind, text.find
+    for at in found:
+        if at > line_end:
+            before = rfind("\n", 0, at)  # (the end of the line before, if any)
+            starts.append(rfind("\n", 0, before) + 1 if before > 0 else 0)
+            line_end = find("\n", at)
+    return starts
+
+
 #: Distinct model labels per source; later models are counted as "other".
 MAX_MODELS = 8
 #: Chat completions without a DEBUG record or cache line before the source is judged blind.
@@ -119,46 +165,100 @@ class LmstudioParser:
         return self._parse_text(line.text)
 
     def parse_block(self, texts: list[str]) -> BlockResult:
-        """`parse` over many lines of a plain file, without a LogLine per line; the two commonest lines
-        without `parse`: a message line that holds nothing to read, and a header of the second and a
-        level seen last (what `_start` would do: the time never goes back, a record opens)."""
+        """`parse` over many lines of a plain file, without a LogLine per line."""
+        return self.parse_text("".join(text + "\n" for text in texts))
+
+    def parse_text(self, text: str) -> BlockResult:
+        """`parse` over each line of `text` (whole lines, each ending in `\\n`), reading the block at
+        once: one regex match takes a run of records of one second whose messages hold nothing to read
+        (`_RUNS`: their only effect is the time), another a record's header with its message (`_RECORD`:
+        the message is read as `parse` reads it, the two commonest from the match's own groups); the
+        lines holding something to read are found first, in one pass (`_read_lines`), and no run goes
+        past them. Any other line is parsed as `parse` parses it."""
         events: list[Event] = []
         recognized = errors = 0
-        parse, wanted = self._parse_text, _WANTED.search
-        stamp, ends = "", set[str]()  # the second of the last header parsed in full, its levels seen
-        for text in texts:
-            if self._header:
-                if text[:1] == " " and wanted(text) is None and "\x1b" not in text:
-                    self._header = False
-                    recognized += 1
-                    continue
-            elif stamp and text[:19] == stamp and text[19:] in ends:
-                self._header = True  # (the same second: the time is already at least that)
-                recognized += 1
-                continue
-            result = parse(text)
+        elsewhere = 0  # lines not in a run (every line of a run is recognised: counted at the end)
+        parse, find = self._parse_text, text.index
+        pos, end = 0, len(text)
+        clean = "\x1b" not in text and "\r" not in text
+        starts = _read_lines(text) if clean else []
+        starts.append(end)
+        index, ahead = 0, starts[0]  # where the next run must stop
+        runs, record = _RUNS[self._seen_debug].match, _RECORD.match
+        record_run = _RECORD_RUNS[self._seen_debug].match
+        while pos < end:
+            if clean:
+                while ahead < pos:
+                    index += 1
+                    ahead = starts[index]
+                run = runs(text, pos, ahead) if pos < ahead else None
+                if run is not None:
+                    stamp = run[1]  # (`_epoch`'s remembered stamp, looked at here: most runs have it)
+                    when = self._stamp[1] if stamp == self._stamp[0] else self._epoch(stamp)
+                    if when is not None:
+                        self._last = max(when, self._last) if self._open else when
+                        self._open, self._header = True, False
+                        pos = run.end()
+                        continue
+                # (the run after the record stops where the next one would: at the first stop past it)
+                after = ahead if ahead > pos else starts[index + 1] if index + 1 < len(starts) else end
+                found = record_run(text, pos, after) or record(text, pos)
+                if found is not None:
+                    stamp, level, message, cached, prompt, model = found.groups()
+                    when = (
+                        None
+                        if level == "DEBUG" and not self._seen_debug  # (the first DEBUG: `_start` reads it)
+                        else self._stamp[1]
+                        if stamp == self._stamp[0]
+                        else self._epoch(stamp)
+                    )
+                    # what `_start` does with the header, then `_parse_text` with the message line
+                    if when is not None:
+                        self._last = max(when, self._last) if self._open else when
+                        self._open, self._header = True, False
+                        recognized += 1
+                        elsewhere += 2  # (the run after it is counted with the others)
+                        pos = found.end()
+                        if cached is not None and found.end(3) - found.end(5) == 18:  # (nothing after it)
+                            result = self._using(int(prompt), int(cached))
+                        elif model is not None and "prompt cache disk usage" not in message:
+                            self._model = ls.model_of([model])
+                            result = self._generation(self._last)
+                        else:
+                            result = self._message(message)
+                        if isinstance(result, list):
+                            recognized += 1
+                            events += result
+                        else:
+                            errors += 1
+                        continue
+            stop = find("\n", pos)
+            result = parse(text[pos:stop])
+            pos = stop + 1
+            elsewhere += 1
             if isinstance(result, list):
                 recognized += 1
                 events += result
-                if self._header:  # a header parsed in full: the next of its second and level are taken above
-                    if self._stamp[0] != stamp:
-                        stamp, ends = self._stamp[0], set[str]()
-                    ends.add(text[19:])
+                runs = _RUNS[self._seen_debug].match  # (it may have been the first DEBUG record)
+                record_run = _RECORD_RUNS[self._seen_debug].match
             elif result is not None:
                 errors += 1
+        recognized += text.count("\n") - elsewhere
         return BlockResult(events, recognized, errors)
 
     def flush(self) -> list[Event]:
         """End of input: nothing is held across lines but the current record's time."""
         return []
 
-    def _epoch(self, stamp: str, match: re.Match[str]) -> float | None:
+    def _epoch(self, stamp: str) -> float | None:
         """Local `YYYY-MM-DD HH:MM:SS` in the configured zone; the last stamp is remembered."""
         if stamp == self._stamp[0]:
             return self._stamp[1]
-        year, month, day, hour, minute, second = (int(g) for g in match.groups()[:6])
         try:
-            when = datetime(year, month, day, hour, minute, second, tzinfo=self._tz).timestamp()
+            when = datetime(
+                int(stamp[:4]), int(stamp[5:7]), int(stamp[8:10]),
+                int(stamp[11:13]), int(stamp[14:16]), int(stamp[17:19]), tzinfo=self._tz,
+            ).timestamp()  # fmt: skip
         except ValueError:
             return None
         self._stamp = (stamp, when)
@@ -170,11 +270,11 @@ class LmstudioParser:
         text = text.rstrip("\r\n")
         header = ls.HEADER.match(text) if text[:1].isdigit() else None
         if header is not None:
-            return self._start(text[:19], header, header[7], two_line=True)
+            return self._start(text[:19], header[7], two_line=True)
         if text.startswith("[") and text[1:2].isdigit():
             one = ls.ONE_LINE.match(text)
             if one is not None:
-                started = self._start(text[1:20], one, one[7], two_line=False)
+                started = self._start(text[1:20], one[7], two_line=False)
                 message = self._message(text[one.end() :])
                 if not isinstance(started, list) or not isinstance(message, list):
                     return started if not isinstance(started, list) else message
@@ -188,11 +288,11 @@ class LmstudioParser:
             return self._message(text[1:])
         return self._message(text)
 
-    def _start(self, stamp: str, match: re.Match[str], level: str, *, two_line: bool) -> ParseResult:
+    def _start(self, stamp: str, level: str, *, two_line: bool) -> ParseResult:
         """A record begins: its time (never before the last one) and level."""
         if level not in ls.LEVELS:
             return ParseError(f"lmstudio: level {level[:10]!r}")
-        when = self._epoch(stamp, match)
+        when = self._epoch(stamp)
         if when is None:
             return ParseError(f"lmstudio: no such time {stamp!r}")
         self._last = max(when, self._last) if self._open else when
@@ -240,6 +340,13 @@ class LmstudioParser:
         if body.startswith(ls.GENERATION):
             return self._generation(now)
         return []
+
+    def _using(self, prompt: int, cached: int) -> ParseResult:
+        """`_message` of mlx-engine's `[cache_wrapper][INFO]: Prompt cache: using N/M tokens from cache`."""
+        try:
+            return self._record(prompt, cached, "mlx", None)
+        except ls.GarbledError as exc:
+            return ParseError(f"lmstudio: {exc}")
 
     def _prompt_cache(self, body: str, now: float) -> list[Event]:
         if body.startswith("Prompt cache: "):

@@ -54,6 +54,8 @@ _SLOT = re.compile(r"slot +\S*: id +(\S+) \| task (\S+) \|")
 GENERATION = re.compile(r"/api/(?:chat|generate)$|/v1/(?:chat/completions|completions|messages|responses)$")
 #: Generation requests without any cache line before the source is judged blind.
 BLIND_AFTER = 2
+#: A slot line's (slot, task), the runner it went to, and how many runners there were after it.
+_Routed = tuple[tuple[str, str], str, int] | None
 EventKind = Literal["clear", "failed_restore", "context_shift", "eviction", "fork"]
 _STARTS = ("starting llama-server", "starting runner", "starting llama server")
 _CLEARS = ("kv cache removal unsupported", "kv cache removal not supported", "kv cache cannot shift")
@@ -137,6 +139,63 @@ class OllamaParser:
         parse = self._parse_text
         return tally([parse(text, None) for text in texts])
 
+    def parse_text(self, text: str) -> BlockResult:
+        """`parse` over each line of `text` (whole lines, each ending in `\\n`; no transport time). A line
+        with the journald prefix `_journal` remembers (the lines of one second share it) is read from
+        after it; a runner's slot line with the slot and task of the slot line just before goes to the
+        runner that took that one, while that runner has the task in progress (`_route`). Any other
+        line is parsed as `parse` parses it."""
+        lines = text.split("\n")
+        lines.pop()
+        if "\x1b" in text or "\r" in text:
+            return self.parse_block(lines)
+        events: list[Event] = []
+        recognized = errors = 0
+        parse, body_of, slot_line = self._parse_text, self._body, self._slot_line
+        routed: _Routed = None
+        for line in lines:
+            prefix, wall = self._prefix
+            end = line.find("]: ", 16, 200)
+            if end > 0 and line[: end + 3] == prefix:  # (what _journal does with the prefix it holds)
+                body = line[end + 3 :]
+                if body.startswith("slot "):
+                    result, routed = slot_line(body, wall, routed)
+                else:
+                    result, routed = body_of(body, wall), None
+            else:
+                result, routed = parse(line, None), None
+            if isinstance(result, list):
+                recognized += 1
+                if result:
+                    events += result
+            elif result is not None:
+                errors += 1
+        return BlockResult(events, recognized, errors)
+
+    def _slot_line(self, text: str, wall: float | None, routed: _Routed) -> tuple[ParseResult, _Routed]:
+        """`_body` of a runner's slot line; `routed`: where the line just before went, if it was one
+        whose runner `_owner` chose among several by its task. The same for this line, after."""
+        runners = self._runners
+        match = _SLOT.match(text) if len(runners) >= 2 else None
+        if match is None or not match[1].isdecimal() or not match[2].isdecimal():
+            return self._body(text, wall), None  # (`_owner` answers the runner that started last)
+        tag = match[1], match[2]
+        runner = None
+        if routed is not None and routed[0] == tag and routed[2] == len(runners):
+            # The runner `_owner` chose for the line before, unless another had the task in progress
+            # then (it would have been chosen): this one has it in progress now, so it is chosen again.
+            parser = runners.get(routed[1])
+            tasks: Callable[[int], tuple[int, bool]] | None = getattr(parser, "slot_task", None)
+            if tasks is not None and tasks(int(tag[0])) == (int(tag[1]), True):
+                runner = routed[1]
+        if runner is None:
+            runner = self._owner(text)
+        try:
+            result = self._runner_line(text, wall, runner)
+        except ol.GarbledError as exc:
+            result = ParseError(f"ollama: {exc}")
+        return result, (tag, runner, len(runners))
+
     def _journal(self, text: str, transport: float | None) -> tuple[str, float | None]:
         """Strip journald's prefix; its time. The prefix of the last line is remembered: the lines of
         one second share it, and the clock's answer for it (without a transport time) is the same."""
@@ -159,6 +218,10 @@ class OllamaParser:
             text = text.rstrip("\r")
         if text[:1].isupper():
             text, wall = self._journal(text, wall)
+        return self._body(text, wall)
+
+    def _body(self, text: str, wall: float | None) -> ParseResult:
+        """A line after its journald prefix, at `wall`."""
         try:
             if text.startswith("time="):
                 record = ol.read_slog(text)
@@ -306,16 +369,24 @@ class OllamaParser:
                 best, below = runner, newest
         return best if best is not None else finished if finished is not None else self._runner
 
-    def _runner_line(self, text: str, wall: float | None) -> ParseResult:
-        """A runner's line, through the reused parser of the runner it belongs to (see _owner)."""
-        runner = self._owner(text)
+    def _runner_line(self, text: str, wall: float | None, runner: str | None = None) -> ParseResult:
+        """A runner's line, through the reused parser of the runner it belongs to (see _owner; `runner`:
+        already known)."""
+        if runner is None:
+            runner = self._owner(text)
         parser = self._runners.get(runner)
         if parser is None:
             parser = self._runners[runner] = self._reused()
         when = wall if wall is not None else self._last
         # (the reused parser's fast form of an untagged slot line, if it has one: None, read it whole)
-        fast: Callable[[str, float | None], ParseResult] | None = getattr(parser, "untagged_slot", None)
-        result = fast(text, when) if fast is not None and text.startswith("slot ") else None
+        # (or of an untagged srv line that only moves the clock)
+        kind = (
+            "untagged_slot" if text.startswith("slot ") else "untagged_srv" if text.startswith("srv ") else ""
+        )
+        fast: Callable[[str, float | None], ParseResult] | None = (
+            getattr(parser, kind, None) if kind else None
+        )
+        result = fast(text, when) if fast is not None else None
         if result is None:
             if not any(marker in text for marker in parser.markers):
                 return None
