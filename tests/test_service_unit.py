@@ -233,17 +233,17 @@ USER_UNIT = ASSETS / "kvwatch-user.service"
 def test_a_user_unit_runs_as_who_starts_it_and_keeps_state_in_their_home() -> None:
     """`kvwatch init`'s user unit (WantedBy=default.target): its user is the owner, not root, and its
     StateDirectory=kvwatch is ~/.local/state/kvwatch, which systemd makes for it."""
-    owner = parse_unit(USER_UNIT.read_text(), "u", ("alice", "/home/alice"))
+    owner = parse_unit(USER_UNIT.read_text(), "u", ("alice", "/srv/alice"))
     assert owner.user_unit
     assert "alice (a user unit: the user who starts it)" == owner.who()
     assert not owner.is_root()
     nobody: dict[str, Account] = {}
-    assert None is state_dir_problem(owner, Path("/home/alice/.local/state/kvwatch"), nobody.get)
+    assert None is state_dir_problem(owner, Path("/srv/alice/.local/state/kvwatch"), nobody.get)
     assert (
         "state_dir /var/lib/kvwatch: the service runs as alice (a user unit: the user who starts it), which "
         "cannot write it: there is no user alice on this machine"
     ) == state_dir_problem(owner, Path("/var/lib/kvwatch"), nobody.get)
-    system = parse_unit(SHIPPED.read_text(), "u", ("alice", "/home/alice"))
+    system = parse_unit(SHIPPED.read_text(), "u", ("alice", "/srv/alice"))
     assert not system.user_unit
     assert system.dynamic_user
 
