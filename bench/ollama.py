@@ -10,98 +10,19 @@ are printed, then the fastest run of each and their ratio, and the load average 
 
 from __future__ import annotations
 
-import argparse
-import io
-import os
-import re
-import resource
-import subprocess
 import sys
-import tempfile
-import time
 from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 
 from gen_ollama import generate
+from versus import bench
 
-HERE = Path(__file__).resolve().parent
-
-
-def timed(argv: list[str]) -> tuple[float, float, str]:
-    """Wall and CPU seconds (children) of one run, and its stdout."""
-    before = resource.getrusage(resource.RUSAGE_CHILDREN)
-    start = time.perf_counter()
-    done = subprocess.run(argv, capture_output=True, text=True, check=True)
-    wall = time.perf_counter() - start
-    after = resource.getrusage(resource.RUSAGE_CHILDREN)
-    cpu = after.ru_utime - before.ru_utime + after.ru_stime - before.ru_stime
-    return wall, cpu, done.stdout
-
-
-def total(text: str, name: str) -> float:
-    """The sum of a family's samples in an exposition."""
-    return sum(float(v) for v in re.findall(rf"^{name}(?:{{[^}}]*}})? (\S+)$", text, re.M))
-
-
-def main() -> int:
-    """Generate, run both, print the comparison; exit 1 when the counts differ."""
-    parser = argparse.ArgumentParser(
-        description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter
-    )
-    parser.add_argument("--mb", type=float, default=50.0)
-    parser.add_argument("--repeat", type=int, default=1, help="rounds, the two in turn; the fastest counts")
-    args = parser.parse_args()
-    workdir = Path(os.environ.get("KVWATCH_BENCH_DIR", tempfile.gettempdir())) / "kvwatch-bench"
-    workdir.mkdir(parents=True, exist_ok=True)
-    log = workdir / f"ollama-{args.mb:g}mb.log"
-    buffer = io.StringIO()
-    totals = generate(buffer, args.mb)
-    log.write_text(buffer.getvalue(), encoding="utf-8")
-    load_before = os.getloadavg()
-    kv_argv = [sys.executable, "-m", "kvwatch", "replay", "--format", "prom", "--year", "2026", str(log)]
-    program = str(HERE / "ollama.mtail")
-    mt_argv = [
-        "mtail",
-        "--one_shot",
-        "--one_shot_format",
-        "prometheus",
-        "--progs",
-        program,
-        "--logs",
-        str(log),
-    ]
-    rounds = []
-    for _ in range(max(1, args.repeat)):
-        rounds.append((timed(kv_argv), timed(mt_argv)))
-    kv = min((r[0] for r in rounds), key=lambda run: run[0])
-    mt = min((r[1] for r in rounds), key=lambda run: run[0])
-    pairs = [
-        ("requests", "kvwatch_ollama_requests_total", "ollama_requests"),
-        ("prompt tokens", "kvwatch_ollama_prompt_tokens_total", "ollama_prompt_tokens"),
-        ("cached tokens", "kvwatch_ollama_cached_tokens_total", "ollama_cached_tokens"),
-        ("lines", "kvwatch_lines_total", "lines_total"),
-    ]
-    print(
-        f"{log.name}: {totals['lines']} lines, {totals['bytes'] / 1e6:.1f} MB, {totals['requests']} requests"
-    )
-    for number, (k, m) in enumerate(rounds, 1):
-        print(
-            f"round {number}: kvwatch wall {k[0]:6.2f} s cpu {k[1]:6.2f} s | "
-            f"mtail wall {m[0]:6.2f} s cpu {m[1]:6.2f} s | {m[0] / k[0]:.2f}x"
-        )
-    print(f"kvwatch replay  wall {kv[0]:6.2f} s  cpu {kv[1]:6.2f} s  (fastest of {len(rounds)})")
-    print(f"mtail one_shot  wall {mt[0]:6.2f} s  cpu {mt[1]:6.2f} s  (fastest of {len(rounds)})")
-    print(f"kvwatch is {mt[0] / kv[0]:.2f}x mtail's speed (target >= 3x)")
-    load_after = os.getloadavg()
-    print(f"load average (1 min) {load_before[0]:.2f} before, {load_after[0]:.2f} after")
-    same = True
-    for label, ours, theirs in pairs:
-        a, b = total(kv[2], ours), total(mt[2], theirs)
-        same &= a == b
-        print(f"  {label:14} kvwatch {a:14.0f}  mtail {b:14.0f}  {'equal' if a == b else 'DIFFER'}")
-    return 0 if same else 1
-
+PAIRS = [
+    ("requests", "kvwatch_ollama_requests_total", "ollama_requests"),
+    ("prompt tokens", "kvwatch_ollama_prompt_tokens_total", "ollama_prompt_tokens"),
+    ("cached tokens", "kvwatch_ollama_cached_tokens_total", "ollama_cached_tokens"),
+]
 
 if __name__ == "__main__":
-    sys.exit(main())
+    sys.exit(bench(__doc__ or "", "ollama", generate, PAIRS))
