@@ -6,7 +6,7 @@ from __future__ import annotations
 from collections.abc import Callable, Mapping
 from typing import TYPE_CHECKING, Any
 
-from kvwatch.engines.base import Engine
+from kvwatch.engines.base import Engine, Gathering
 from kvwatch.engines.lmstudio.blind import blindness
 from kvwatch.engines.lmstudio.parser import CLOCK, MARKERS, LmstudioParser, looks_like_lmstudio
 from kvwatch.model import LmstudioCacheEvent, LmstudioCompletion, LmstudioDiskUsage, LmstudioRequest
@@ -14,6 +14,8 @@ from kvwatch.parsers.base import Parser, ParserSettings
 
 if TYPE_CHECKING:
     from prometheus_client import CollectorRegistry
+
+    from kvwatch.report.summary import SourceView
 
 
 def _parser(source: str, settings: ParserSettings, options: Any) -> Parser:
@@ -32,6 +34,18 @@ def _metrics(registry: CollectorRegistry) -> Mapping[type, Callable[[Any], None]
     }
 
 
+def _report(view: SourceView) -> list[str] | None:
+    from kvwatch.engines.lmstudio.report import section
+
+    return section(view)
+
+
+def _gather() -> Gathering:
+    from kvwatch.engines.lmstudio.report import Figures
+
+    return Figures()
+
+
 ENGINE = Engine(
     name="lmstudio",
     display="LM Studio",
@@ -42,6 +56,8 @@ ENGINE = Engine(
     events=(LmstudioRequest, LmstudioCompletion, LmstudioCacheEvent, LmstudioDiskUsage),
     signals=frozenset({"server_requests"}),
     metrics=_metrics,
+    report=_report,
+    gather=_gather,
     blindness=blindness,
     clock=CLOCK,
 )

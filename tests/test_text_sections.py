@@ -1,0 +1,135 @@
+"""`replay --format text`: the LM Studio, Ollama and LMCache sections say what the samples' lines say.
+
+Expected figures come from the samples' goldens (the metrics format), never from the report's code.
+"""
+
+from __future__ import annotations
+
+import re
+from pathlib import Path
+
+import pytest
+
+from kvwatch.cli import main
+
+SAMPLES = Path(__file__).resolve().parents[1] / "samples"
+_SAMPLE = re.compile(r"^(\w+)\{(.*)\} (\S+)$")
+
+
+def golden(name: str, metric: str) -> dict[tuple[tuple[str, str], ...], float]:
+    """The samples of one metric in a sample's golden, keyed by their labels (source left out)."""
+    found = {}
+    for line in (SAMPLES / f"{name}.golden").read_text().splitlines():
+        match = _SAMPLE.match(line)
+        if match and match[1] == metric:
+            labels = tuple((k, v) for k, v in re.findall(r'(\w+)="([^"]*)"', match[2]) if k != "source")
+            found[labels] = float(match[3])
+    return found
+
+
+def replay_text(capsys: pytest.CaptureFixture[str], name: str) -> list[list[str]]:
+    """The text report of one sample, each line split into cells."""
+    assert main(["replay", "--format", "text", str(SAMPLES / f"{name}.log")]) == 0
+    return [line.split() for line in capsys.readouterr().out.splitlines()]
+
+
+def rate(cached: float, prompt: float) -> str:
+    """A hit rate as the report prints it."""
+    return f"{100 * cached / prompt:.1f}%"
+
+
+LMSTUDIO = [
+    "lmstudio-v0-3-18-llamacpp",
+    "lmstudio-v0-4-mlx-healthy",
+    "lmstudio-v0-4-mlx-vision",
+    "lmstudio-v0-4-mlx-zero-reuse",
+]
+
+
+@pytest.mark.parametrize("name", LMSTUDIO)
+def test_lmstudio_rows_per_model_equal_the_golden(name: str, capsys: pytest.CaptureFixture[str]) -> None:
+    """Requests, prompt and cached tokens and hit rate per model and runtime, as the counters say."""
+    lines = replay_text(capsys, name)
+    requests = golden(name, "kvwatch_lmstudio_requests_total")
+    prompt = golden(name, "kvwatch_lmstudio_prompt_tokens_total")
+    cached = golden(name, "kvwatch_lmstudio_cached_tokens_total")
+    expected = sorted(
+        [
+            dict(labels)["model"] or "-",
+            dict(labels)["runtime"],
+            str(int(count)),
+            str(int(prompt[labels])),
+            str(int(cached[labels])),
+            rate(cached[labels], prompt[labels]),
+        ]
+        for labels, count in requests.items()
+    )
+    rows = [
+        cells[:6] for cells in lines if len(cells) == 7 and cells[1] in {"mlx", "mlx-vision", "llama.cpp"}
+    ]
+    completions = sum(golden(name, "kvwatch_lmstudio_chat_completions_total").values())
+    begun = [
+        f"{int(completions)},",
+        "requests",
+        "with",
+        "a",
+        "cache",
+        "line",
+        str(int(sum(requests.values()))),
+    ]
+    assert (expected, [begun]) == (
+        rows,
+        [cells[3:] for cells in lines if cells[:3] == ["chat", "completions", "begun"]],
+    )
+
+
+@pytest.mark.parametrize("name", LMSTUDIO)
+def test_lmstudio_last_requests_add_up(name: str, capsys: pytest.CaptureFixture[str]) -> None:
+    """The last requests (all of them, in these samples) sum to the prompt and cached counters."""
+    lines = replay_text(capsys, name)
+    rows = [cells for cells in lines if len(cells) == 7 and cells[0].endswith("Z") and cells[0][:2] == "20"]
+    assert (
+        sum(golden(name, "kvwatch_lmstudio_prompt_tokens_total").values()),
+        sum(golden(name, "kvwatch_lmstudio_cached_tokens_total").values()),
+        True,
+    ) == (
+        sum(int(row[3]) for row in rows),
+        sum(int(row[4]) for row in rows),
+        all(int(row[3]) - int(row[4]) == int(row[5]) for row in rows),
+    )
+
+
+def test_lmstudio_clears_and_trims(capsys: pytest.CaptureFixture[str]) -> None:
+    """mlx-engine's cache clears and trimmed tokens are those of the counters."""
+    name = "lmstudio-2025-09-not-trimmable"
+    lines = replay_text(capsys, name)
+    clears = int(sum(golden(name, "kvwatch_lmstudio_cache_clears_total").values()))
+    trimmed = int(sum(golden(name, "kvwatch_lmstudio_trimmed_tokens_total").values()))
+    (row,) = [cells for cells in lines if cells[:2] == ["cache", "clears"]]
+    assert (str(clears), f"({trimmed}") == (row[2], row[-2])
+
+
+def test_lmstudio_says_nothing_it_does_not_know(capsys: pytest.CaptureFixture[str]) -> None:
+    """A llama.cpp runtime logs no clears and a log without cache lines no tokens: neither is printed as 0."""
+    llamacpp = replay_text(capsys, "lmstudio-v0-3-18-llamacpp")
+    verbose_off = replay_text(capsys, "lmstudio-v0-4-verbose-off")
+    assert (
+        [],
+        [],
+        ["chat", "completions", "begun", "5,", "requests", "with", "a", "cache", "line", "0"],
+    ) == (
+        [cells for cells in llamacpp if cells[:2] == ["cache", "clears"]],
+        [cells for cells in verbose_off if "prompt" in cells or "hit" in cells],
+        next(cells for cells in verbose_off if cells[:2] == ["chat", "completions"]),
+    )
+
+
+def test_lmstudio_vision_disk_and_efficiency(capsys: pytest.CaptureFixture[str]) -> None:
+    """The vision cache's last logged efficiency and disk use, as the gauges say."""
+    name = "lmstudio-v0-4-mlx-vision"
+    lines = replay_text(capsys, name)
+    (efficiency,) = golden(name, "kvwatch_lmstudio_lifetime_efficiency_ratio").values()
+    (used,) = golden(name, "kvwatch_lmstudio_disk_cache_used_bytes").values()
+    (row,) = [cells for cells in lines if cells[1:2] == ["mlx-vision"] and len(cells) == 7]
+    (disk,) = [cells for cells in lines if cells[:3] == ["vision", "disk", "cache"]]
+    assert (f"{efficiency * 100:.1f}%", f"{used / 1e9:.1f}") == (row[-1], disk[3])
