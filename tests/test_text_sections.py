@@ -28,9 +28,10 @@ def golden(name: str, metric: str) -> dict[tuple[tuple[str, str], ...], float]:
 
 
 def replay_text(capsys: pytest.CaptureFixture[str], name: str) -> list[list[str]]:
-    """The text report of one sample, each line split into cells."""
+    """The text report of one sample up to its alerts, each line split into cells."""
     assert main(["replay", "--format", "text", str(SAMPLES / f"{name}.log")]) == 0
-    return [line.split() for line in capsys.readouterr().out.splitlines()]
+    report, _ = capsys.readouterr().out.split("\nalerts: ")
+    return [line.split() for line in report.splitlines()]
 
 
 def rate(cached: float, prompt: float) -> str:
@@ -133,3 +134,60 @@ def test_lmstudio_vision_disk_and_efficiency(capsys: pytest.CaptureFixture[str])
     (row,) = [cells for cells in lines if cells[1:2] == ["mlx-vision"] and len(cells) == 7]
     (disk,) = [cells for cells in lines if cells[:3] == ["vision", "disk", "cache"]]
     assert (f"{efficiency * 100:.1f}%", f"{used / 1e9:.1f}") == (row[-1], disk[3])
+
+
+OLLAMA = ["ollama-0.1-embedded", "ollama-0.29-debug", "ollama-0.30-two-runners", "ollama-mlx-stuck"]
+
+
+@pytest.mark.parametrize("name", OLLAMA)
+def test_ollama_rows_per_model_equal_the_golden(name: str, capsys: pytest.CaptureFixture[str]) -> None:
+    """Requests, prompt and cached tokens and hit rate per model, and HTTP requests, as the counters say."""
+    lines = replay_text(capsys, name)
+    requests = golden(name, "kvwatch_ollama_requests_total")
+    prompt = golden(name, "kvwatch_ollama_prompt_tokens_total")
+    cached = golden(name, "kvwatch_ollama_cached_tokens_total")
+    expected = sorted(
+        [
+            dict(labels)["model"],
+            str(int(count)),
+            str(int(prompt[labels])),
+            str(int(cached[labels])),
+            rate(cached[labels], prompt[labels]),
+        ]
+        for labels, count in requests.items()
+    )
+    models = {dict(labels)["model"] for labels in requests}
+    rows = [cells[:5] for cells in lines if len(cells) == 6 and cells[0] in models]
+    http = int(sum(golden(name, "kvwatch_ollama_http_requests_total").values()))
+    (said,) = [cells[2] for cells in lines if cells[:2] == ["http", "requests"]]
+    assert (expected, str(http)) == (rows, said)
+
+
+@pytest.mark.parametrize("name", OLLAMA)
+def test_ollama_last_requests_match_the_log(name: str, capsys: pytest.CaptureFixture[str]) -> None:
+    """The last requests' rows: at most 10, new = prompt - cached."""
+    lines = replay_text(capsys, name)
+    rows = [cells for cells in lines if len(cells) >= 8 and cells[0].endswith("Z") and cells[0][:2] == "20"]
+    count = int(sum(golden(name, "kvwatch_ollama_requests_total").values()))
+    assert (min(count, 10), True) == (
+        len(rows),
+        all(int(row[4]) - int(row[5]) == int(row[6]) for row in rows),
+    )
+
+
+def test_ollama_failed_restores_and_unknown_full_reprocess(capsys: pytest.CaptureFixture[str]) -> None:
+    """An MLX runner's failed restores are counted; it never says whether it re-processed in full, so
+    that cell is `-`, and the Go runner's cache events (which it does not log) are left out."""
+    name = "ollama-mlx-stuck"
+    lines = replay_text(capsys, name)
+    failed = int(sum(golden(name, "kvwatch_ollama_failed_restores_total").values()))
+    (model,) = [dict(labels)["model"] for labels in golden(name, "kvwatch_ollama_requests_total")]
+    (events,) = [cells for cells in lines if cells[:2] == ["cache", "events:"]]
+    (row,) = [cells for cells in lines if cells[:1] == [model] and len(cells) == 6]
+    assert (["failed", "restores", str(failed)], "-") == (events[2:], row[-1])
+
+
+def test_ollama_without_cache_lines_prints_no_tokens(capsys: pytest.CaptureFixture[str]) -> None:
+    """At the default log level Ollama logs HTTP requests only: no token, hit rate or cache event figures."""
+    lines = replay_text(capsys, "ollama-0.29-default")
+    assert [] == [cells for cells in lines if {"prompt", "hit", "cache", "events:"} & set(cells)]
