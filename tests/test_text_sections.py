@@ -191,3 +191,99 @@ def test_ollama_without_cache_lines_prints_no_tokens(capsys: pytest.CaptureFixtu
     """At the default log level Ollama logs HTTP requests only: no token, hit rate or cache event figures."""
     lines = replay_text(capsys, "ollama-0.29-default")
     assert [] == [cells for cells in lines if {"prompt", "hit", "cache", "events:"} & set(cells)]
+
+
+LMCACHE = [
+    "lmcache-0.3.12-write-only",
+    "lmcache-0.3.9-failed-loads",
+    "lmcache-0.4.4-healthy",
+    "lmcache-0.5.6-mp",
+    "lmcache-0.5.6-tp2",
+]
+
+
+def total(name: str, metric: str) -> int:
+    """A counter of a sample's golden summed over its series (0: no series)."""
+    return int(sum(golden(name, f"kvwatch_lmcache_{metric}_total").values()))
+
+
+@pytest.mark.parametrize("name", LMCACHE)
+def test_lmcache_lookups_equal_the_golden(name: str, capsys: pytest.CaptureFixture[str]) -> None:
+    """Lookups, query, hit and need-load tokens and the hit rate, beside vLLM's own section."""
+    lines = replay_text(capsys, name)
+    said = [" ".join(cells) for cells in lines if cells[:2] == ["lmcache", "lookups"]]
+    lookups, query, hit = total(name, "lookups"), total(name, "query_tokens"), total(name, "hit_tokens")
+    apc = golden(name, "kvwatch_lmcache_vllm_apc_tokens_total")
+    if not lookups:  # (an MP-mode server's log has no lookup lines)
+        assert [] == said
+        return
+    expected = [
+        f"lmcache lookups {lookups}: query tokens {query}, hit {hit} ({rate(hit, query)}), "
+        f"need load {total(name, 'need_load_tokens')}"
+        + (f", vLLM prefix cache {int(sum(apc.values()))}" if apc else "")
+    ]
+    assert expected == said
+
+
+def _size(value: float) -> str:
+    """Bytes as decimal GB with one decimal (every sample's transfers are in the GB)."""
+    return f"{value / 1e9:.1f} GB"
+
+
+@pytest.mark.parametrize("name", LMCACHE)
+def test_lmcache_workers_equal_the_golden(name: str, capsys: pytest.CaptureFixture[str]) -> None:
+    """Per worker: tokens asked to store, stores, stored tokens and bytes, retrieves, retrieved and
+    required tokens and bytes, short loads; `-` where the lines carry no such figure."""
+    lines = replay_text(capsys, name)
+
+    def of(metric: str, worker: str) -> float | None:
+        return golden(name, f"kvwatch_lmcache_{metric}_total").get((("worker", worker),))
+
+    def cell(value: float | None, in_bytes: bool = False) -> str:
+        return "-" if value is None else _size(value) if in_bytes else str(int(value))
+
+    workers = sorted(dict(labels)["worker"] for labels in golden(name, "kvwatch_lmcache_stores_total"))
+    expected = [
+        " ".join(
+            [
+                worker,
+                cell(of("store_requested_tokens", worker)),
+                cell(of("stores", worker)),
+                cell(of("stored_tokens", worker)),
+                cell(of("stored_bytes", worker), in_bytes=True),
+                cell(of("retrieves", worker) or 0),
+                cell(of("retrieved_tokens", worker) or 0),
+                cell(of("retrieve_required_tokens", worker)),
+                cell(of("retrieved_bytes", worker), in_bytes=True),
+                cell(of("retrieve_short", worker) if of("retrieve_required_tokens", worker) else None),
+            ]
+        )
+        for worker in workers
+    ]
+    assert expected and expected == [" ".join(cells) for cells in lines if cells[:1] and cells[0] in workers]
+
+
+def test_lmcache_failures_and_short_loads(capsys: pytest.CaptureFixture[str]) -> None:
+    """Failed retrieves by worker and kind with the tokens they lost, as the counters say."""
+    name = "lmcache-0.3.9-failed-loads"
+    lines = replay_text(capsys, name)
+    lost = golden(name, "kvwatch_lmcache_failed_retrieve_tokens_total")
+    expected = [
+        f"lmcache failures {dict(labels)['worker']} {dict(labels)['kind']} {int(count)}, "
+        f"{int(lost[(('worker', dict(labels)['worker']),)])} tokens lost"
+        for labels, count in golden(name, "kvwatch_lmcache_failures_total").items()
+    ]
+    assert expected and expected == [
+        " ".join(cells) for cells in lines if cells[:2] == ["lmcache", "failures"]
+    ]
+
+
+def test_lmcache_mp_prefetches(capsys: pytest.CaptureFixture[str]) -> None:
+    """An MP-mode server's log: its prefetches (no lookup lines, so no lookup figures)."""
+    name = "lmcache-0.5.6-mp"
+    lines = replay_text(capsys, name)
+    hits, keys = total(name, "prefetch_hit_keys"), total(name, "prefetch_requested_keys")
+    expected = (
+        f"lmcache prefetches {total(name, 'prefetches')}: keys found {hits} of {keys} ({rate(hits, keys)})"
+    )
+    assert [expected] == [" ".join(cells) for cells in lines if cells[:2] == ["lmcache", "prefetches"]]
