@@ -287,3 +287,68 @@ def test_lmcache_mp_prefetches(capsys: pytest.CaptureFixture[str]) -> None:
         f"lmcache prefetches {total(name, 'prefetches')}: keys found {hits} of {keys} ({rate(hits, keys)})"
     )
     assert [expected] == [" ".join(cells) for cells in lines if cells[:2] == ["lmcache", "prefetches"]]
+
+
+SGLANG = sorted(path.stem for path in SAMPLES.glob("sglang-*.log"))
+
+
+@pytest.mark.parametrize("name", SGLANG)
+def test_sglang_ranks_equal_the_golden(name: str, capsys: pytest.CaptureFixture[str]) -> None:
+    """Per DP rank: prefill batches, sequences, computed and cached tokens, the hit rate, decode lines."""
+    lines = replay_text(capsys, name)
+
+    def of(metric: str, rank: str) -> int:
+        return int(golden(name, f"kvwatch_sglang_{metric}").get((("engine", rank),), 0))
+
+    ranks = sorted(dict(labels)["engine"] for labels in golden(name, "kvwatch_sglang_prefill_batches_total"))
+    expected = []
+    for rank in ranks:
+        computed, cached = of("prefill_computed_tokens_total", rank), of("prefill_cached_tokens_total", rank)
+        expected.append(
+            [
+                rank,
+                str(of("prefill_batches_total", rank)),
+                str(of("prefill_seqs_total", rank)),
+                str(computed),
+                str(cached),
+                rate(cached, computed + cached),
+                str(of("decode_lines_total", rank)),
+            ]
+        )
+    assert expected and expected == [cells[:7] for cells in lines if len(cells) == 10 and cells[0] in ranks]
+
+
+@pytest.mark.parametrize("name", SGLANG)
+def test_sglang_requests_equal_the_golden(name: str, capsys: pytest.CaptureFixture[str]) -> None:
+    """Requests, prompt and cached tokens and the hit rate; cached tokens by tier where the log splits."""
+    lines = replay_text(capsys, name)
+    requests = int(sum(golden(name, "kvwatch_sglang_requests_total").values()))
+    prompt = int(sum(golden(name, "kvwatch_sglang_prompt_tokens_total").values()))
+    tiers = {
+        dict(labels)["tier"]: int(v)
+        for labels, v in golden(name, "kvwatch_sglang_cached_tokens_total").items()
+    }
+    cached = sum(tiers.values())
+    (said,) = [" ".join(cells) for cells in lines if cells[:1] == ["requests"] and "prompt" in cells]
+    split = [" ".join(cells) for cells in lines if cells[:4] == ["cached", "tokens", "by", "tier:"]]
+    known = ", ".join(f"{tier} {tokens}" for tier, tokens in sorted(tiers.items()) if tier != "unknown")
+    assert (
+        f"prompt tokens {prompt}, cached {cached} ({rate(cached, prompt)})",
+        [known] if known else [],
+    ) == (
+        said.split(": ", 1)[1],
+        [line.split(": ", 1)[1] for line in split],
+    )
+    assert said.startswith(f"requests {requests} (")
+
+
+def test_sglang_hicache_prefetches(capsys: pytest.CaptureFixture[str]) -> None:
+    """HiCache prefetches ended, by outcome, as the counters say."""
+    name = "sglang-v0-5-23-hicache-unused"
+    lines = replay_text(capsys, name)
+    outcomes = {
+        dict(k)["outcome"]: int(v) for k, v in golden(name, "kvwatch_sglang_hicache_prefetches_total").items()
+    }
+    said = ", ".join(f"{outcome} {count}" for outcome, count in sorted(outcomes.items()))
+    expected = f"hicache prefetches {sum(outcomes.values())} ({said})"
+    assert [expected] == [" ".join(cells) for cells in lines if cells[:2] == ["hicache", "prefetches"]]
