@@ -327,8 +327,10 @@ exit status:
         "--unit",
         metavar="PATH",
         help="the systemd unit that will run this config: its user must write state_dir and read the "
-        "sources (default: /etc/systemd/system/kvwatch.service, else /lib/systemd/system/kvwatch.service, "
-        "else the shipped one)",
+        "sources; a user unit (WantedBy=default.target) runs as you (default: for a user other than root, "
+        "~/.config/systemd/user/kvwatch.service first; then /etc/systemd/system/kvwatch.service, else "
+        "/lib/systemd/system/kvwatch.service, else the shipped kvwatch.service for root and the shipped "
+        "user unit for anyone else)",
     )
     test = _command(
         sub,

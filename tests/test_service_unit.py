@@ -225,3 +225,52 @@ def test_source_read_verdicts(tmp_path: Path) -> None:
     secret.chmod(0o644)
     assert None is read_problem(plain, secret)
     assert "does not exist (yet)" == read_problem(plain, tmp_path / "missing.log")
+
+
+USER_UNIT = ASSETS / "kvwatch-user.service"
+
+
+def test_a_user_unit_runs_as_who_starts_it_and_keeps_state_in_their_home() -> None:
+    """`kvwatch init`'s user unit (WantedBy=default.target): its user is the owner, not root, and its
+    StateDirectory=kvwatch is ~/.local/state/kvwatch, which systemd makes for it."""
+    owner = parse_unit(USER_UNIT.read_text(), "u", ("alice", "/home/alice"))
+    assert owner.user_unit
+    assert "alice (a user unit: the user who starts it)" == owner.who()
+    assert not owner.is_root()
+    nobody: dict[str, Account] = {}
+    assert None is state_dir_problem(owner, Path("/home/alice/.local/state/kvwatch"), nobody.get)
+    assert (
+        "state_dir /var/lib/kvwatch: the service runs as alice (a user unit: the user who starts it), which "
+        "cannot write it: there is no user alice on this machine"
+    ) == state_dir_problem(owner, Path("/var/lib/kvwatch"), nobody.get)
+    system = parse_unit(SHIPPED.read_text(), "u", ("alice", "/home/alice"))
+    assert not system.user_unit
+    assert system.dynamic_user
+
+
+def test_a_user_other_than_root_is_judged_against_the_user_unit_by_default(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """Without --unit, and no unit installed, a user other than root is judged against the shipped
+    user unit, root against the shipped system unit."""
+    monkeypatch.setattr("kvwatch.config.unit.INSTALLED", ())
+    nobody = load_unit(uid=65534)
+    assert nobody.user_unit
+    assert "the shipped kvwatch-user.service" == nobody.where
+    assert nobody.who().startswith("nobody (a user unit")
+    root = load_unit(uid=0)
+    assert not root.user_unit
+    assert root.dynamic_user
+
+
+def test_check_config_of_the_lm_studio_example_with_the_user_unit(tmp_path: Path) -> None:
+    """The workstation steps: check-config --unit kvwatch-user.service warns of nothing about the unit."""
+    argv = [sys.executable, "-m", "kvwatch", "check-config", "--unit", str(USER_UNIT),
+            str(ROOT / "examples" / "lmstudio" / "kvwatch.toml")]  # fmt: skip
+    home = tmp_path / "home"
+    (home / ".lmstudio" / "server-logs").mkdir(parents=True)
+    env = {**os.environ, "HOME": str(home)}
+    done = subprocess.run(argv, capture_output=True, text=True, timeout=60, check=False, env=env)
+    assert 0 == done.returncode, done.stderr
+    assert "(a user unit: the user who starts it)" in done.stdout
+    assert "StateDirectory" not in done.stderr and "dynamic user" not in done.stderr, done.stderr

@@ -1,8 +1,10 @@
 """What the systemd unit lets the daemon do: its user, writable and hidden paths, credentials.
 
 `check-config` judges the config against the unit that will run it (the installed kvwatch.service,
-else the shipped one): whether that user can write `state_dir` and read the sources, and which
-notifier URLs systemd hands over (LoadCredential=). The verdicts are pure functions of the parsed
+else the shipped one; for a user other than root, their installed user unit first, else the shipped
+user unit): whether that user can write `state_dir` and read the sources, and which notifier URLs
+systemd hands over (LoadCredential=). A user unit (`WantedBy=default.target`) runs as the user who
+starts it, and its StateDirectory= lies under ~/.local/state. The verdicts are pure functions of the parsed
 unit, the path and two lookups (the account, a stat) passed in.
 """
 
@@ -29,6 +31,8 @@ INSTALLED = (
     Path("/lib/systemd/system/kvwatch.service"),
     Path("/usr/lib/systemd/system/kvwatch.service"),
 )
+#: Where a user's own installed unit is looked for (`systemctl --user`), under their home.
+USER_INSTALLED = Path(".config/systemd/user/kvwatch.service")
 #: Capabilities that let a user read any file.
 _READ_ANY = frozenset({"CAP_DAC_READ_SEARCH", "CAP_DAC_OVERRIDE"})
 _LISTS = ("StateDirectory", "ReadWritePaths", "AmbientCapabilities", "SupplementaryGroups")
@@ -50,9 +54,13 @@ class Unit:
     groups: tuple[str, ...] = ()
     credentials: Mapping[str, str] = field(default_factory=lambda: MappingProxyType({}))
     config: str | None = None  # ExecStart's --config
+    user_unit: bool = False  # a user unit (`systemctl --user`): it runs as `user`, who starts it
+    home: str = "/root"  # a user unit's user's home: its StateDirectory= is under ~/.local/state
 
     def who(self) -> str:
         """The service's user as a sentence names it."""
+        if self.user_unit:
+            return f"{self.user} (a user unit: the user who starts it)"
         if self.dynamic_user:
             return f"a dynamic user{f' ({self.user})' if self.user else ''} (DynamicUser=yes)"
         return f"User={self.user}" if self.user else "root (no User=)"
@@ -66,21 +74,32 @@ def _truthy(value: str) -> bool:
     return value.strip().lower() in ("1", "yes", "true", "on")
 
 
-def parse_unit(text: str, where: str) -> Unit:
-    """The [Service] settings of a unit file (and its drop-ins, appended in order)."""
+def parse_unit(text: str, where: str, owner: tuple[str, str] = ("root", "/root")) -> Unit:
+    """The [Service] settings of a unit file (and its drop-ins, appended in order); `owner`: the name
+    and home of the user a user unit would run as (the one running check-config)."""
     values: dict[str, str] = {}
     lists: dict[str, list[str]] = {key: [] for key in _LISTS}
     credentials: dict[str, str] = {}
     config = None
+    wanted: list[str] = []
     section = ""
     for raw in text.splitlines():
         line = raw.strip()
         if line.startswith("[") and line.endswith("]"):
             section = line[1:-1]
             continue
-        if section != "Service" or not line or line.startswith(("#", ";")) or "=" not in line:
+        if (
+            section not in ("Service", "Install")
+            or not line
+            or line.startswith(("#", ";"))
+            or "=" not in line
+        ):
             continue
         key, value = (part.strip() for part in line.split("=", 1))
+        if section == "Install":
+            if key == "WantedBy":
+                wanted = [*wanted, *value.split()] if value else []
+            continue
         if key in lists:
             lists[key] = lists[key] + value.split() if value else []  # (empty: reset, as systemd does)
         elif key == "LoadCredential":
@@ -92,9 +111,10 @@ def parse_unit(text: str, where: str) -> Unit:
         else:
             values[key] = value
     protect = values.get("ProtectSystem", "no").lower()
+    user_unit = "default.target" in wanted  # (a system unit is wanted by multi-user.target)
     return Unit(
         where=where,
-        user=values.get("User") or None,
+        user=owner[0] if user_unit else values.get("User") or None,
         dynamic_user=_truthy(values.get("DynamicUser", "no")),
         state_directories=tuple(d.split(":")[0] for d in lists["StateDirectory"]),
         read_write_paths=tuple(p.lstrip("-+") for p in lists["ReadWritePaths"]),
@@ -105,20 +125,30 @@ def parse_unit(text: str, where: str) -> Unit:
         groups=tuple(lists["SupplementaryGroups"]),
         credentials=MappingProxyType(credentials),
         config=config,
+        user_unit=user_unit,
+        home=owner[1],
     )
 
 
-def load_unit(path: Path | None = None) -> Unit:
-    """The unit at `path`, else the first installed one, else the shipped one; with their drop-ins."""
+def load_unit(path: Path | None = None, uid: int | None = None) -> Unit:
+    """The unit at `path`, else the first installed one, else the shipped one; with their drop-ins.
+    For a user `uid` other than root, their own installed user unit comes first and the shipped one is
+    the user unit (`kvwatch init` writes it as kvwatch-user.service)."""
+    uid = os.geteuid() if uid is None else uid
+    entry = pwd.getpwuid(uid)
+    owner = (entry.pw_name, entry.pw_dir)
     candidates = [path] if path is not None else [p for p in INSTALLED if p.is_file()]
+    if path is None and uid != 0:
+        candidates = [p for p in (Path(entry.pw_dir) / USER_INSTALLED,) if p.is_file()] + candidates
     if not candidates:
-        return parse_unit(asset_bytes("kvwatch.service").decode("utf-8"), "the shipped kvwatch.service")
+        shipped = "kvwatch.service" if uid == 0 else "kvwatch-user.service"
+        return parse_unit(asset_bytes(shipped).decode("utf-8"), f"the shipped {shipped}", owner)
     unit = candidates[0]
     texts = [unit.read_text(encoding="utf-8")]
     dropins = Path(f"{unit}.d")
     if dropins.is_dir():
         texts += [d.read_text(encoding="utf-8") for d in sorted(dropins.glob("*.conf"))]
-    return parse_unit("\n".join(texts), str(unit))
+    return parse_unit("\n".join(texts), str(unit), owner)
 
 
 @dataclass(frozen=True)
@@ -186,7 +216,8 @@ def state_dir_problem(
 ) -> str | None:
     """Why the unit's user cannot keep state in `state_dir` (None: it can), as one sentence."""
     path = PurePosixPath(os.path.abspath(state_dir))
-    managed = tuple(f"/var/lib/{d}" for d in unit.state_directories)
+    base = f"{unit.home}/.local/state" if unit.user_unit else "/var/lib"
+    managed = tuple(f"{base}/{d}" for d in unit.state_directories)
     head = f"state_dir {path}: the service runs as {unit.who()}, which cannot write it"
     if _under(path, managed):
         return None  # systemd creates it and gives it to the service's user

@@ -20,6 +20,7 @@ from kvwatch.detectors import (
     probe_prefix_miss,
     write_only_offload,
 )
+from kvwatch.detectors.advice import advised
 from kvwatch.model import Finding
 from kvwatch.window import Windows
 
@@ -114,4 +115,4 @@ def detect_all(
     if windows.usage:
         findings += hit_rate_gap.detect(windows, now, settings.hit_rate_gap)
         findings += double_counting.detect(windows, now, settings.usage_double_counting)
-    return findings
+    return advised(findings, windows)

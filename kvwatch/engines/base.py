@@ -7,7 +7,7 @@ around it (sources, the parse stage, windows, detectors, alerting) never names a
 from __future__ import annotations
 
 from collections.abc import Callable, Mapping
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any, Literal, Protocol
 
 from kvwatch.model import RequestRecord
@@ -47,6 +47,11 @@ ReportSection = Callable[["SourceView"], "list[str] | None"]
 #: An engine's own `no_signal` verdict from a source's facts (source name, facts): what hides its lines
 #: and the engine's own setting that shows them; None: nothing hidden.
 Blindness = Callable[[str, Mapping[str, str]], "Finding | None"]
+
+
+#: An engine's own wording of one engine-neutral alert's finding: the finding with the cause and fix its
+#: users act on (kvwatch.detectors.advice).
+Advise = Callable[["Finding"], "Finding"]
 
 
 #: How exactly a request's counts were read: from the engine's own lines ("exact"), derived from its
@@ -100,3 +105,5 @@ class Engine:
     # A fresh adapter making request records of one source's events (None: its request events, if any,
     # are RequestRecords themselves).
     requests: Callable[[], RequestAdapter] | None = None
+    # Its own cause and fix for engine-neutral alerts, by alert name (kvwatch.detectors.advice).
+    advice: Mapping[str, Advise] = field(default_factory=dict)

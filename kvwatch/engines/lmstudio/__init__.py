@@ -7,6 +7,7 @@ from collections.abc import Callable, Mapping
 from typing import TYPE_CHECKING, Any
 
 from kvwatch.engines.base import Engine, Gathering
+from kvwatch.engines.lmstudio.advice import ADVICE
 from kvwatch.engines.lmstudio.blind import blindness
 from kvwatch.engines.lmstudio.parser import CLOCK, MARKERS, LmstudioParser, looks_like_lmstudio
 from kvwatch.model import LmstudioCacheEvent, LmstudioCompletion, LmstudioDiskUsage, LmstudioRequest
@@ -60,4 +61,5 @@ ENGINE = Engine(
     gather=_gather,
     blindness=blindness,
     clock=CLOCK,
+    advice=ADVICE,
 )

@@ -8,6 +8,7 @@ from functools import partial
 from typing import TYPE_CHECKING, Any
 
 from kvwatch.engines.base import Engine, Gathering
+from kvwatch.engines.ollama.advice import ADVICE
 from kvwatch.engines.ollama.blind import blindness
 from kvwatch.engines.ollama.parser import CLOCK, OWN_MARKERS, OllamaParser, looks_like_ollama
 from kvwatch.model import OllamaAccess, OllamaCacheEvent, OllamaRequest
@@ -66,4 +67,5 @@ ENGINE = Engine(
     blindness=blindness,
     restart_forgets=("blind",),
     clock=CLOCK,
+    advice=ADVICE,
 )

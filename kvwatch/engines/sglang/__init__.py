@@ -6,6 +6,7 @@ from collections.abc import Callable, Mapping
 from typing import TYPE_CHECKING, Any
 
 from kvwatch.engines.base import Engine, Gathering
+from kvwatch.engines.sglang.advice import ADVICE
 from kvwatch.engines.sglang.parser import CLOCK, MARKERS, SglangParser, looks_like_sglang
 from kvwatch.model import (
     CachePrefetch,
@@ -65,4 +66,5 @@ ENGINE = Engine(
     gather=_gather,
     restart_forgets=("prefix_cache", "cache_storage_backend", "cache_prefetch_policy", "prefetch_logged"),
     clock=CLOCK,
+    advice=ADVICE,
 )
