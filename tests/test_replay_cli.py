@@ -169,7 +169,7 @@ def test_a_pipe_replays_as_its_file_does(tmp_path: Path) -> None:
     assert (
         3,
         "kvwatch: no known engine recognised the 0 lines of - "
-        "(tried: vllm, llamacpp, usage, sglang, ollama, lmstudio)\n",
+        "(tried: vllm, llamacpp, usage, sglang, ollama, lmstudio, lmcache)\n",
     ) == (
         status,
         err,

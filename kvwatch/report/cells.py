@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from collections.abc import Sequence
+
 
 def pct(ratio: float | None) -> str:
     """A 0-1 ratio as `12.3%`; `-` when unknown."""
@@ -16,3 +18,16 @@ def size(count: int) -> str:
             return f"{value:.0f} {unit}" if unit == "B" else f"{value:.1f} {unit}"
         value /= 1000
     return f"{count} B"
+
+
+def table(header: tuple[str, ...], rows: Sequence[tuple[str, ...]], left: frozenset[str]) -> list[str]:
+    """Rows under their header, columns padded to their widest cell; `left` columns align left."""
+    every = [header, *rows]
+    widths = [max(len(row[i]) for row in every) for i in range(len(header))]
+    return [
+        "  ".join(
+            cell.ljust(width) if name in left else cell.rjust(width)
+            for name, cell, width in zip(header, row, widths, strict=True)
+        ).rstrip()
+        for row in every
+    ]

@@ -2,6 +2,8 @@
 
 Each engine gathers its own figures for its part of the report (`Engine.gather`, kept in
 `SourceView.parts` under its name from its first event); this module keeps what every source has.
+A cache layer's events belong to no engine (they never decide a source's engine): they go to the
+gatherings of the layers the source's engine carries, or of its engine when that is such a layer.
 """
 
 from __future__ import annotations
@@ -14,6 +16,8 @@ from kvwatch.model import Event, SourceCounts
 
 #: The engine gathering an event type's figures, and how it starts one source's (None: no engine does).
 Owner = tuple[str, Callable[[], Any]] | None
+#: The cache layers gathering the events no engine owns, for sources of one engine.
+Layers = tuple[tuple[str, Callable[[], Any]], ...]
 
 
 @dataclass
@@ -34,6 +38,7 @@ class Summary:
     def __init__(self) -> None:
         self.sources: dict[str, SourceView] = {}
         self._owners: dict[type, Owner] = {}
+        self._layers: dict[str, Layers] = {}  # source's engine -> the layers gathering unowned events
 
     @property
     def counts(self) -> dict[str, SourceCounts]:
@@ -64,6 +69,13 @@ class Summary:
             if part is None:
                 part = view.parts[name] = start()
             part.observe(event)
+            return
+        layers = self._layers[view.engine] if view.engine in self._layers else self._layers_of(view.engine)
+        for name, start in layers:
+            part = view.parts.get(name)
+            if part is None:
+                part = view.parts[name] = start()
+            part.observe(event)
 
     def _owner(self, kind: type) -> Owner:
         """The engine whose events include `kind` and its gathering's start, remembered (None: none)."""
@@ -73,3 +85,15 @@ class Summary:
         start = ENGINES[name].gather if name is not None else None
         owner = self._owners[kind] = (name, start) if name is not None and start is not None else None
         return owner
+
+    def _layers_of(self, engine: str) -> Layers:
+        """The cache layers (with a gathering) that a source of `engine` carries, remembered."""
+        from kvwatch.engines import ENGINES
+
+        chosen = ENGINES.get(engine)
+        carried = {name for known in ENGINES.values() for name in known.layers}
+        names = () if chosen is None else (engine, *chosen.layers) if engine in carried else chosen.layers
+        layers = self._layers[engine] = tuple(
+            (name, start) for name in names if name in ENGINES and (start := ENGINES[name].gather) is not None
+        )
+        return layers

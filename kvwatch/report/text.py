@@ -22,11 +22,16 @@ def _source(name: str, view: SourceView) -> list[str]:
         f"truncated {counts.truncated}",
         f"  events {span}",
     ]
+    layers = {layer for known in ENGINES.values() for layer in known.layers}
     for known in ENGINES.values():  # the first engine with something to say about the source
-        section = known.report(view) if known.report is not None else None
+        section = known.report(view) if known.report is not None and known.name not in layers else None
         if section is not None:
             lines.extend(section)
             break
+    for known in ENGINES.values():  # then each cache layer's the source carries
+        section = known.report(view) if known.report is not None and known.name in layers else None
+        if section is not None:
+            lines.extend(section)
     return lines
 
 

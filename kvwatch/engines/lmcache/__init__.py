@@ -6,7 +6,7 @@ from __future__ import annotations
 from collections.abc import Callable, Mapping
 from typing import TYPE_CHECKING, Any
 
-from kvwatch.engines.base import AS_LAYER, Engine
+from kvwatch.engines.base import AS_LAYER, Engine, Gathering
 from kvwatch.engines.lmcache.blind import blindness
 from kvwatch.engines.lmcache.parser import CLOCK, LmcacheLayer, looks_like_lmcache
 from kvwatch.model import LmcacheFailure, LmcacheLookup, LmcachePrefetch, LmcacheStoreRequest, LmcacheTransfer
@@ -14,6 +14,8 @@ from kvwatch.parsers.base import Parser, ParserSettings
 
 if TYPE_CHECKING:
     from prometheus_client import CollectorRegistry
+
+    from kvwatch.report.summary import SourceView
 
 
 def _parser(source: str, settings: ParserSettings, options: Any) -> Parser:
@@ -35,6 +37,18 @@ def _metrics(registry: CollectorRegistry) -> Mapping[type, Callable[[Any], None]
     }
 
 
+def _report(view: SourceView) -> list[str] | None:
+    from kvwatch.engines.lmcache.report import section
+
+    return section(view)
+
+
+def _gather() -> Gathering:
+    from kvwatch.engines.lmcache.report import Figures
+
+    return Figures()
+
+
 ENGINE = Engine(
     name="lmcache",
     display="LMCache",
@@ -47,6 +61,8 @@ ENGINE = Engine(
     events=(),
     signals=frozenset({"offload"}),
     metrics=_metrics,
+    report=_report,
+    gather=_gather,
     blindness=blindness,  # (judged for the sources of the engines that carry it: see no_signal)
     clock=CLOCK,
 )

@@ -6,7 +6,7 @@ from __future__ import annotations
 from collections.abc import Callable, Mapping
 from typing import TYPE_CHECKING, Any
 
-from kvwatch.engines.base import Engine
+from kvwatch.engines.base import Engine, Gathering
 from kvwatch.engines.lmstudio.advice import ADVICE
 from kvwatch.engines.lmstudio.blind import blindness
 from kvwatch.engines.lmstudio.parser import CLOCK, MARKERS, LmstudioParser, looks_like_lmstudio
@@ -15,6 +15,8 @@ from kvwatch.parsers.base import Parser, ParserSettings
 
 if TYPE_CHECKING:
     from prometheus_client import CollectorRegistry
+
+    from kvwatch.report.summary import SourceView
 
 
 def _parser(source: str, settings: ParserSettings, options: Any) -> Parser:
@@ -33,6 +35,18 @@ def _metrics(registry: CollectorRegistry) -> Mapping[type, Callable[[Any], None]
     }
 
 
+def _report(view: SourceView) -> list[str] | None:
+    from kvwatch.engines.lmstudio.report import section
+
+    return section(view)
+
+
+def _gather() -> Gathering:
+    from kvwatch.engines.lmstudio.report import Figures
+
+    return Figures()
+
+
 ENGINE = Engine(
     name="lmstudio",
     display="LM Studio",
@@ -43,6 +57,8 @@ ENGINE = Engine(
     events=(LmstudioRequest, LmstudioCompletion, LmstudioCacheEvent, LmstudioDiskUsage),
     signals=frozenset({"server_requests"}),
     metrics=_metrics,
+    report=_report,
+    gather=_gather,
     blindness=blindness,
     clock=CLOCK,
     advice=ADVICE,

@@ -7,7 +7,7 @@ from collections.abc import Callable, Mapping
 from functools import partial
 from typing import TYPE_CHECKING, Any
 
-from kvwatch.engines.base import Engine
+from kvwatch.engines.base import Engine, Gathering
 from kvwatch.engines.ollama.advice import ADVICE
 from kvwatch.engines.ollama.blind import blindness
 from kvwatch.engines.ollama.parser import CLOCK, OWN_MARKERS, OllamaParser, looks_like_ollama
@@ -16,6 +16,8 @@ from kvwatch.parsers.base import Parser, ParserSettings
 
 if TYPE_CHECKING:
     from prometheus_client import CollectorRegistry
+
+    from kvwatch.report.summary import SourceView
 
 
 def _parser(source: str, settings: ParserSettings, options: Any) -> Parser:
@@ -37,6 +39,18 @@ def _metrics(registry: CollectorRegistry) -> Mapping[type, Callable[[Any], None]
     }
 
 
+def _report(view: SourceView) -> list[str] | None:
+    from kvwatch.engines.ollama.report import section
+
+    return section(view)
+
+
+def _gather() -> Gathering:
+    from kvwatch.engines.ollama.report import Figures
+
+    return Figures()
+
+
 ENGINE = Engine(
     name="ollama",
     display="Ollama",
@@ -47,6 +61,8 @@ ENGINE = Engine(
     events=(OllamaRequest, OllamaCacheEvent, OllamaAccess),
     signals=frozenset({"server_requests"}),
     metrics=_metrics,
+    report=_report,
+    gather=_gather,
     reuses="llamacpp",
     blindness=blindness,
     restart_forgets=("blind",),

@@ -5,7 +5,7 @@ from __future__ import annotations
 from collections.abc import Callable, Mapping
 from typing import TYPE_CHECKING, Any
 
-from kvwatch.engines.base import Engine
+from kvwatch.engines.base import Engine, Gathering
 from kvwatch.engines.sglang.advice import ADVICE
 from kvwatch.engines.sglang.parser import CLOCK, MARKERS, SglangParser, looks_like_sglang
 from kvwatch.model import (
@@ -19,6 +19,8 @@ from kvwatch.parsers.base import Parser, ParserSettings
 
 if TYPE_CHECKING:
     from prometheus_client import CollectorRegistry
+
+    from kvwatch.report.summary import SourceView
 
 
 def _parser(source: str, settings: ParserSettings, options: Any) -> Parser:
@@ -38,6 +40,18 @@ def _metrics(registry: CollectorRegistry) -> Mapping[type, Callable[[Any], None]
     }
 
 
+def _report(view: SourceView) -> list[str] | None:
+    from kvwatch.engines.sglang.report import section
+
+    return section(view)
+
+
+def _gather() -> Gathering:
+    from kvwatch.engines.sglang.report import Figures
+
+    return Figures()
+
+
 ENGINE = Engine(
     name="sglang",
     display="SGLang",
@@ -48,6 +62,8 @@ ENGINE = Engine(
     events=(SglangPrefill, SglangDecode, SglangRequest, SglangHicacheError, CachePrefetch),
     signals=frozenset({"server_requests", "derived_requests"}),
     metrics=_metrics,
+    report=_report,
+    gather=_gather,
     restart_forgets=("prefix_cache", "cache_storage_backend", "cache_prefetch_policy", "prefetch_logged"),
     clock=CLOCK,
     advice=ADVICE,
