@@ -27,6 +27,7 @@ class Plan:
     start: str
     sessions: int = 6
     turns: int = 8
+    growth: tuple[int, int] = (300, 1400)  # tokens a turn adds to its session's prompt
 
 
 @dataclass
@@ -76,7 +77,7 @@ def simulate(plan: Plan) -> tuple[bytes, Sums]:
             n += 1
             rid = f"chatcmpl-{rng.getrandbits(64):016x}"
             before = sizes[session]
-            total = before + rng.randint(300, 1400)
+            total = before + rng.randint(*plan.growth)
             sizes[session] = total
             hit = 0 if plan.mode == "write_only" else before // CHUNK * CHUNK
             computed = hit if hit and rng.random() < 0.3 else 0  # vLLM's own prefix cache still had it
