@@ -12,12 +12,10 @@ from __future__ import annotations
 
 import json
 import random
-import shutil
-import subprocess
 
 import pytest
+from contract_helpers import check_contract_rows, check_promtool_clean
 from test_golden import SAMPLES
-from test_replay_cli import contract_dir
 
 from kvwatch.cli import main
 from kvwatch.engines import detect_engine, make_parser, markers_of
@@ -277,28 +275,8 @@ def test_contract_rows_and_promtool(capsys: pytest.CaptureFixture[str]) -> None:
         ]
     )
     out = capsys.readouterr().out
-    types = dict(line.split()[2:4] for line in out.splitlines() if line.startswith("# TYPE "))
-    rows = [
-        r
-        for r in (contract_dir() / "metrics.txt").read_text().splitlines()
-        if r.startswith("kvwatch_lmstudio_")
-    ]
-    assert len(rows) >= 6
-    for row in rows:
-        name, kind, labels = row.split()
-        assert kind == types.get(name), name
-        series = [line for line in out.splitlines() if line.startswith(name + "{")]
-        assert series and all(
-            sorted(labels.split(","))
-            == sorted(p.split("=")[0] for p in s.split("{")[1].split("}")[0].split(","))
-            for s in series
-        ), name
-    promtool = shutil.which("promtool")
-    assert promtool is not None
-    done = subprocess.run(
-        [promtool, "check", "metrics"], input=out, capture_output=True, text=True, check=False
-    )
-    assert (0, "") == (done.returncode, done.stdout + done.stderr)
+    assert check_contract_rows(out, ("kvwatch_lmstudio_",)) >= 6
+    check_promtool_clean(out)
 
 
 @pytest.mark.parametrize("sample", sorted(p.name for p in SAMPLES.glob("lmstudio-*.log")))

@@ -11,13 +11,11 @@ llm/llama_server.go (>= 0.30, `starting llama-server`, the runner's output copie
 from __future__ import annotations
 
 import json
-import shutil
-import subprocess
 from pathlib import Path
 
 import pytest
+from contract_helpers import check_contract_rows, check_promtool_clean
 from test_golden import SAMPLES
-from test_replay_cli import contract_dir
 
 from kvwatch.cli import main
 from kvwatch.engines import detect_engine, make_parser, markers_of
@@ -192,23 +190,8 @@ def test_contract_rows_and_promtool(tmp_path: Path, capsys: pytest.CaptureFixtur
     """The contract's Ollama families exist with their types and labels; promtool finds nothing wrong."""
     assert 0 == main(["replay", "--format", "prom", "--year", "2026", str(SAMPLES / "ollama-mlx-stuck.log")])
     out = capsys.readouterr().out
-    types = dict(line.split()[2:4] for line in out.splitlines() if line.startswith("# TYPE "))
-    for row in (contract_dir() / "metrics.txt").read_text().splitlines():
-        if row.startswith("kvwatch_ollama_"):
-            name, kind, labels = row.split()
-            assert kind == types.get(name), name
-            series = [line for line in out.splitlines() if line.startswith(name + "{")]
-            assert series and all(
-                sorted(labels.split(","))
-                == sorted(p.split("=")[0] for p in s.split("{")[1].split("}")[0].split(","))
-                for s in series
-            ), name
-    promtool = shutil.which("promtool")
-    assert promtool is not None
-    done = subprocess.run(
-        [promtool, "check", "metrics"], input=out, capture_output=True, text=True, check=False
-    )
-    assert (0, "") == (done.returncode, done.stdout + done.stderr)
+    assert check_contract_rows(out, ("kvwatch_ollama_",)) > 0
+    check_promtool_clean(out)
 
 
 def request_lines(task: int, prompt: int, cached: int) -> list[str]:
