@@ -625,7 +625,7 @@ class LlamacppParser:
         stream.last_rel = rel
         stream.stamped = True
         assert stream.anchor is not None
-        now = _round_us(stream.anchor + rel)  # µs, as printed: equal inputs, equal times
+        now = ln.round_us(stream.anchor + rel)  # µs, as printed: equal inputs, equal times
         last = self._last
         if last is not None and last > now:
             now = last
@@ -660,16 +660,3 @@ def _srv_read(text: str) -> bool:
     """Whether a plain srv line may be read (maybe a start line; or the prompt cache's rescue, which
     Stream._srv reads): the general path takes it. Every other srv line only moves the clock."""
     return "initializing" in text or "listening on " in text or "- found" in text
-
-
-def _round_us(seconds: float) -> float:
-    """`round(seconds, 6)` without the decimal string round trip that made it the costliest call per line."""
-    # Below 2**51 µs the product is within 0.125 of the exact one, so when it lies within 0.25 of an
-    # integer n the exact value rounds to n too, and n / 1e6 is the same correctly rounded quotient
-    # as round()'s. Anything else (a tie, 2041 and later, zero or below, nan) goes to round() itself.
-    micros = seconds * 1e6
-    if 0.0 < micros < 2.0**51:
-        rounded = round(micros)
-        if -0.25 < micros - rounded < 0.25:
-            return rounded / 1e6
-    return round(seconds, 6)

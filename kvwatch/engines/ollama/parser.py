@@ -51,8 +51,15 @@ OWN_MARKERS = ("time=", "[GIN] ")
 #: Distinct model labels per source; later models are counted as "other".
 MAX_MODELS = 8
 _SLOT = re.compile(r"slot +\S*: id +(\S+) \| task (\S+) \|")
-#: Requests whose `[GIN]` line counts as a generation (each should have a cache line).
-GENERATION = re.compile(r"/api/(?:chat|generate)$|/v1/(?:chat/completions|completions|messages|responses)$")
+#: How the paths of requests whose `[GIN]` line counts as a generation end (each should have a cache line).
+GENERATION = (
+    "/api/chat",
+    "/api/generate",
+    "/v1/chat/completions",
+    "/v1/completions",
+    "/v1/messages",
+    "/v1/responses",
+)
 #: Generation requests without any cache line before the source is judged blind.
 BLIND_AFTER = 2
 #: A slot line's (slot, task), the runner it went to, and how many runners there were after it.
@@ -371,14 +378,18 @@ class OllamaParser:
         match = ol.GIN.match(text)
         if match is None:
             return ParseError("ollama: a torn [GIN] line")
-        year, month, day, hour, minute, second = (int(g) for g in match.groups()[:6])
-        if not match[7].isdecimal():
-            return ParseError(f"ollama: [GIN] status {match[7][:20]!r}")
-        when = wall if wall is not None else self._clock.resolve(month, day, (hour, minute, second), None)
-        now = self._now(when if year else wall)
-        access = OllamaAccess(self.source, now, int(match[7]), ol.duration(match[8]), match[10], match[11])
+        status = match[7]
+        if not status.isdecimal():
+            return ParseError(f"ollama: [GIN] status {status[:20]!r}")
+        if wall is not None:
+            now = self._now(wall)  # (its own stamp is not read: the transport time is the time)
+        else:
+            year, month, day, hour, minute, second = map(int, match.group(1, 2, 3, 4, 5, 6))
+            when = self._clock.resolve(month, day, (hour, minute, second), None)
+            now = self._now(when if year else wall)
+        access = OllamaAccess(self.source, now, int(status), ol.duration(match[8]), match[10], match[11])
         events: list[Event] = [access]
-        if access.method == "POST" and GENERATION.search(access.path):
+        if access.method == "POST" and access.path.endswith(GENERATION):
             self._generations += 1
             if not self._records and self._generations >= BLIND_AFTER and not self._blind:
                 events.append(self._set_blind(now, "debug_off"))
