@@ -49,6 +49,8 @@ _LEGACY_START = frozenset("IDVWE")
 #: The head of a slot line up to its `id`: `slot <func>:` (see `untagged_run`), and those seen.
 _FUNC = re.compile(r"slot +\S*:")
 _FUNCS: set[str] = set()
+#: The first words of a message of a request in progress that `Stream.slot` reads (or of an empty one).
+_LOUD = READ | {"sele", ""}
 #: `untagged_run`'s request when it follows none.
 _NO_REQUEST = Request(-1)
 #: `LlamacppParser._plain`'s answer for a line that takes the general path (compared by identity).
@@ -161,14 +163,15 @@ class LlamacppParser:
         *,
         mine: Callable[[str], bool],
         same_task: bool,
+        srv: bool,
     ) -> tuple[list[Event], int, int, int] | None:
         """`untagged_slot` or `untagged_srv` of `lines[start]` read from after `prefix`, and of the lines
-        after it that start with `prefix` too and are this parser's, as `mine` says of their text after
-        the prefix (asked once of srv lines: they all go to one runner). A slot line of the slot and
-        task of a line before it, while that task is in progress on the slot, is taken without asking
-        (the caller's router picks a runner with the task in progress, before any other); for the
-        first line's task only when `same_task`. All at transport time `wall`; the caller knows that
-        no line holds an ANSI escape or `\\r` (Ollama's runner output in a block).
+        after it that start with `prefix` too and are this parser's: a slot line that `mine` says is
+        (asked of its text after the prefix), a srv line when `srv` says they all are. A slot line of
+        the slot and task of a line before it, while that task is in progress on the slot, is taken
+        without asking (the caller's router picks a runner with the task in progress, before any
+        other); for the first line's task only when `same_task`. All at transport time `wall`; the
+        caller knows that no line holds an ANSI escape or `\\r` (Ollama's runner output in a block).
 
         Returns their events, lines recognised, lines in error, and the index of the first line not
         read; None when the first line is not one `untagged_slot` or `untagged_srv` takes (`parse`
@@ -185,78 +188,68 @@ class LlamacppParser:
             result = self.untagged_srv(first[skip:], wall) if first.startswith("srv ", skip) else None
             if result is None:
                 return None
-        events: list[Event] = []
-        recognized = errors = 0
-        if isinstance(result, list):
-            recognized, events = 1, result
-        else:
-            errors = 1
-        index, end = start + 1, len(lines)
+        header = stream.timing is not None  # a bare timing header: its `timing` stays
+        events: list[Event] = result if isinstance(result, list) else []
+        errors = 0 if isinstance(result, list) else 1  # (every line read gives a list or a ParseError)
         # The rest at the first line's time: `_last` is at least `wall` now and stays where it is.
         now = self._last
         assert now is not None
         source, funcs, requests = self.source, _FUNCS, stream.requests
         # The task followed without asking: its tag (` id  0 | task 5 |`), slot, request and texts.
         tag, slot, request, ids = "", -1, _NO_REQUEST, ("", "")
-        srv: bool | None = None  # (whether srv lines are this parser's: not asked yet)
         if match is not None and same_task:
             tag, slot, request, ids = _follow(stream, match)
-        while index < end:
+        cut = len(tag)
+        for index in range(start + 1, len(lines)):
             line = lines[index]
-            if not line.startswith(prefix):
-                break
-            if line.startswith("slot ", skip):
-                at = line.find(tag, skip) if tag else -1
-                if at > 0 and ((func := line[skip:at]) in funcs or _known_func(func)):
-                    # `slot <func>:` and the tag: SLOT reads its slot and task (a line of that shape
-                    # has one reading) and its message after the tag. What Stream.slot does with a
-                    # line of the request in progress, written out.
-                    msg = line[at + len(tag) :].strip()
-                    index += 1
-                    stream.timing = None
-                    four = msg[:4]
-                    if (
-                        msg
-                        and four != "sele"
-                        and (four not in READ or (four == "tota" and not request.stopped))
-                        and "memory_seq_rm" not in msg
-                    ):
-                        recognized += 1  # (`total time` ends only a request stopped before it)
-                        continue
-                    if msg and four != "sele":
-                        result = stream.apply((slot, request), msg, now, source)
-                    else:
-                        result = stream.slot(ids[0], ids[1], msg, now, source)  # (a bare header, a pick)
-                    if requests.get(slot) is not request:
-                        tag = ""  # the request ended: a later line of its task is placed anew
+            at = line.find(tag, skip) if cut else -1
+            if at > 0 and line.startswith(prefix) and ((func := line[skip:at]) in funcs or _known_func(func)):
+                # `slot <func>:` and the tag: SLOT reads its slot and task (a line of that shape
+                # has one reading) and its message after the tag. What Stream.slot does with a
+                # line of the request in progress, written out.
+                msg = line[at + cut :].strip()
+                four = msg[:4]
+                if "memory_seq_rm" not in msg and (
+                    four not in _LOUD or (four == "tota" and not request.stopped)
+                ):
+                    header = False
+                    continue  # quiet (`total time` ends only a request stopped before it)
+                stream.timing = None
+                if four != "sele" and msg:
+                    result = stream.apply((slot, request), msg, now, source)
                 else:
-                    body = line[skip:]
-                    match = ln.SLOT.match(body)
-                    if match is None or not mine(body):
-                        break
-                    index += 1
-                    result = self._untagged(stream, match, wall)
-                    tag, slot, request, ids = _follow(stream, match)
-                if isinstance(result, list):
-                    recognized += 1
-                    events += result
-                elif result is not None:
-                    errors += 1
-            elif line.startswith("srv ", skip):
+                    result = stream.slot(ids[0], ids[1], msg, now, source)  # (a bare header, a pick)
+                header = not msg
+                if requests.get(slot) is not request:
+                    tag, cut = "", 0  # the request ended: a later line of its task is placed anew
+            elif not line.startswith(prefix):
+                break
+            elif line.startswith("slot ", skip):
+                body = line[skip:]
+                match = ln.SLOT.match(body)
+                if match is None or not mine(body):
+                    break
+                result = self._untagged(stream, match, wall)
+                header = stream.timing is not None
+                tag, slot, request, ids = _follow(stream, match)
+                cut = len(tag)
+            elif srv and line.startswith("srv ", skip):
                 body = line[skip:]
                 if _srv_read(body) or not ln.SRV.match(body):
                     break
-                if srv is None:
-                    srv = mine(body)
-                if not srv:
-                    break
-                # (untagged_srv: the clock is already at `wall`; the timing header is forgotten)
-                stream.timing = None
-                recognized += 1
-                index += 1
+                header = False  # (untagged_srv: the clock is already at `wall`, `timing` is dropped)
+                continue
             else:
                 break
-        return events, recognized, errors, index
+            if isinstance(result, list):
+                events += result
+            else:
+                errors += 1
+        else:
+            index = len(lines)
+        if not header:
+            stream.timing = None
+        return events, index - start - errors, errors, index
 
     def slot_task(self, slot: int) -> tuple[int, bool]:
         """A slot of the untagged stream: its newest task id (-1: none yet) and whether it is in progress.

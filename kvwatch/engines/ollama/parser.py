@@ -78,6 +78,7 @@ class _Run(Protocol):
         *,
         mine: Callable[[str], bool],
         same_task: bool,
+        srv: bool,
     ) -> tuple[list[Event], int, int, int] | None: ...
 
 
@@ -207,7 +208,13 @@ class OllamaParser:
                     # `_owner` chose it knowing every runner (or there is no other).
                     same_task = before >= 2 or len(runners) == 1
                     got = run(
-                        lines, index, prefix, when, mine=partial(self._owns, runner), same_task=same_task
+                        lines,
+                        index,
+                        prefix,
+                        when,
+                        mine=partial(self._owns, runner),
+                        same_task=same_task,
+                        srv=runner == self._runner,
                     )
                     if got is not None:
                         found, more, wrong, index = got
@@ -351,8 +358,9 @@ class OllamaParser:
                 (port[1] if port else attrs.get("port", "")),
                 attrs.get("model", "") or model_label(cmd),
             )
-            for old in [r for r, m in self._models.items() if m == model and model]:
-                self._runners.pop(old, None)  # a model is loaded once: its earlier runner has exited
+            models = self._models
+            for old in [r for r in self._runners if models.get(r) == model and model]:
+                self._runners.pop(old)  # a model is loaded once: its earlier runner has exited
             self._runners.pop(runner, None)  # a new process on that port
             self._runner, self._models[runner] = runner, model
             return []
