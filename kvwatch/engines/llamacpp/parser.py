@@ -46,6 +46,7 @@ Asked = dict[int | None, tuple[list[tuple[int, int]], set[int] | None]]
 
 #: The first letters of a 2024 `server_log` line (INFO, DEBUG, VERB, WARN, ERR).
 _LEGACY_START = frozenset("IDVWE")
+_round_us = ln.round_us  # (a global: `_stamped` runs once a line)
 #: The head of a slot line up to its `id`: `slot <func>:` (see `untagged_run`), and those seen.
 _FUNC = re.compile(r"slot +\S*:")
 _FUNCS: set[str] = set()
@@ -618,7 +619,7 @@ class LlamacppParser:
         stream.last_rel = rel
         stream.stamped = True
         assert stream.anchor is not None
-        now = ln.round_us(stream.anchor + rel)  # µs, as printed: equal inputs, equal times
+        now = _round_us(stream.anchor + rel)  # µs, as printed: equal inputs, equal times
         last = self._last
         if last is not None and last > now:
             now = last
