@@ -163,15 +163,14 @@ class LlamacppParser:
         wall: float,
         *,
         mine: Callable[[str], bool],
-        same_task: bool,
         srv: bool,
     ) -> tuple[list[Event], int, int, int] | None:
         """`untagged_slot` or `untagged_srv` of `lines[start]` read from after `prefix`, and of the lines
         after it that start with `prefix` too and are this parser's: a slot line that `mine` says is
         (asked of its text after the prefix), a srv line when `srv` says they all are. A slot line of
-        the slot and task of a line before it, while that task is in progress on the slot, is taken
-        without asking (the caller's router picks a runner with the task in progress, before any
-        other); for the first line's task only when `same_task`. All at transport time `wall`; the
+        the slot and task of a line before it (the first one too), while that task is in progress on
+        the slot, is taken without asking: the caller's router sends it to a runner with the task in
+        progress, the first such one, which this parser is. All at transport time `wall`; the
         caller knows that no line holds an ANSI escape or `\\r` (Ollama's runner output in a block).
 
         Returns their events, lines recognised, lines in error, and the index of the first line not
@@ -198,7 +197,7 @@ class LlamacppParser:
         source, funcs, requests = self.source, _FUNCS, stream.requests
         # The task followed without asking: its tag (` id  0 | task 5 |`), slot, request and texts.
         tag, slot, request, ids = "", -1, _NO_REQUEST, ("", "")
-        if match is not None and same_task:
+        if match is not None:
             tag, slot, request, ids = _follow(stream, match)
         cut = len(tag)
         for index in range(start + 1, len(lines)):

@@ -77,7 +77,6 @@ class _Run(Protocol):
         wall: float,
         *,
         mine: Callable[[str], bool],
-        same_task: bool,
         srv: bool,
     ) -> tuple[list[Event], int, int, int] | None: ...
 
@@ -196,7 +195,6 @@ class OllamaParser:
             head = body[:5]
             if prefix and (head == "slot " or head[:4] == "srv "):
                 runner, tag = self._route(body, routed) if head == "slot " else (self._runner, None)
-                before = len(runners)
                 parser = runners.get(runner)
                 if parser is None:
                     parser = runners[runner] = self._reused()
@@ -204,18 +202,12 @@ class OllamaParser:
                 when = wall if wall is not None else self._last
                 # (`prefix` is what the `]: ` test above finds in a line that starts with it)
                 if run is not None and when is not None and prefix.find("]: ", 16, 200) == len(prefix) - 3:
-                    # Lines of the same task go where this one goes while it is in progress there:
-                    # `_owner` chose it knowing every runner (or there is no other).
-                    same_task = before >= 2 or len(runners) == 1
-                    got = run(
-                        lines,
-                        index,
-                        prefix,
-                        when,
-                        mine=partial(self._owns, runner),
-                        same_task=same_task,
-                        srv=runner == self._runner,
-                    )
+                    # The runner takes the lines after this one that _owner would give it. Those of this
+                    # line's task while it is in progress there it takes without asking: _owner gives
+                    # it this line knowing every runner, or there is no other (a runner made for this
+                    # line has no stream yet: the run does not start), and only its state changes.
+                    mine, srv = partial(self._owns, runner), runner == self._runner
+                    got = run(lines, index, prefix, when, mine=mine, srv=srv)
                     if got is not None:
                         found, more, wrong, index = got
                         recognized += more
