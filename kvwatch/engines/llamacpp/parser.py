@@ -50,6 +50,8 @@ _round_us = ln.round_us  # (a global: `_stamped` runs once a line)
 #: The head of a slot line up to its `id`: `slot <func>:` (see `untagged_run`), and those seen.
 _FUNC = re.compile(r"slot +\S*:")
 _FUNCS: set[str] = set()
+#: srv lines that only move the clock (`untagged_srv`'s test), as seen.
+_QUIET_SRV: set[str] = set()
 #: The first words of a message of a request in progress that `Stream.slot` reads (or of an empty one).
 _LOUD = READ | {"sele", ""}
 #: `untagged_run`'s request when it follows none.
@@ -235,8 +237,12 @@ class LlamacppParser:
                 cut = len(tag)
             elif srv and line.startswith("srv ", skip):
                 body = line[skip:]
-                if _srv_read(body) or not ln.SRV.match(body):
-                    break
+                if body not in _QUIET_SRV:  # (the same few srv lines come back word for word)
+                    if _srv_read(body) or not ln.SRV.match(body):
+                        break
+                    if len(_QUIET_SRV) > 4096:
+                        _QUIET_SRV.clear()
+                    _QUIET_SRV.add(body)
                 header = False  # (untagged_srv: the clock is already at `wall`, `timing` is dropped)
                 continue
             else:
