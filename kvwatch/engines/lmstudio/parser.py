@@ -152,6 +152,8 @@ class LmstudioParser:
         self.source = source
         self.markers = MARKERS
         self._tz = zone(settings.tz)
+        self._utc = self._tz is timezone.utc
+        self._days: dict[str, float] = {}  # (UTC) a day's `YYYY-MM-DD` -> its midnight's epoch seconds
         self._stamp: tuple[str, float] = ("", 0.0)
         self._open = False  # a record has begun
         self._last = 0.0  # the current record's time, never before an earlier record's
@@ -163,6 +165,7 @@ class LmstudioParser:
         self._records = 0
         self._blind = ""
         self._asked: set[str] | None = None  # models labelled while kvwatch.segmented watches
+        self._models: dict[str, str] = {}  # a chat completion's model tag -> its model id (model_of)
 
     def state_key(self) -> StateKey:
         """Everything that decides how later lines are parsed (kvwatch.segmented: equal keys, equal
@@ -230,6 +233,7 @@ class LmstudioParser:
         recognized = errors = 0
         elsewhere = 0  # lines not in a run (every line of a run is recognised: counted at the end)
         parse, find = self._parse_text, text.index
+        source, models = self.source, self._models
         pos, end = 0, len(text)
         clean = "\x1b" not in text and "\r" not in text
         starts = _read_lines(text) if clean else []
@@ -271,9 +275,24 @@ class LmstudioParser:
                         elsewhere += 2  # (the run after it is counted with the others)
                         pos = found.end()
                         if cached is not None and found.end(3) - found.end(5) == 18:  # (nothing after it)
-                            result = self._using(int(prompt), int(cached))
+                            using, total = int(cached), int(prompt)
+                            if using <= total and not self._blind:  # (`_using`, written out)
+                                self._records += 1
+                                result: ParseResult = [
+                                    LmstudioRequest(
+                                        source, self._last, total, using, False, None, "", "", False, None,
+                                        self._label(), "mlx", None,
+                                    )
+                                ]  # fmt: skip
+                            else:
+                                result = self._using(total, using)
                         elif model is not None and "prompt cache disk usage" not in message:
-                            self._model = ls.model_of([model])
+                            known = models.get(model)
+                            if known is None:
+                                known = ls.model_of([model])
+                                if len(models) < 64:  # (a bounded memo: tags are few)
+                                    models[model] = known
+                            self._model = known
                             result = self._generation(self._last)
                         else:
                             result = self._message(message)
@@ -305,6 +324,13 @@ class LmstudioParser:
         """Local `YYYY-MM-DD HH:MM:SS` in the configured zone; the last stamp is remembered."""
         if stamp == self._stamp[0]:
             return self._stamp[1]
+        if self._utc:  # (no offset to look up: the day's midnight, remembered, and the time of day)
+            midnight = self._days.get(stamp[:10])
+            hour, minute, second = int(stamp[11:13]), int(stamp[14:16]), int(stamp[17:19])
+            if midnight is not None and hour < 24 and minute < 60 and second < 60:
+                when = midnight + hour * 3600 + minute * 60 + second
+                self._stamp = (stamp, when)
+                return when
         try:
             when = datetime(
                 int(stamp[:4]), int(stamp[5:7]), int(stamp[8:10]),
@@ -313,6 +339,10 @@ class LmstudioParser:
         except ValueError:
             return None
         self._stamp = (stamp, when)
+        if self._utc and len(self._days) < 4096:
+            self._days[stamp[:10]] = (
+                when - int(stamp[11:13]) * 3600 - int(stamp[14:16]) * 60 - int(stamp[17:19])
+            )
         return when
 
     def _parse_text(self, text: str) -> ParseResult:
