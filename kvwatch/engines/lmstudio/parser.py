@@ -18,6 +18,7 @@ from __future__ import annotations
 import re
 from collections.abc import Iterable
 from datetime import datetime, timezone
+from functools import lru_cache
 from typing import Any
 
 from kvwatch.engines.lmstudio import lines as ls
@@ -131,6 +132,12 @@ def _write_time(when: float) -> str:
 CLOCK = LineClock(_STAMP, _read_time, _write_time, first_only=True)
 
 
+@lru_cache(maxsize=64)
+def _model_tag(tag: str) -> str:
+    """The model id of a chat completion's one tag (`model_of`, remembered: a log names few models)."""
+    return ls.model_of([tag])
+
+
 def looks_like_lmstudio(sample: str) -> bool:
     """True when a file's head reads like LM Studio's server log (its record headers, twice)."""
     hits = 0
@@ -165,7 +172,6 @@ class LmstudioParser:
         self._records = 0
         self._blind = ""
         self._asked: set[str] | None = None  # models labelled while kvwatch.segmented watches
-        self._models: dict[str, str] = {}  # a chat completion's model tag -> its model id (model_of)
 
     def state_key(self) -> StateKey:
         """Everything that decides how later lines are parsed (kvwatch.segmented: equal keys, equal
@@ -233,7 +239,7 @@ class LmstudioParser:
         recognized = errors = 0
         elsewhere = 0  # lines not in a run (every line of a run is recognised: counted at the end)
         parse, find = self._parse_text, text.index
-        source, models = self.source, self._models
+        source = self.source
         pos, end = 0, len(text)
         clean = "\x1b" not in text and "\r" not in text
         starts = _read_lines(text) if clean else []
@@ -287,12 +293,7 @@ class LmstudioParser:
                             else:
                                 result = self._using(total, using)
                         elif model is not None and "prompt cache disk usage" not in message:
-                            known = models.get(model)
-                            if known is None:
-                                known = ls.model_of([model])
-                                if len(models) < 64:  # (a bounded memo: tags are few)
-                                    models[model] = known
-                            self._model = known
+                            self._model = _model_tag(model)
                             result = self._generation(self._last)
                         else:
                             result = self._message(message)
