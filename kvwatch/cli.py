@@ -764,7 +764,8 @@ def _replay_files(args: argparse.Namespace, paths: list[str], named: dict[str, s
     now_year = datetime.now(timezone.utc).year
     settings = ParserSettings(year=args.year, now_year=now_year, tz=args.tz, start=args.start)
     try:
-        result = replay(plan(paths, args.engine, args.source), settings, jobs=args.jobs)
+        report = args.format == "text"
+        result = replay(plan(paths, args.engine, args.source), settings, jobs=args.jobs, report=report)
     except OSError as err:
         hint = ""
         if err.errno == errno.EMFILE:

@@ -560,3 +560,26 @@ class SourceCounts:
         self.lines += parsed[0]
         self.recognized += parsed[1]
         self.errors += parsed[2]
+
+
+def _reduce_by_fields(cls: type) -> None:
+    """Pickle `cls` as (cls, its field values): a forked child sends every event through a pipe, and
+    this halves a slots dataclass's pickling both ways (its default goes through a Python-level
+    __getstate__/__setstate__ and a dict per object)."""
+    names = [f.name for f in fields(cls)]
+    if len(names) < 2 or not all(f.init for f in fields(cls)):
+        return
+    values = attrgetter(*names)
+
+    def reduce_ex(self: object, protocol: Any) -> Any:
+        if type(self) is cls:
+            return cls, values(self)
+        return object.__reduce_ex__(self, protocol)  # (a subclass defined elsewhere: its own fields)
+
+    cls.__reduce_ex__ = reduce_ex  # type: ignore[method-assign, assignment]
+
+
+for _cls in list(globals().values()):
+    if isinstance(_cls, type) and _cls.__module__ == __name__ and hasattr(_cls, "__dataclass_fields__"):
+        _reduce_by_fields(_cls)
+del _cls

@@ -281,9 +281,12 @@ def replay(
     detectors: DetectorSettings | None = None,
     tick_every: float | None = None,
     jobs: int | None = None,
+    *,
+    report: bool = True,
 ) -> ReplayResult:
     """Replay files through a fresh pipeline (ticks every kvwatch.pipeline.TICK seconds of log time
-    unless `tick_every` says otherwise); raises OSError for a missing or unreadable file.
+    unless `tick_every` says otherwise); raises OSError for a missing or unreadable file. Without
+    `report`, the summary holds the sources' line counts only (no text report will be written).
 
     Big files are read by children: `jobs` of them at most (default one per core, and at least
     kvwatch.segmented.MAX_WORKERS), a big dense log by up to that many workers (by default one per
@@ -304,7 +307,7 @@ def replay(
     try:
         for files in _rotations(prepared):
             streams.append(_log_events(files, notes, children))
-        return _replay(prepared, streams, notes, detectors, tick_every)
+        return _replay(prepared, streams, notes, detectors, tick_every, report=report)
     finally:
         for stream in streams:
             stream.close()  # a child not read to its end (after an error) is ended
@@ -316,6 +319,8 @@ def _replay(
     notes: _Notes,
     detectors: DetectorSettings | None,
     tick_every: float | None,
+    *,
+    report: bool,
 ) -> ReplayResult:
     """The pipeline over the started streams, their events merged by time."""
     # Imported here, not at the top: a big file's child is already reading while these load.
@@ -332,7 +337,8 @@ def _replay(
         metrics.sources.adopt(item.source, run.counts)  # (one object for the files of one source)
         summary.declare(item.source, item.engine, framing, run.counts)
     every = TICK if tick_every is None else tick_every
-    pipeline = Pipeline(metrics, settings=detectors, observers=[summary.observe], tick_every=every)
+    observers = [summary.observe] if report else []  # (what the text report shows of the events)
+    pipeline = Pipeline(metrics, settings=detectors, observers=observers, tick_every=every)
     alerts: list[Alert] = []
     groups: Iterable[list[Event]] = streams[0]
     if len(streams) > 1:

@@ -256,3 +256,26 @@ def test_text_report_prints_known_bytes(capsys: pytest.CaptureFixture[str]) -> N
     ]:
         status, out, _ = run(capsys, "replay", str(samples / f"{name}.log"))
         assert (0, expected) == (status, _engine_row(out, engine)[-5:]), name
+
+
+def test_a_replay_without_the_text_report_gives_the_same_metrics_and_alerts() -> None:
+    """`--format prom`, `json` and `golden` leave the text report's gathering out: metrics, alerts and
+    line counts are those of a replay that gathers it, for every sample."""
+    from kvwatch.parsers.base import ParserSettings
+    from kvwatch.replay import plan, replay
+    from kvwatch.report.exposition import golden_lines
+
+    gathered = []
+    for path in sorted((ROOT / "samples").glob("*.log")):
+        outcomes = []
+        for report in (True, False):
+            result = replay(plan([str(path)], "auto", None), ParserSettings(now_year=2026), report=report)
+            counts = {k: c.parsed() for k, c in result.summary.counts.items()}
+            outcomes.append((golden_lines(result.registry, result.alerts), counts))
+            parts = [part for view in result.summary.sources.values() for part in view.parts]
+            if report:
+                gathered.append(bool(parts))
+            else:
+                assert [] == parts, path.name
+        assert outcomes[0] == outcomes[1], path.name
+    assert all(gathered) and len(gathered) > 40
