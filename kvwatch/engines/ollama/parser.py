@@ -168,9 +168,9 @@ class OllamaParser:
         """`parse` over each line of `text` (whole lines, each ending in `\\n`; no transport time). A line
         with the journald prefix `_journal` remembers (the lines of one second share it) is read from
         after it. A runner's line goes to the runner `parse` would send it to (`_route`), with the
-        lines after it that must go there too (its `untagged_run`: the same prefix, the same slot and
-        task while that task is in progress there, its srv lines when it started last). Any other line
-        is parsed as `parse` parses it."""
+        lines after it of the same prefix that go there too (its `untagged_run`: slot lines `_owner`
+        gives it, those of a task in progress there without asking; its srv lines when it started
+        last). Any other line is parsed as `parse` parses it."""
         lines = text.split("\n")
         lines.pop()
         if "\x1b" in text or "\r" in text:
