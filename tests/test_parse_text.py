@@ -98,18 +98,19 @@ def ollama_log(seed: int) -> list[str]:
     return out.getvalue().splitlines()
 
 
-def journald(texts: list[str], rng: random.Random) -> list[str]:
-    """Lines as journald shows them (`Mon DD HH:MM:SS host ollama[PID]: `), a few to a second."""
+def journald(texts: list[str], rng: random.Random, rate: float = 0.3) -> list[str]:
+    """Lines as journald shows them (`Mon DD HH:MM:SS host ollama[PID]: `), a few to a second (the
+    next second comes after a line at `rate`)."""
     second, out = 0, []
     for text in texts:
-        second += rng.random() < 0.3
+        second += rng.random() < rate
         out.append(
             f"Jun 10 {9 + second // 3600:02d}:{second // 60 % 60:02d}:{second % 60:02d} gpu-ws ollama[2231]: {text}"
         )
     return out
 
 
-def two_runners(seed: int) -> list[str]:
+def two_runners(seed: int, rate: float = 0.3) -> list[str]:
     """Two llama-server runners of Ollama 0.30 serving at once, their lines interleaved at random (and a
     line now and then again, late), under journald: which runner a slot line is for is told by tasks."""
     rng = random.Random(seed)
@@ -154,7 +155,7 @@ def two_runners(seed: int) -> list[str]:
             out.append(out[rng.randrange(len(head), len(out))])
         elif rng.random() < 0.1:  # (the line again at once: after `stop processing`, of a task now done)
             out.append(out[-1])
-    return journald(out, rng)
+    return journald(out, rng, rate)
 
 
 def damaged(texts: list[str], odd: list[str], rng: random.Random) -> list[str]:
@@ -255,6 +256,68 @@ def test_two_ollama_runners_at_once(seed: int) -> None:
     want = by_line("ollama", texts)
     assert len(want[0].events) > 2
     assert by_text("ollama", texts, random.Random(seed)) == want
+
+
+@pytest.mark.parametrize("seed", range(20))
+def test_two_ollama_runners_in_long_seconds(seed: int) -> None:
+    """The same, with dozens of lines to a second: a runner's lines come in long runs under one
+    journald prefix (read together, see the llama.cpp parser's `untagged_run`), broken by the other
+    runner's lines and by damage."""
+    rng = random.Random(seed)
+    texts = two_runners(seed, rate=0.02)
+    if seed % 2:
+        texts = damaged(texts, OLLAMA_ODD, rng)
+    want = by_line("ollama", texts)
+    assert len(want[0].events) > 2
+    assert by_text("ollama", texts, rng) == want
+
+
+@pytest.mark.parametrize("seed", range(6))
+def test_a_runner_starting_while_another_has_the_same_task_in_progress(seed: int) -> None:
+    """Runner a has task 3 of slot 0 in progress when b starts and logs that task's lines before any
+    of its own: the first goes to b (the runner that started last, a runner's only line), the next
+    ones to a (`_owner`: a has the task in progress and comes first)."""
+    rng = random.Random(seed)
+    texts = [line for line in two_runners(seed, rate=0.0) if "task 3 |" not in line or "39102" in line]
+    a, b = (next(i for i, t in enumerate(texts) if f"--port 3910{n}" in t) for n in (1, 2))
+    runner_b = texts[b : b + 1]  # (its start; its own start-up lines are left out)
+    del texts[b : b + 4]
+    tag = "id  0 | task 3 |"
+    prefix = texts[0].split("]: ")[0] + "]: "
+    task = [
+        f"slot launch_slot_: {tag} processing task, is_child = 0",
+        f"slot   operator(): {tag} new prompt, n_ctx_slot = 32768, n_keep = 0, task.n_tokens = 900",
+        f"slot   operator(): {tag} cached n_tokens = 450, memory_seq_rm [450, end)",
+        f"slot print_timing: {tag} n_gen = 1, t_gen = 1.00 s, 38.00 t/s",
+        f"slot print_timing: {tag} prompt eval time =     100.00 ms /   450 tokens (    0.40 ms per token,  2500.00 tokens per second)",
+        f"slot print_timing: {tag}        eval time =     100.00 ms /    10 tokens (   26.30 ms per token,    38.02 tokens per second)",
+        f"slot print_timing: {tag}       total time =     200.00 ms /   910 tokens",
+        f"slot      release: {tag} stop processing: n_tokens = 909, truncated = 0",
+    ]
+    at = rng.randint(1, 4)
+    texts[a + 4 : a + 4] = [prefix + line for line in task[:at]]
+    texts[a + 4 + at : a + 4 + at] = [*runner_b, *(prefix + line for line in task[at:])]
+    want = by_line("ollama", texts)
+    assert by_text("ollama", texts, rng) == want
+
+
+@pytest.mark.parametrize("seed", range(6))
+def test_bare_timing_headers_in_an_ollama_log(seed: int) -> None:
+    """A legacy timing block (a bare slot line, then untagged timing lines) after a runner's slot line,
+    under the same journald prefix: the lines after the header are its, as `parse` reads them."""
+    rng = random.Random(seed)
+    texts = ollama_log(seed)
+    for _ in range(30):
+        at = rng.randrange(len(texts))
+        found = re.match(r"(.*?\]: )slot +\S+: (id +\S+ \| task \S+ \|)", texts[at])
+        if found:
+            texts[at + 1 : at + 1] = [
+                f"{found[1]}slot print_timing: {found[2]}",
+                *([f"{found[1]}srv  update_slots: all slots are idle"] if rng.random() < 0.5 else []),
+                f"{found[1]}       eval time =    1599.14 ms /    64 tokens",
+            ]
+    want = by_line("ollama", texts)
+    assert by_text("ollama", texts, rng) == want
 
 
 @pytest.mark.parametrize("engine, make", [(e, m) for e, _, m, _ in CASES], ids=[c[0] for c in CASES])

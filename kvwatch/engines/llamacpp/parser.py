@@ -27,7 +27,7 @@ mode (`[port] ` prefix): each child process is a stream of its own, with its own
 from __future__ import annotations
 
 import re
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from typing import Any
 
 from kvwatch.engines.llamacpp import legacy as lg
@@ -46,6 +46,16 @@ Asked = dict[int | None, tuple[list[tuple[int, int]], set[int] | None]]
 
 #: The first letters of a 2024 `server_log` line (INFO, DEBUG, VERB, WARN, ERR).
 _LEGACY_START = frozenset("IDVWE")
+_round_us = ln.round_us  # (a global: `_stamped` runs once a line)
+#: The head of a slot line up to its `id`: `slot <func>:` (see `untagged_run`), and those seen.
+_FUNC = re.compile(r"slot +\S*:")
+_FUNCS: set[str] = set()
+#: srv lines that only move the clock (`untagged_srv`'s test), as seen.
+_QUIET_SRV: set[str] = set()
+#: The first words of a message of a request in progress that `Stream.slot` reads (or of an empty one).
+_LOUD = READ | {"sele", ""}
+#: `untagged_run`'s request when it follows none.
+_NO_REQUEST = Request(-1)
 #: `LlamacppParser._plain`'s answer for a line that takes the general path (compared by identity).
 _SLOW = ParseError("llamacpp: not a plain slot or srv line")
 
@@ -132,6 +142,10 @@ class LlamacppParser:
         match = ln.SLOT.match(body)
         if stream is None or stream.stamped or match is None or "\x1b" in body or body[-1:] == "\r":
             return None
+        return self._untagged(stream, match, wall)
+
+    def _untagged(self, stream: Stream, match: re.Match[str], wall: float | None) -> ParseResult:
+        """`untagged_slot` of a line it takes (its SLOT match)."""
         # (_parse_one and _time for such a line: never a restart, no relative time)
         now = wall if wall is not None else (self._last if self._last is not None else self._settings.start)
         if self._last is not None and now < self._last:
@@ -142,6 +156,106 @@ class LlamacppParser:
             return stream.slot(match[1], match[2], match[3].strip(), now, self.source)
         except ln.GarbledError as exc:
             return ParseError(f"llamacpp: {exc}")
+
+    def untagged_run(
+        self,
+        lines: list[str],
+        start: int,
+        prefix: str,
+        wall: float,
+        *,
+        mine: Callable[[str], bool],
+        srv: bool,
+    ) -> tuple[list[Event], int, int, int] | None:
+        """`untagged_slot` or `untagged_srv` of `lines[start]` read from after `prefix`, and of the lines
+        after it that start with `prefix` too and are this parser's: a slot line that `mine` says is
+        (asked of its text after the prefix), a srv line when `srv` says they all are. A slot line of
+        the slot and task of a line before it (the first one too), while that task is in progress on
+        the slot, is taken without asking: the caller's router sends it to a runner with the task in
+        progress, the first such one, which this parser is. All at transport time `wall`; the
+        caller knows that no line holds an ANSI escape or `\\r` (Ollama's runner output in a block).
+
+        Returns their events, lines recognised, lines in error, and the index of the first line not
+        read; None when the first line is not one `untagged_slot` or `untagged_srv` takes (`parse`
+        must read it). Lines of other kinds end the run: the caller reads them."""
+        stream = self._streams.get(None)
+        if stream is None or stream.stamped:
+            return None
+        skip = len(prefix)
+        first = lines[start]
+        match = ln.SLOT.match(first, skip) if first.startswith("slot ", skip) else None
+        if match is not None:
+            result = self._untagged(stream, match, wall)
+        else:
+            result = self.untagged_srv(first[skip:], wall) if first.startswith("srv ", skip) else None
+            if result is None:
+                return None
+        header = stream.timing is not None  # a bare timing header: its `timing` stays
+        events: list[Event] = result if isinstance(result, list) else []
+        errors = 0 if isinstance(result, list) else 1  # (every line read gives a list or a ParseError)
+        # The rest at the first line's time: `_last` is at least `wall` now and stays where it is.
+        now = self._last
+        assert now is not None
+        source, funcs, requests = self.source, _FUNCS, stream.requests
+        # The task followed without asking: its tag (` id  0 | task 5 |`), slot, request and texts.
+        tag, slot, request, ids = "", -1, _NO_REQUEST, ("", "")
+        if match is not None:
+            tag, slot, request, ids = _follow(stream, match)
+        cut = len(tag)
+        for index in range(start + 1, len(lines)):
+            line = lines[index]
+            at = line.find(tag, skip) if cut else -1
+            if at > 0 and line.startswith(prefix) and ((func := line[skip:at]) in funcs or _known_func(func)):
+                # `slot <func>:` and the tag: SLOT reads its slot and task (a line of that shape
+                # has one reading) and its message after the tag. What Stream.slot does with a
+                # line of the request in progress, written out.
+                msg = line[at + cut :].strip()
+                four = msg[:4]
+                if "memory_seq_rm" not in msg and (
+                    four not in _LOUD or (four == "tota" and not request.stopped)
+                ):
+                    header = False
+                    continue  # quiet (`total time` ends only a request stopped before it)
+                stream.timing = None
+                if four != "sele" and msg:
+                    result = stream.apply((slot, request), msg, now, source)
+                else:
+                    result = stream.slot(ids[0], ids[1], msg, now, source)  # (a bare header, a pick)
+                header = not msg
+                if requests.get(slot) is not request:
+                    tag, cut = "", 0  # the request ended: a later line of its task is placed anew
+            elif not line.startswith(prefix):
+                break
+            elif line.startswith("slot ", skip):
+                body = line[skip:]
+                match = ln.SLOT.match(body)
+                if match is None or not mine(body):
+                    break
+                result = self._untagged(stream, match, wall)
+                header = stream.timing is not None
+                tag, slot, request, ids = _follow(stream, match)
+                cut = len(tag)
+            elif srv and line.startswith("srv ", skip):
+                body = line[skip:]
+                if body not in _QUIET_SRV:  # (the same few srv lines come back word for word)
+                    if _srv_read(body) or not ln.SRV.match(body):
+                        break
+                    if len(_QUIET_SRV) > 4096:
+                        _QUIET_SRV.clear()
+                    _QUIET_SRV.add(body)
+                header = False  # (untagged_srv: the clock is already at `wall`, `timing` is dropped)
+                continue
+            else:
+                break
+            if isinstance(result, list):
+                events += result
+            else:
+                errors += 1
+        else:
+            index = len(lines)
+        if not header:
+            stream.timing = None
+        return events, index - start - errors, errors, index
 
     def slot_task(self, slot: int) -> tuple[int, bool]:
         """A slot of the untagged stream: its newest task id (-1: none yet) and whether it is in progress.
@@ -518,20 +632,30 @@ class LlamacppParser:
         return now
 
 
+def _follow(stream: Stream, match: re.Match[str]) -> tuple[str, int, Request, tuple[str, str]]:
+    """`untagged_run`'s task to follow after a slot line (its SLOT match): the line's tag, slot,
+    request and id texts while its task is in progress on the slot (as `slot_task` tells), else ""."""
+    slot_text, task_text = match[1], match[2]
+    if slot_text.isdecimal() and task_text.isdecimal():
+        slot, task = int(slot_text), int(task_text)
+        request = stream.requests.get(slot)
+        if request is not None and request.task == task and task >= stream.finished.get(slot, -1):
+            head = match.string[match.start() : match.start(3)]
+            return head[head.find(": id") + 1 :], slot, request, (slot_text, task_text)
+    return "", -1, _NO_REQUEST, ("", "")
+
+
+def _known_func(func: str) -> bool:
+    """Whether a slot line's head before its tag is `slot <func>:` (remembered in `_FUNCS` when it is)."""
+    if not _FUNC.fullmatch(func):
+        return False
+    if len(_FUNCS) > 4096:
+        _FUNCS.clear()
+    _FUNCS.add(func)
+    return True
+
+
 def _srv_read(text: str) -> bool:
     """Whether a plain srv line may be read (maybe a start line; or the prompt cache's rescue, which
     Stream._srv reads): the general path takes it. Every other srv line only moves the clock."""
     return "initializing" in text or "listening on " in text or "- found" in text
-
-
-def _round_us(seconds: float) -> float:
-    """`round(seconds, 6)` without the decimal string round trip that made it the costliest call per line."""
-    # Below 2**51 µs the product is within 0.125 of the exact one, so when it lies within 0.25 of an
-    # integer n the exact value rounds to n too, and n / 1e6 is the same correctly rounded quotient
-    # as round()'s. Anything else (a tie, 2041 and later, zero or below, nan) goes to round() itself.
-    micros = seconds * 1e6
-    if 0.0 < micros < 2.0**51:
-        rounded = round(micros)
-        if -0.25 < micros - rounded < 0.25:
-            return rounded / 1e6
-    return round(seconds, 6)

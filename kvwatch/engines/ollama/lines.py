@@ -68,6 +68,10 @@ def read_slog(text: str) -> Record | None:
 
 def duration(text: str) -> float:
     """A Go time.Duration's String() (`5.2s`, `1m2.5s`, `850µs`) in seconds, else GarbledError."""
+    if text[-1:] == "s":  # seconds alone (`\d+(?:\.\d+)?s`, gin's commonest), without the regex
+        whole, dot, fraction = text[:-1].partition(".")
+        if whole.isdecimal() and (fraction.isdecimal() or not dot):
+            return float(text[:-1])
     parts = _DURATION.findall(text)
     if not parts or "".join(n + u for n, u in parts) != text:
         raise GarbledError(f"not a duration: {text[:40]!r}")

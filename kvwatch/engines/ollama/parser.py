@@ -28,7 +28,8 @@ from __future__ import annotations
 import re
 from collections.abc import Callable
 from datetime import datetime, timezone
-from typing import Literal
+from functools import partial
+from typing import Literal, Protocol
 
 from kvwatch.engines.ollama import lines as ol
 from kvwatch.model import (
@@ -50,12 +51,36 @@ OWN_MARKERS = ("time=", "[GIN] ")
 #: Distinct model labels per source; later models are counted as "other".
 MAX_MODELS = 8
 _SLOT = re.compile(r"slot +\S*: id +(\S+) \| task (\S+) \|")
-#: Requests whose `[GIN]` line counts as a generation (each should have a cache line).
-GENERATION = re.compile(r"/api/(?:chat|generate)$|/v1/(?:chat/completions|completions|messages|responses)$")
+#: How the paths of requests whose `[GIN]` line counts as a generation end (each should have a cache line).
+GENERATION = (
+    "/api/chat",
+    "/api/generate",
+    "/v1/chat/completions",
+    "/v1/completions",
+    "/v1/messages",
+    "/v1/responses",
+)
 #: Generation requests without any cache line before the source is judged blind.
 BLIND_AFTER = 2
 #: A slot line's (slot, task), the runner it went to, and how many runners there were after it.
 _Routed = tuple[tuple[str, str], str, int] | None
+
+
+class _Run(Protocol):
+    """A reused parser's `untagged_run` (see the llama.cpp parser)."""
+
+    def __call__(
+        self,
+        lines: list[str],
+        start: int,
+        prefix: str,
+        wall: float,
+        *,
+        mine: Callable[[str], bool],
+        srv: bool,
+    ) -> tuple[list[Event], int, int, int] | None: ...
+
+
 EventKind = Literal["clear", "failed_restore", "context_shift", "eviction", "fork"]
 _STARTS = ("starting llama-server", "starting runner", "starting llama server")
 _CLEARS = ("kv cache removal unsupported", "kv cache removal not supported", "kv cache cannot shift")
@@ -142,28 +167,64 @@ class OllamaParser:
     def parse_text(self, text: str) -> BlockResult:
         """`parse` over each line of `text` (whole lines, each ending in `\\n`; no transport time). A line
         with the journald prefix `_journal` remembers (the lines of one second share it) is read from
-        after it; a runner's slot line with the slot and task of the slot line just before goes to the
-        runner that took that one, while that runner has the task in progress (`_route`). Any other
-        line is parsed as `parse` parses it."""
+        after it. A runner's line goes to the runner `parse` would send it to (`_route`), with the
+        lines after it of the same prefix that go there too (its `untagged_run`: slot lines `_owner`
+        gives it, those of a task in progress there without asking; its srv lines when it started
+        last). Any other line is parsed as `parse` parses it."""
         lines = text.split("\n")
         lines.pop()
         if "\x1b" in text or "\r" in text:
             return self.parse_block(lines)
         events: list[Event] = []
         recognized = errors = 0
-        parse, body_of, slot_line = self._parse_text, self._body, self._slot_line
+        body_of, runners = self._body, self._runners
         routed: _Routed = None
-        for line in lines:
+        index, count = 0, len(lines)
+        while index < count:
+            line = lines[index]
             prefix, wall = self._prefix
             end = line.find("]: ", 16, 200)
             if end > 0 and line[: end + 3] == prefix:  # (what _journal does with the prefix it holds)
                 body = line[end + 3 :]
-                if body.startswith("slot "):
-                    result, routed = slot_line(body, wall, routed)
-                else:
-                    result, routed = body_of(body, wall), None
+            elif line[:1].isupper():
+                body, wall = self._journal(line, None)
+                prefix = self._prefix[0] if len(body) < len(line) else ""
             else:
-                result, routed = parse(line, None), None
+                body, wall, prefix = line, None, ""
+            result: ParseResult = None
+            head = body[:5]
+            if prefix and (head == "slot " or head[:4] == "srv "):
+                runner, tag = self._route(body, routed) if head == "slot " else (self._runner, None)
+                parser = runners.get(runner)
+                if parser is None:
+                    parser = runners[runner] = self._reused()
+                run: _Run | None = getattr(parser, "untagged_run", None)
+                when = wall if wall is not None else self._last
+                # (`prefix` is what the `]: ` test above finds in a line that starts with it)
+                if run is not None and when is not None and prefix.find("]: ", 16, 200) == len(prefix) - 3:
+                    # The runner takes the lines after this one that _owner would give it. Those of this
+                    # line's task while it is in progress there it takes without asking: _owner gives
+                    # it this line knowing every runner, or there is no other (a runner made for this
+                    # line has no stream yet: the run does not start), and only its state changes.
+                    mine, srv = partial(self._owns, runner), runner == self._runner
+                    got = run(lines, index, prefix, when, mine=mine, srv=srv)
+                    if got is not None:
+                        found, more, wrong, index = got
+                        recognized += more
+                        errors += wrong
+                        for event in found:
+                            if isinstance(event, LlamaRequest):
+                                events += self._from_llama(event, runner)
+                        routed = None
+                        continue
+                try:
+                    result = self._runner_line(body, wall, runner)
+                except ol.GarbledError as exc:
+                    result = ParseError(f"ollama: {exc}")
+                routed = (tag, runner, len(runners)) if tag is not None else None
+            else:
+                result, routed = body_of(body, wall), None
+            index += 1
             if isinstance(result, list):
                 recognized += 1
                 if result:
@@ -172,29 +233,27 @@ class OllamaParser:
                 errors += 1
         return BlockResult(events, recognized, errors)
 
-    def _slot_line(self, text: str, wall: float | None, routed: _Routed) -> tuple[ParseResult, _Routed]:
-        """`_body` of a runner's slot line; `routed`: where the line just before went, if it was one
-        whose runner `_owner` chose among several by its task. The same for this line, after."""
+    def _owns(self, runner: str, text: str) -> bool:
+        """Whether `_owner` gives a line to this runner."""
+        return self._owner(text) == runner
+
+    def _route(self, text: str, routed: _Routed) -> tuple[str, tuple[str, str] | None]:
+        """The runner of a slot line (`_owner`'s answer), and its (slot, task) when `_owner` chose by it;
+        `routed`: where the line just before went, if it was one whose runner `_owner` chose among
+        several by its task."""
         runners = self._runners
         match = _SLOT.match(text) if len(runners) >= 2 else None
         if match is None or not match[1].isdecimal() or not match[2].isdecimal():
-            return self._body(text, wall), None  # (`_owner` answers the runner that started last)
+            return self._runner, None  # (`_owner` answers the runner that started last)
         tag = match[1], match[2]
-        runner = None
         if routed is not None and routed[0] == tag and routed[2] == len(runners):
             # The runner `_owner` chose for the line before, unless another had the task in progress
             # then (it would have been chosen): this one has it in progress now, so it is chosen again.
             parser = runners.get(routed[1])
             tasks: Callable[[int], tuple[int, bool]] | None = getattr(parser, "slot_task", None)
             if tasks is not None and tasks(int(tag[0])) == (int(tag[1]), True):
-                runner = routed[1]
-        if runner is None:
-            runner = self._owner(text)
-        try:
-            result = self._runner_line(text, wall, runner)
-        except ol.GarbledError as exc:
-            result = ParseError(f"ollama: {exc}")
-        return result, (tag, runner, len(runners))
+                return routed[1], tag
+        return self._owner(text), tag
 
     def _journal(self, text: str, transport: float | None) -> tuple[str, float | None]:
         """Strip journald's prefix; its time. The prefix of the last line is remembered: the lines of
@@ -291,8 +350,9 @@ class OllamaParser:
                 (port[1] if port else attrs.get("port", "")),
                 attrs.get("model", "") or model_label(cmd),
             )
-            for old in [r for r, m in self._models.items() if m == model and model]:
-                self._runners.pop(old, None)  # a model is loaded once: its earlier runner has exited
+            models = self._models
+            for old in [r for r in self._runners if models.get(r) == model and model]:
+                self._runners.pop(old)  # a model is loaded once: its earlier runner has exited
             self._runners.pop(runner, None)  # a new process on that port
             self._runner, self._models[runner] = runner, model
             return []
@@ -318,14 +378,18 @@ class OllamaParser:
         match = ol.GIN.match(text)
         if match is None:
             return ParseError("ollama: a torn [GIN] line")
-        year, month, day, hour, minute, second = (int(g) for g in match.groups()[:6])
-        if not match[7].isdecimal():
-            return ParseError(f"ollama: [GIN] status {match[7][:20]!r}")
-        when = wall if wall is not None else self._clock.resolve(month, day, (hour, minute, second), None)
-        now = self._now(when if year else wall)
-        access = OllamaAccess(self.source, now, int(match[7]), ol.duration(match[8]), match[10], match[11])
+        status = match[7]
+        if not status.isdecimal():
+            return ParseError(f"ollama: [GIN] status {status[:20]!r}")
+        if wall is not None:
+            now = self._now(wall)  # (its own stamp is not read: the transport time is the time)
+        else:
+            year, month, day, hour, minute, second = map(int, match.group(1, 2, 3, 4, 5, 6))
+            when = self._clock.resolve(month, day, (hour, minute, second), None)
+            now = self._now(when if year else wall)
+        access = OllamaAccess(self.source, now, int(status), ol.duration(match[8]), match[10], match[11])
         events: list[Event] = [access]
-        if access.method == "POST" and GENERATION.search(access.path):
+        if access.method == "POST" and access.path.endswith(GENERATION):
             self._generations += 1
             if not self._records and self._generations >= BLIND_AFTER and not self._blind:
                 events.append(self._set_blind(now, "debug_off"))
