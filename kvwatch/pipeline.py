@@ -45,6 +45,9 @@ class Pipeline:
         #: Findings decided outside the detectors (a probe's, by its name), part of every tick until replaced.
         self.held: dict[str, list[Finding]] = {}
         self.memo = Memo()
+        # The last tick's findings: detect_all's (the memo returns that very list while they hold) and held.
+        self._detected: list[Finding] | None = None
+        self._held: list[Finding] = []
         metrics.registry.register(AlertCollector(self.book))
         metrics.registry.register(PinnedCollector(self.windows, lambda: self.settings.pinned_cache_length))
 
@@ -93,5 +96,9 @@ class Pipeline:
 
     def tick(self, now: float) -> list[Alert]:
         """Run the detectors at event time `now`; return the alert transitions."""
-        held = [finding for _, found in sorted(self.held.items()) for finding in found]
-        return self.book.update(detect_all(self.windows, now, self.settings, self.memo) + held, now)
+        detected = detect_all(self.windows, now, self.settings, self.memo)
+        held = [finding for _, found in sorted(self.held.items()) for finding in found] if self.held else []
+        if detected is self._detected and held == self._held:  # (the memo's: nothing changed since)
+            return self.book.again(now)
+        self._detected, self._held = detected, held
+        return self.book.update(detected + held, now)

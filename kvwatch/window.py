@@ -183,6 +183,11 @@ class Windows:
         #: Changes whenever a request group or a source's kind or facts change: what the request detectors
         #: read (kvwatch.detectors.Memo keeps their findings while it stays the same).
         self.version = 0
+        #: Changes whenever the set of sources or a source's kind or facts change (a restart too).
+        self.shape = 0
+        #: Changes whenever anything else the detectors read changes: an engine's stats and KV points,
+        #: a source's last stats line, request tallies, prefetches, offload history, usage records.
+        self.changes = 0
         # event type -> (the engine that makes it ("": none), whether a window keeps something of it)
         self._owners: dict[type, tuple[str, bool]] = {}
 
@@ -192,11 +197,14 @@ class Windows:
         if window is None:
             window = self.sources[name] = SourceWindow()
             self.version += 1
+            self.shape += 1
         return window
 
     def forget(self, source: str) -> None:
         """Drop everything kept of `source` (a source removed from the config)."""
         self.version += 1
+        self.shape += 1
+        self.changes += 1
         self.sources.pop(source, None)
         for labels in [k for k in self.requests if dict(k).get("source") == source]:
             del self.requests[labels]
@@ -221,6 +229,7 @@ class Windows:
         if owner and window.kind != owner and (not window.kind or type(event) is not EngineFact):
             window.kind = owner
             self.version += 1
+            self.shape += 1
         if not kept:  # (an engine's batch lines: metrics only, nothing for the detectors)
             return
         # The commonest events first, each with one isinstance.
@@ -236,6 +245,7 @@ class Windows:
                     stats.popleft()
             stats[-1].add(event)
             window.last_stats = event
+            self.changes += 1
         elif isinstance(event, VllmKvTransfer):
             engine = window.engines.get(event.engine) or self._engine(window, event.engine)
             kv = engine.kv
@@ -248,11 +258,14 @@ class Windows:
             kv[-1].add(event)
             engine.store_total += event.store_bytes or 0
             engine.load_total += event.load_bytes or 0
+            self.changes += 1
         elif isinstance(event, VllmPrefixV0):
             self._engine(window, event.engine)
+            self.changes += 1
         elif isinstance(event, EngineFact):
             window.facts[event.key] = event.value
             self.version += 1
+            self.shape += 1
         elif isinstance(event, RequestRecord):
             self._record(event)
         elif isinstance(event, CachePrefetch):
@@ -261,6 +274,7 @@ class Windows:
             oldest = event.time - self.horizon
             while prefetches and prefetches[0].time < oldest:
                 prefetches.popleft()
+            self.changes += 1
         elif isinstance(event, (OffloadLookup, OffloadTransfer, OffloadFailure)):
             self._offload(window, event)
         elif isinstance(event, ServerRestart):
@@ -274,6 +288,7 @@ class Windows:
                 self._usage(event)
 
     def _offload(self, window: SourceWindow, event: OffloadLookup | OffloadTransfer | OffloadFailure) -> None:
+        self.changes += 1
         history = window.offload
         if history is None:
             history = window.offload = OffloadHistory()
@@ -301,10 +316,13 @@ class Windows:
         basis, record = adapter.convert(event)
         if basis == "exact":
             window.exact_requests += 1
+            self.changes += 1
         elif basis == "joined":
             window.joined_requests += 1
+            self.changes += 1
         elif basis == "derived":
             window.derived_requests += 1
+            self.changes += 1
         if record is not None:
             self._record(record)
 
@@ -352,6 +370,7 @@ class Windows:
     # -----------------------------------------------------------------------------------------
 
     def _usage(self, event: UsageRecord) -> None:
+        self.changes += 1
         key = (event.source, event.model)
         records = self.usage.get(key)
         if records is None:
@@ -367,6 +386,8 @@ class Windows:
     def _restart(self, window: SourceWindow, event: ServerRestart) -> None:
         # A restarted engine starts from a cold cache: history from before says nothing about it.
         self.version += 1
+        self.shape += 1
+        self.changes += 1
         window.engines.clear()
         window.last_stats = None
         window.started = event.time

@@ -18,8 +18,11 @@ from kvwatch.detectors import (
     prefix_cache_disabled,
     prefix_reuse,
     probe_prefix_miss,
+    stable,
     write_only_offload,
 )
+from kvwatch.detectors import hicache_storage_unused as hicache
+from kvwatch.detectors import offload_retrieve_failed as retrieve_failed
 from kvwatch.detectors.advice import advised
 from kvwatch.model import Finding
 from kvwatch.window import Windows
@@ -61,58 +64,123 @@ class DetectorSettings:
 ALERTS: tuple[str, ...] = tuple(f.name for f in dataclasses.fields(DetectorSettings))
 
 
+@dataclass(frozen=True)
+class Detector:
+    """How detect_all runs one detector, and what its findings depend on besides the settings."""
+
+    name: str  # its settings field
+    detect: Callable[[Windows, float, Any], list[Finding]]
+    #: Whether it reads request groups (its findings then follow Windows.version; else Windows.shape
+    #: and Windows.changes, which cover everything else a detector reads).
+    requests: bool
+    #: `until(windows, now, cfg)`: the event time before which, the windows unchanged, its findings stay
+    #: those at `now` (kvwatch.detectors.stable); None for a detector that never reads `now`.
+    until: Callable[[Windows, float, Any], float] | None
+    #: Whether the windows hold anything it reads (else it finds nothing and is not asked).
+    reads: Callable[[Windows], bool]
+
+
+def _sources(windows: Windows) -> bool:
+    return bool(windows.sources)
+
+
+def _requests(windows: Windows) -> bool:
+    return bool(windows.requests)
+
+
+def _usage(windows: Windows) -> bool:
+    return bool(windows.usage)
+
+
+#: detect_all's detectors, in the order of their findings.
+DETECTORS: tuple[Detector, ...] = (
+    Detector("write_only_offload", write_only_offload.detect, False, None, _sources),
+    Detector("pinned_cache_length", pinned_cache.detect, True, None, _requests),
+    Detector("prefix_reuse_broken", prefix_reuse.detect, True, None, _requests),
+    Detector("no_signal", no_signal.detect, False, no_signal.until, _sources),
+    Detector("prefix_hit_rate_low", hit_rate_low.detect, False, hit_rate_low.until, _sources),
+    Detector("prefix_cache_disabled", prefix_cache_disabled.detect, True, None, _sources),
+    Detector("hicache_storage_unused", hicache.detect, False, hicache.until, _sources),
+    Detector("offload_retrieve_failed", retrieve_failed.detect, False, retrieve_failed.until, _sources),
+    Detector("hit_rate_gap", hit_rate_gap.detect, False, hit_rate_gap.until, _usage),
+    Detector("usage_double_counting", double_counting.detect, False, double_counting.until, _usage),
+)
+
+
+@dataclass(frozen=True, slots=True)
+class Kept:
+    """Findings, and what they were found from: windows in a state (`key`), settings, and their `until`."""
+
+    windows: Windows
+    key: object
+    settings: object
+    until: float
+    findings: list[Finding]
+
+    def holds(self, windows: Windows, key: object, settings: object, now: float) -> bool:
+        """Whether asking again at `now` would find the same."""
+        return (
+            self.windows is windows
+            and self.key == key
+            and now < self.until
+            and (self.settings is settings or self.settings == settings)
+        )
+
+
 class Memo:
-    """The last findings of the request detectors, which read only request groups and the sources' kinds
-    and facts (never `now`): while `Windows.version` stays the same, so do their findings."""
+    """Each detector's last findings, and detect_all's: a detector asked again with the same windows
+    (their counters unchanged, kvwatch.window.Windows), the same settings and before its findings'
+    `until` would find the same again (it is a pure function of them), so those are reused."""
 
     def __init__(self) -> None:
-        self.kept: dict[str, tuple[Windows, int, object, list[Finding]]] = {}
+        self.kept: dict[str, Kept] = {}
+        self.last: Kept | None = None  # detect_all's (its key: all three counters)
 
-    def findings(
-        self,
-        name: str,
-        detect: Callable[[Windows, float, Any], list[Finding]],
-        windows: Windows,
-        now: float,
-        cfg: object,
-    ) -> list[Finding]:
-        """`detect(windows, now, cfg)`, or what it found last time when neither windows nor cfg changed."""
-        version = windows.version  # (before: a detector that changed the windows is asked again)
-        kept = self.kept.get(name)
-        if kept is not None and kept[0] is windows and kept[1] == version and kept[2] == cfg:
-            return kept[3]
-        found = detect(windows, now, cfg)
-        self.kept[name] = (windows, version, cfg, found)
-        return found
+    def findings(self, detector: Detector, windows: Windows, now: float, cfg: object) -> Kept:
+        """`detector.detect(windows, now, cfg)` and its `until`, or what it found last time if that holds."""
+        # (the counters read before: a detector that changed the windows is asked again)
+        key: object = windows.version if detector.requests else (windows.shape, windows.changes)
+        kept = self.kept.get(detector.name)
+        if kept is not None and kept.holds(windows, key, cfg, now):
+            return kept
+        found = detector.detect(windows, now, cfg)
+        until = stable.NEVER if detector.until is None else detector.until(windows, now, cfg)
+        kept = self.kept[detector.name] = Kept(windows, key, cfg, until, found)
+        return kept
 
 
 def detect_all(
     windows: Windows, now: float, settings: DetectorSettings, memo: Memo | None = None
 ) -> list[Finding]:
-    """Run every detector at event time `now` (with a memo, the request detectors only when their
-    windows changed since its last tick)."""
+    """Run every detector at event time `now`; with a memo, only those whose findings may have changed
+    since it last asked them (nothing changed: the very list it returned last time)."""
+    if memo is None:
+        return _detect_all(windows, now, settings, None)[0]
+    key = (windows.version, windows.shape, windows.changes)
+    last = memo.last
+    if last is not None and last.holds(windows, key, settings, now):
+        return last.findings
+    found, until = _detect_all(windows, now, settings, memo)
+    memo.last = Kept(windows, key, settings, until, found)
+    return found
+
+
+def _detect_all(
+    windows: Windows, now: float, settings: DetectorSettings, memo: Memo | None
+) -> tuple[list[Finding], float]:
+    """detect_all's findings, and the earliest `until` of the detectors asked (with a memo)."""
     # A detector finds nothing in windows it does not read; skipping those calls halves a tick's cost
     # for a vLLM-only replay (detectors run every 10 s of event time). The order of findings is kept.
     findings: list[Finding] = []
-    if windows.sources:
-        findings += write_only_offload.detect(windows, now, settings.write_only_offload)
-    if windows.requests:
-        # Ticks outnumber requests (a tick every 10 s of event time), and these two cost the most.
+    soonest = stable.NEVER
+    for detector in DETECTORS:
+        if not detector.reads(windows):
+            continue
+        cfg = getattr(settings, detector.name)
         if memo is None:
-            findings += pinned_cache.detect(windows, now, settings.pinned_cache_length)
-            findings += prefix_reuse.detect(windows, now, settings.prefix_reuse_broken)
-        else:
-            pinned = settings.pinned_cache_length
-            findings += memo.findings("pinned_cache_length", pinned_cache.detect, windows, now, pinned)
-            reuse = settings.prefix_reuse_broken
-            findings += memo.findings("prefix_reuse_broken", prefix_reuse.detect, windows, now, reuse)
-    if windows.sources:
-        findings += no_signal.detect(windows, now, settings.no_signal)
-        findings += hit_rate_low.detect(windows, now, settings.prefix_hit_rate_low)
-        findings += prefix_cache_disabled.detect(windows, now, settings.prefix_cache_disabled)
-        findings += hicache_storage_unused.detect(windows, now, settings.hicache_storage_unused)
-        findings += offload_retrieve_failed.detect(windows, now, settings.offload_retrieve_failed)
-    if windows.usage:
-        findings += hit_rate_gap.detect(windows, now, settings.hit_rate_gap)
-        findings += double_counting.detect(windows, now, settings.usage_double_counting)
-    return advised(findings, windows)
+            findings += detector.detect(windows, now, cfg)
+            continue
+        kept = memo.findings(detector, windows, now, cfg)
+        findings += kept.findings
+        soonest = min(soonest, kept.until)
+    return advised(findings, windows), soonest
