@@ -77,6 +77,57 @@ class RequestPoint:
 
 
 @dataclass(slots=True)
+class Tally:
+    """Of one request group's kept points: how often each positive cached length occurs, how many
+    points the commonest one has, and how many points carry a conversation (an upper bound for any
+    stretch of them, which the request detectors read before scanning one)."""
+
+    counts: dict[int, int] = field(default_factory=dict)
+    often: dict[int, int] = field(default_factory=dict)  # count -> how many lengths occur that often
+    top: int = 0
+    conversations: int = 0
+
+    def add(self, point: RequestPoint) -> None:
+        """Count a point in."""
+        if point.conversation:
+            self.conversations += 1
+        cached = point.cached
+        if cached <= 0:
+            return
+        counts, often = self.counts, self.often
+        count = counts.get(cached, 0)
+        if count:
+            often[count] -= 1
+        counts[cached] = count + 1
+        often[count + 1] = often.get(count + 1, 0) + 1
+        self.top = max(self.top, count + 1)
+
+    def remove(self, point: RequestPoint) -> None:
+        """Count a point out (one counted in before)."""
+        if point.conversation:
+            self.conversations -= 1
+        cached = point.cached
+        if cached <= 0:
+            return
+        counts, often = self.counts, self.often
+        count = counts[cached]
+        often[count] -= 1
+        if count == 1:
+            del counts[cached]
+        else:
+            counts[cached] = count - 1
+            often[count - 1] += 1
+        if count == self.top and not often[count]:
+            self.top = count - 1
+
+    def clear(self) -> None:
+        """Count every point out."""
+        self.counts.clear()
+        self.often.clear()
+        self.top = self.conversations = 0
+
+
+@dataclass(slots=True)
 class StatsPoint:
     """The stats lines of one engine at one event time: counts, maxima and newest values detectors read."""
 
@@ -179,6 +230,8 @@ class Windows:
         self.requests: dict[Labels, deque[RequestPoint]] = {}
         #: The same points by slot: each group's slots (those it holds a point of), each slot's in order.
         self.slots: dict[Labels, dict[int | None, deque[RequestPoint]]] = {}
+        #: What each group's points come to (kept as they come and go).
+        self.tallies: dict[Labels, Tally] = {}
         self.usage: dict[tuple[str, str], deque[UsageRecord]] = {}
         #: Changes whenever a request group or a source's kind or facts change: what the request detectors
         #: read (kvwatch.detectors.Memo keeps their findings while it stays the same).
@@ -209,6 +262,7 @@ class Windows:
         for labels in [k for k in self.requests if dict(k).get("source") == source]:
             del self.requests[labels]
             self.slots.pop(labels, None)
+            self.tallies.pop(labels, None)
         for key in [k for k in self.usage if k[0] == source]:
             del self.usage[key]
 
@@ -348,7 +402,9 @@ class Windows:
         if points is None:
             points = self.requests[labels] = deque(maxlen=self.max_requests)
             self.slots[labels] = {}
+            self.tallies[labels] = Tally()
         slots = self.slots[labels]
+        tally = self.tallies[labels]
         if len(points) == points.maxlen:  # the oldest point leaves: so it does its slot's
             if not points:  # (a window that keeps none)
                 return
@@ -357,7 +413,9 @@ class Windows:
             kept.popleft()
             if not kept:
                 del slots[oldest.slot]
+            tally.remove(oldest)
         points.append(point)
+        tally.add(point)
         same = slots.get(point.slot)
         if same is None:
             same = slots[point.slot] = deque()
@@ -404,3 +462,4 @@ class Windows:
         for labels in [k for k in self.requests if dict(k).get("source") == event.source]:
             self.requests[labels].clear()
             self.slots[labels].clear()
+            self.tallies[labels].clear()

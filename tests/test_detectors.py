@@ -3,6 +3,8 @@
 from __future__ import annotations
 
 import random
+from collections import Counter
+from dataclasses import replace
 from pathlib import Path
 
 import pytest
@@ -216,7 +218,8 @@ def test_prefix_hit_rate_low_is_off_by_default() -> None:
 
 def test_pinned_cache_precheck_never_hides_a_pinned_group() -> None:
     """detect() skips assess() for a group _may_be_pinned rules out: only ever a group assess() would
-    not find pinned (random groups: few or many requests, ties, zero and negative cached lengths)."""
+    not find pinned (random groups: few or many requests, ties, zero and negative cached lengths),
+    with or without the count of the whole group's commonest length."""
     from kvwatch.window import RequestPoint
 
     rng = random.Random(3)
@@ -238,8 +241,77 @@ def test_pinned_cache_precheck_never_hides_a_pinned_group() -> None:
         if not pinned_cache._may_be_pinned(points, cfg):
             skipped += 1
             assert not pinned, (points, cfg)
+        top = max(Counter(p.cached for p in points if p.cached > 0).values(), default=0)  # (Windows.tallies)
+        if not pinned_cache._may_be_pinned(points, cfg, top):
+            assert not pinned, (points, cfg)
         checked += pinned
     assert skipped > 1000 and checked > 100
+
+
+def test_a_groups_tally_is_a_count_of_its_points() -> None:
+    """Windows.tallies: the commonest positive cached length's count and the points carrying a
+    conversation, as a count of the group's kept points finds them, through evictions and restarts."""
+    from kvwatch.window import Windows
+
+    rng = random.Random(11)
+    for max_requests in (0, 1, 7, 60):
+        windows = Windows(max_requests=max_requests)
+        for i in range(800):
+            if rng.random() < 0.01:
+                windows.observe(ServerRestart("l", T0 + i, "llamacpp"))
+            cached = rng.choice((0, -3, 64, 128, 256, rng.randrange(1, 5000)))
+            talk = rng.choice(("", "", "a", "b"))
+            windows.observe(
+                RequestRecord("l", T0 + i, 9000, cached, slot=rng.choice((0, 1)), conversation=talk)
+            )
+            for labels, points in windows.requests.items():
+                tally = windows.tallies[labels]
+                counts = Counter(p.cached for p in points if p.cached > 0)
+                assert max(counts.values(), default=0) == tally.top
+                assert sum(bool(p.conversation) for p in points) == tally.conversations
+
+
+def test_prefix_reuse_prechecks_never_hide_a_finding() -> None:
+    """_judge and _waste rule a group out early (enough healthy requests among the newest) only where
+    their full reading finds nothing either."""
+    rng = random.Random(5)
+    ruled_out = 0
+    for _ in range(3000):
+        cfg = prefix_reuse.Settings(
+            requests=rng.choice((1, 3, 6)),
+            min_prompt=rng.choice((0, 256, 4000)),
+            max_reuse=rng.choice((0.0, 0.1, 0.5)),
+            min_share=rng.choice((0.0, 0.5, 0.8, 1.0)),
+            large_prompt=rng.choice((1, 4096)),
+            waste_requests=rng.choice((1, 2, 3)),
+        )
+        cfg = replace(cfg, waste_requests=min(cfg.waste_requests, cfg.requests))
+        poor = rng.random()
+        points = [
+            RequestPoint(
+                float(i),
+                rng.choice((100, 3000, 5000, 24000)),
+                rng.choice((0, 10, 300, 2900)) if rng.random() < poor else 2900,
+                full_reprocess=rng.random() < poor / 3,
+                slot=rng.choice((0, 1, None)),
+            )
+            for i in range(rng.randrange(0, 30))
+        ]
+        slots: dict[int | None, list[RequestPoint]] = {}
+        for point in points:
+            slots.setdefault(point.slot, []).append(point)
+        if prefix_reuse._hopeless(points, cfg, cfg.min_share * cfg.requests, cfg.min_prompt):
+            ruled_out += 1
+            sizeable = [p for p in points if p.prompt >= cfg.min_prompt][-cfg.requests :]
+            poor_ones = [p for p in sizeable if prefix_reuse._poor(p, cfg)]
+            assert len(sizeable) < cfg.requests or len(poor_ones) < cfg.min_share * len(sizeable)
+        for slot_points in slots.values():
+            if prefix_reuse._hopeless(slot_points, cfg, cfg.waste_requests, cfg.large_prompt):
+                ruled_out += 1
+                recent = [p for p in slot_points if p.prompt >= cfg.min_prompt][-cfg.requests :]
+                wasted = [p for p in recent if p.prompt >= cfg.large_prompt and prefix_reuse._poor(p, cfg)]
+                assert len(wasted) < cfg.waste_requests
+    assert ruled_out > 1000
 
 
 SAMPLES = Path(__file__).resolve().parents[1] / "samples"

@@ -251,9 +251,14 @@ def _conversation_finding(labels: Labels, run: Run, cfg: Settings) -> Finding:
     )
 
 
-def _may_be_pinned(points: Sequence[RequestPoint], cfg: Settings) -> bool:
+def _may_be_pinned(points: Sequence[RequestPoint], cfg: Settings, top: int | None = None) -> bool:
     """False when assess() cannot find the group pinned: too few requests, or its most common
-    non-zero cached length covers too few of them (most groups, most ticks: a cheaper count)."""
+    non-zero cached length covers too few of them (most groups, most ticks: a cheaper count). `top`,
+    when given, is how many of all the group's points share their commonest positive cached length:
+    none of the recent ones can do better, so below the share it settles the matter without a count."""
+    size = len(points) if cfg.max_requests <= 0 else min(len(points), cfg.max_requests)
+    if top is not None and cfg.max_requests > 0 and (size < cfg.min_requests or top / size < cfg.min_share):
+        return False
     recent = newest(points, cfg.max_requests)
     if len(recent) < cfg.min_requests:
         return False
@@ -276,12 +281,15 @@ def detect(windows: Windows, now: float, cfg: Settings) -> list[Finding]:
         return []
     findings = []
     for labels, points in sorted(windows.requests.items()):
-        group_cfg = group_settings(windows, labels, cfg)
-        if _may_be_pinned(points, cfg):
+        tally = windows.tallies[labels]
+        if _may_be_pinned(points, cfg, tally.top):
             verdict = assess(points, cfg)
             if verdict.pinned:
-                findings.append(_finding(labels, points, verdict, group_cfg))
+                findings.append(_finding(labels, points, verdict, group_settings(windows, labels, cfg)))
                 continue
+        if not tally.conversations:  # (no recent point carries one either)
+            continue
+        group_cfg = group_settings(windows, labels, cfg)
         run = conversation_run(points, group_cfg)
         if run is not None:
             findings.append(_conversation_finding(labels, run, group_cfg))
