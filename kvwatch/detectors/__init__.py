@@ -70,83 +70,52 @@ class Detector:
 
     name: str  # its settings field
     detect: Callable[[Windows, float, Any], list[Finding]]
+    #: The Windows attribute it reads its subjects from (empty: it finds nothing and is not asked).
+    reads: str
     #: Whether it reads request groups (its findings then follow Windows.version; else Windows.shape
     #: and Windows.changes, which cover everything else a detector reads).
     requests: bool
     #: `until(windows, now, cfg)`: the event time before which, the windows unchanged, its findings stay
     #: those at `now` (kvwatch.detectors.stable); None for a detector that never reads `now`.
-    until: Callable[[Windows, float, Any], float] | None
-    #: Whether the windows hold anything it reads (else it finds nothing and is not asked).
-    reads: Callable[[Windows], bool]
-
-
-def _sources(windows: Windows) -> bool:
-    return bool(windows.sources)
-
-
-def _requests(windows: Windows) -> bool:
-    return bool(windows.requests)
-
-
-def _usage(windows: Windows) -> bool:
-    return bool(windows.usage)
+    until: Callable[[Windows, float, Any], float] | None = None
 
 
 #: detect_all's detectors, in the order of their findings.
 DETECTORS: tuple[Detector, ...] = (
-    Detector("write_only_offload", write_only_offload.detect, False, None, _sources),
-    Detector("pinned_cache_length", pinned_cache.detect, True, None, _requests),
-    Detector("prefix_reuse_broken", prefix_reuse.detect, True, None, _requests),
-    Detector("no_signal", no_signal.detect, False, no_signal.until, _sources),
-    Detector("prefix_hit_rate_low", hit_rate_low.detect, False, hit_rate_low.until, _sources),
-    Detector("prefix_cache_disabled", prefix_cache_disabled.detect, True, None, _sources),
-    Detector("hicache_storage_unused", hicache.detect, False, hicache.until, _sources),
-    Detector("offload_retrieve_failed", retrieve_failed.detect, False, retrieve_failed.until, _sources),
-    Detector("hit_rate_gap", hit_rate_gap.detect, False, hit_rate_gap.until, _usage),
-    Detector("usage_double_counting", double_counting.detect, False, double_counting.until, _usage),
+    Detector("write_only_offload", write_only_offload.detect, "sources", False),
+    Detector("pinned_cache_length", pinned_cache.detect, "requests", True),
+    Detector("prefix_reuse_broken", prefix_reuse.detect, "requests", True),
+    Detector("no_signal", no_signal.detect, "sources", False, no_signal.until),
+    Detector("prefix_hit_rate_low", hit_rate_low.detect, "sources", False, hit_rate_low.until),
+    Detector("prefix_cache_disabled", prefix_cache_disabled.detect, "sources", True),
+    Detector("hicache_storage_unused", hicache.detect, "sources", False, hicache.until),
+    Detector("offload_retrieve_failed", retrieve_failed.detect, "sources", False, retrieve_failed.until),
+    Detector("hit_rate_gap", hit_rate_gap.detect, "usage", False, hit_rate_gap.until),
+    Detector("usage_double_counting", double_counting.detect, "usage", False, double_counting.until),
 )
 
-
-@dataclass(frozen=True, slots=True)
-class Kept:
-    """Findings, and what they were found from: windows in a state (`key`), settings, and their `until`."""
-
-    windows: Windows
-    key: object
-    settings: object
-    until: float
-    findings: list[Finding]
-
-    def holds(self, windows: Windows, key: object, settings: object, now: float) -> bool:
-        """Whether asking again at `now` would find the same."""
-        return (
-            self.windows is windows
-            and self.key == key
-            and now < self.until
-            and (self.settings is settings or self.settings == settings)
-        )
+#: What a memo keeps of one detector's (or detect_all's) last findings: the windows' counters they were
+#: found at, their `until`, and the findings.
+Kept = tuple[object, float, list[Finding]]
 
 
 class Memo:
-    """Each detector's last findings, and detect_all's: a detector asked again with the same windows
-    (their counters unchanged, kvwatch.window.Windows), the same settings and before its findings'
+    """Each detector's last findings, and detect_all's, for one windows and one settings: a detector
+    asked again with the windows' counters unchanged (kvwatch.window.Windows) and before its findings'
     `until` would find the same again (it is a pure function of them), so those are reused."""
 
     def __init__(self) -> None:
+        self.windows: Windows | None = None
+        self.settings: DetectorSettings | None = None
         self.kept: dict[str, Kept] = {}
-        self.last: Kept | None = None  # detect_all's (its key: all three counters)
+        self.last: Kept | None = None  # detect_all's (found at all three counters)
 
-    def findings(self, detector: Detector, windows: Windows, now: float, cfg: object) -> Kept:
-        """`detector.detect(windows, now, cfg)` and its `until`, or what it found last time if that holds."""
-        # (the counters read before: a detector that changed the windows is asked again)
-        key: object = windows.version if detector.requests else (windows.shape, windows.changes)
-        kept = self.kept.get(detector.name)
-        if kept is not None and kept.holds(windows, key, cfg, now):
-            return kept
-        found = detector.detect(windows, now, cfg)
-        until = stable.NEVER if detector.until is None else detector.until(windows, now, cfg)
-        kept = self.kept[detector.name] = Kept(windows, key, cfg, until, found)
-        return kept
+    def start(self, windows: Windows, settings: DetectorSettings) -> None:
+        """Keep findings for these windows and settings from now on (other ones: forget them)."""
+        if self.windows is not windows or self.settings != settings:
+            self.kept.clear()
+            self.last = None
+        self.windows, self.settings = windows, settings
 
 
 def detect_all(
@@ -156,12 +125,15 @@ def detect_all(
     since it last asked them (nothing changed: the very list it returned last time)."""
     if memo is None:
         return _detect_all(windows, now, settings, None)[0]
-    key = (windows.version, windows.shape, windows.changes)
+    if memo.windows is not windows or memo.settings is not settings:
+        memo.start(windows, settings)
+    # (the counters read before any detector runs: one that changed the windows is asked again)
+    counters = (windows.version, windows.shape, windows.changes)
     last = memo.last
-    if last is not None and last.holds(windows, key, settings, now):
-        return last.findings
+    if last is not None and last[0] == counters and now < last[1]:
+        return last[2]
     found, until = _detect_all(windows, now, settings, memo)
-    memo.last = Kept(windows, key, settings, until, found)
+    memo.last = (counters, until, found)
     return found
 
 
@@ -173,14 +145,20 @@ def _detect_all(
     # for a vLLM-only replay (detectors run every 10 s of event time). The order of findings is kept.
     findings: list[Finding] = []
     soonest = stable.NEVER
+    version, rest = windows.version, (windows.shape, windows.changes)
     for detector in DETECTORS:
-        if not detector.reads(windows):
+        if not getattr(windows, detector.reads):
             continue
-        cfg = getattr(settings, detector.name)
         if memo is None:
-            findings += detector.detect(windows, now, cfg)
+            findings += detector.detect(windows, now, getattr(settings, detector.name))
             continue
-        kept = memo.findings(detector, windows, now, cfg)
-        findings += kept.findings
-        soonest = min(soonest, kept.until)
+        key = version if detector.requests else rest
+        kept = memo.kept.get(detector.name)
+        if kept is None or kept[0] != key or not now < kept[1]:
+            cfg = getattr(settings, detector.name)
+            found = detector.detect(windows, now, cfg)
+            until = stable.NEVER if detector.until is None else detector.until(windows, now, cfg)
+            kept = memo.kept[detector.name] = (key, until, found)
+        findings += kept[2]
+        soonest = min(soonest, kept[1])
     return advised(findings, windows), soonest
