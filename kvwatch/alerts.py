@@ -86,6 +86,14 @@ class AlertBook:
             self._resolve(now, transitions)
         return transitions
 
+    def settled(self) -> bool:
+        """Whether `again` resolves nothing, however late: no alert the last findings left out fires."""
+        return self._present is not None and self._oldest is None
+
+    def idle(self) -> bool:
+        """Whether `again` changes nothing at all: settled, and the last findings were none."""
+        return self._present is not None and not self._present and self._oldest is None
+
     def _resolve(self, now: float, transitions: list[Alert]) -> None:
         """Resolve the firing alerts absent from the last findings for `resolve_after`, into `transitions`."""
         present = set(self._present or ())

@@ -85,14 +85,27 @@ class Pipeline:
         while time >= self.next_tick:
             if idle > limit:
                 self.next_tick += (time - self.next_tick) // self.tick_every * self.tick_every
-            alerts.extend(self.tick(self.next_tick))
             following = self.next_tick + self.tick_every
             if following <= self.next_tick:  # (a time so large that floats hold no later grid point)
+                alerts.extend(self.tick(self.next_tick))
                 self.next_tick = math.inf
                 break
+            if not self._quiet(self.next_tick, inner=idle > 0 and following <= time):
+                alerts.extend(self.tick(self.next_tick))
             self.next_tick = following
             idle += 1
         return alerts
+
+    def _quiet(self, now: float, *, inner: bool) -> bool:
+        """Whether a tick at `now` can be left out: it would find what the last tick found (the memo
+        says so) and fire or resolve nothing. When the findings hold an alert up, it would still note
+        when it was last seen: then only a tick between others of one call (`inner`: no event, no held
+        finding comes between them) is left out, as the next one notes a later time anyway."""
+        if not self.memo.holds(self.windows, now):
+            return False
+        if inner:
+            return self.book.settled()
+        return self.book.idle() and not self.held and not self._held
 
     def tick(self, now: float) -> list[Alert]:
         """Run the detectors at event time `now`; return the alert transitions."""

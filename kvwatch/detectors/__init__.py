@@ -117,6 +117,17 @@ class Memo:
             self.last = None
         self.windows, self.settings = windows, settings
 
+    def holds(self, windows: Windows, now: float) -> bool:
+        """Whether detect_all(windows, now, the settings of its last call, self) would return the very
+        list it returned last time."""
+        last = self.last
+        return (
+            last is not None
+            and self.windows is windows
+            and last[0] == (windows.version, windows.shape, windows.changes)
+            and now < last[1]
+        )
+
 
 def detect_all(
     windows: Windows, now: float, settings: DetectorSettings, memo: Memo | None = None
