@@ -94,9 +94,9 @@ DETECTORS: tuple[Detector, ...] = (
     Detector("usage_double_counting", double_counting.detect, "usage", False, double_counting.until),
 )
 
-#: What a memo keeps of one detector's (or detect_all's) last findings: the windows' counters they were
-#: found at, their `until`, and the findings.
-Kept = tuple[object, float, list[Finding]]
+#: The positions in DETECTORS of those that read request groups.
+_REQUESTS = tuple(i for i, detector in enumerate(DETECTORS) if detector.requests)
+_ALL = tuple(range(len(DETECTORS)))
 
 
 class Memo:
@@ -107,15 +107,27 @@ class Memo:
     def __init__(self) -> None:
         self.windows: Windows | None = None
         self.settings: DetectorSettings | None = None
-        self.kept: dict[str, Kept] = {}
-        self.last: Kept | None = None  # detect_all's (found at all three counters)
+        self._forget()
 
     def start(self, windows: Windows, settings: DetectorSettings) -> None:
         """Keep findings for these windows and settings from now on (other ones: forget them)."""
         if self.windows is not windows or self.settings != settings:
-            self.kept.clear()
-            self.last = None
+            self._forget()
         self.windows, self.settings = windows, settings
+
+    def _forget(self) -> None:
+        """Keep nothing."""
+        # Per detector, in DETECTORS' order: the counters its findings were found at (None: never
+        # asked), their `until`, and the findings.
+        self.keys: list[object] = [None] * len(DETECTORS)
+        self.until = [stable.NEVER] * len(DETECTORS)
+        self.found: list[list[Finding]] = [[] for _ in DETECTORS]
+        #: The counters the detectors that read no request group were last asked at (None: never),
+        #: and the earliest `until` of their findings.
+        self.rest: tuple[int, int] | None = None
+        self.rest_until = stable.NEVER
+        #: detect_all's last result: the windows' three counters, its `until`, the list.
+        self.last: tuple[tuple[int, int, int], float, list[Finding]] | None = None
 
     def holds(self, windows: Windows, now: float) -> bool:
         """Whether detect_all(windows, now, the settings of its last call, self) would return the very
@@ -135,7 +147,13 @@ def detect_all(
     """Run every detector at event time `now`; with a memo, only those whose findings may have changed
     since it last asked them (nothing changed: the very list it returned last time)."""
     if memo is None:
-        return _detect_all(windows, now, settings, None)[0]
+        # A detector finds nothing in windows it does not read; skipping those calls halves a tick's
+        # cost for a vLLM-only replay (detectors run every 10 s of event time).
+        findings: list[Finding] = []
+        for detector in DETECTORS:
+            if getattr(windows, detector.reads):
+                findings += detector.detect(windows, now, getattr(settings, detector.name))
+        return advised(findings, windows)
     if memo.windows is not windows or memo.settings is not settings:
         memo.start(windows, settings)
     # (the counters read before any detector runs: one that changed the windows is asked again)
@@ -143,33 +161,25 @@ def detect_all(
     last = memo.last
     if last is not None and last[0] == counters and now < last[1]:
         return last[2]
-    found, until = _detect_all(windows, now, settings, memo)
-    memo.last = (counters, until, found)
-    return found
-
-
-def _detect_all(
-    windows: Windows, now: float, settings: DetectorSettings, memo: Memo | None
-) -> tuple[list[Finding], float]:
-    """detect_all's findings, and the earliest `until` of the detectors asked (with a memo)."""
-    # A detector finds nothing in windows it does not read; skipping those calls halves a tick's cost
-    # for a vLLM-only replay (detectors run every 10 s of event time). The order of findings is kept.
-    findings: list[Finding] = []
-    soonest = stable.NEVER
-    version, rest = windows.version, (windows.shape, windows.changes)
-    for detector in DETECTORS:
-        if not getattr(windows, detector.reads):
-            continue
-        if memo is None:
-            findings += detector.detect(windows, now, getattr(settings, detector.name))
-            continue
+    version, rest = counters[0], counters[1:]
+    # Most often only request groups changed: the others' findings hold, and they are not even looked at.
+    held = rest == memo.rest and now < memo.rest_until
+    keys, untils, found = memo.keys, memo.until, memo.found
+    for i in _REQUESTS if held else _ALL:
+        detector = DETECTORS[i]
         key = version if detector.requests else rest
-        kept = memo.kept.get(detector.name)
-        if kept is None or kept[0] != key or not now < kept[1]:
+        if keys[i] == key and now < untils[i]:
+            continue
+        if getattr(windows, detector.reads):
             cfg = getattr(settings, detector.name)
-            found = detector.detect(windows, now, cfg)
-            until = stable.NEVER if detector.until is None else detector.until(windows, now, cfg)
-            kept = memo.kept[detector.name] = (key, until, found)
-        findings += kept[2]
-        soonest = min(soonest, kept[1])
-    return advised(findings, windows), soonest
+            found[i] = detector.detect(windows, now, cfg)
+            untils[i] = stable.NEVER if detector.until is None else detector.until(windows, now, cfg)
+        else:  # (it finds nothing in windows it does not read: not asked)
+            found[i], untils[i] = [], stable.NEVER
+        keys[i] = key
+    if not held:
+        memo.rest = rest
+        memo.rest_until = min([untils[i] for i in _ALL if i not in _REQUESTS], default=stable.NEVER)
+    findings = advised([finding for kept in found for finding in kept], windows)
+    memo.last = (counters, min(untils), findings)
+    return findings

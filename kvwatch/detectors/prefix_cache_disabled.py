@@ -42,6 +42,8 @@ def detect(windows: Windows, now: float, cfg: Settings) -> list[Finding]:
     findings = []
     for source, win in sorted(windows.sources.items()):
         state = win.facts.get("prefix_cache")
+        if state is None:  # (the facts say nothing either way: most sources)
+            continue
         labels = (("source", source),)
         if state == "disabled":
             setting = win.facts.get("prefix_cache_setting", "the prefix-cache switch")

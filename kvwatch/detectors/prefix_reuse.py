@@ -176,7 +176,10 @@ def _per_slot(
 
 def _waste(source: str, slots: Mapping[int | None, Sequence[RequestPoint]], cfg: Settings) -> Finding | None:
     """The slot with the most full re-processings of large prompts, when it has `waste_requests`."""
-    if all(_hopeless(points, cfg, cfg.waste_requests, cfg.large_prompt) for points in slots.values()):
+    for points in slots.values():
+        if not _hopeless(points, cfg, cfg.waste_requests, cfg.large_prompt):
+            break
+    else:
         return None
     worst: tuple[int | None, list[RequestPoint], list[RequestPoint]] | None = None
     for slot, recent in sorted(
@@ -222,8 +225,10 @@ def detect(windows: Windows, now: float, cfg: Settings) -> list[Finding]:
         return []
     findings = []
     for labels, points in sorted(windows.requests.items()):
+        if len(labels) != 1:
+            continue
         source = dict(labels)["source"]
-        if len(labels) != 1 or "server_requests" not in signals_of(windows.source(source).kind):
+        if "server_requests" not in signals_of(windows.source(source).kind):
             continue
         finding = _judge(source, points, cfg) or _waste(source, windows.slots[labels], cfg)
         if finding is not None:
