@@ -314,6 +314,57 @@ def test_prefix_reuse_prechecks_never_hide_a_finding() -> None:
     assert ruled_out > 1000
 
 
+def gathered_run(points: list[RequestPoint], cfg: pinned_cache.Settings) -> pinned_cache.Run | None:
+    """conversation_run as first written: each conversation's recent turns gathered, then each one's
+    pinned tail read back from its newest turn; the longest (the first shown of those as long)."""
+    conversations: dict[str, list[RequestPoint]] = {}
+    for point in points[-cfg.max_requests :] if cfg.max_requests > 0 else points:
+        if point.conversation:
+            conversations.setdefault(point.conversation, []).append(point)
+    best = None
+    for name, turns in conversations.items():
+        run: list[RequestPoint] = []
+        last = turns[-1]
+        if 0 < last.cached < last.prompt:
+            low = high = last.cached
+            run = [last]
+            for point in reversed(turns[:-1]):
+                low, high = min(low, point.cached), max(high, point.cached)
+                if point.prompt >= run[-1].prompt or not pinned_cache._same(low, high, cfg):
+                    break
+                run.append(point)
+        if len(run) >= cfg.conversation_requests and (best is None or len(run) > len(best.points)):
+            tolerance = cfg.block_size - 1 if cfg.block_size else cfg.same_within
+            best = pinned_cache.Run(name, tuple(run[::-1]), tolerance)
+    return best
+
+
+def test_conversation_run_in_one_pass_finds_what_gathering_finds() -> None:
+    """The one-pass conversation_run picks the run, and of equally long ones the conversation, that
+    gathering each conversation's turns first picks (random groups: many conversations, ties, pins)."""
+    rng = random.Random(17)
+    found = 0
+    for _ in range(3000):
+        cfg = pinned_cache.Settings(
+            max_requests=rng.choice((5, 12, 50)),
+            conversation_requests=rng.choice((2, 3, 4)),
+            block_size=rng.choice((0, 0, 16)),
+            same_within=rng.choice((0, 2, 40)),
+        )
+        names = rng.sample(("a", "b", "c", "d", "e"), rng.randint(1, 5))
+        prompts = dict.fromkeys(names, 1000)
+        points = []
+        for i in range(rng.randint(0, 70)):
+            name = rng.choice([*names, ""])
+            prompts[name] = prompts.get(name, 1000) + rng.choice((-50, 0, 30, 200))
+            cached = rng.choice((0, 512, 513, 520, 600, prompts[name] - 10, prompts[name] + 5))
+            points.append(RequestPoint(float(i), prompts[name], cached, conversation=name))
+        expected = gathered_run(points, cfg)
+        assert expected == pinned_cache.conversation_run(points, cfg), (points, cfg)
+        found += expected is not None
+    assert found > 100
+
+
 SAMPLES = Path(__file__).resolve().parents[1] / "samples"
 
 

@@ -184,21 +184,6 @@ class Run:
         return self.points[-1].cached
 
 
-def _tail(points: Sequence[RequestPoint], cfg: Settings) -> tuple[RequestPoint, ...]:
-    """A conversation's newest requests (newest last) with one cached length and growing prompts."""
-    newest = points[-1]
-    if newest.cached <= 0 or newest.cached >= newest.prompt:
-        return ()
-    low = high = newest.cached
-    run = [newest]
-    for point in reversed(points[:-1]):
-        low, high = min(low, point.cached), max(high, point.cached)
-        if point.prompt >= run[-1].prompt or not _same(low, high, cfg):
-            break
-        run.append(point)
-    return tuple(run[::-1])
-
-
 def _same(low: int, high: int, cfg: Settings) -> bool:
     """Whether cached lengths from `low` to `high` are one length: within a block, else `same_within`."""
     return high - low < cfg.block_size if cfg.block_size else high - low <= cfg.same_within
@@ -206,17 +191,42 @@ def _same(low: int, high: int, cfg: Settings) -> bool:
 
 def conversation_run(points: Sequence[RequestPoint], cfg: Settings) -> Run | None:
     """The longest pinned run ending a conversation among the group's recent requests, if one is long
-    enough (only requests that carry a conversation are judged)."""
-    conversations: dict[str, list[RequestPoint]] = {}
-    for point in newest(points, cfg.max_requests):
-        if point.conversation:
-            conversations.setdefault(point.conversation, []).append(point)
-    best: Run | None = None
-    for name, turns in conversations.items():
-        run = _tail(turns, cfg)
-        if len(run) >= cfg.conversation_requests and (best is None or len(run) > len(best.points)):
-            best = Run(name, run, cfg.block_size - 1 if cfg.block_size else cfg.same_within)
-    return best
+    enough (only requests that carry a conversation are judged; of runs as long, that of the
+    conversation that shows up first)."""
+    # One pass from the newest request back, each conversation's run grown as _tail grows it, without
+    # gathering every conversation's turns first (this runs for every group at every tick it changed).
+    recent = newest(points, cfg.max_requests)
+    runs: dict[str, list[RequestPoint]] = {}  # conversation -> its run so far, newest first
+    spans: dict[str, list[int]] = {}  # conversation -> [lowest, highest] cached length of its run
+    first: dict[str, int] = {}  # conversation -> where it shows up first in `recent`
+    growing: set[str] = set()
+    for index in range(len(recent) - 1, -1, -1):
+        point = recent[index]
+        name = point.conversation
+        if not name:
+            continue
+        if name not in first:  # its newest turn
+            first[name] = index
+            if 0 < point.cached < point.prompt:
+                runs[name], spans[name] = [point], [point.cached, point.cached]
+                growing.add(name)
+            continue
+        first[name] = index
+        if name not in growing:
+            continue
+        run, span = runs[name], spans[name]
+        low, high = min(span[0], point.cached), max(span[1], point.cached)
+        if point.prompt >= run[-1].prompt or not _same(low, high, cfg):
+            growing.discard(name)
+            continue
+        span[0], span[1] = low, high
+        run.append(point)
+    long = [name for name, run in runs.items() if len(run) >= cfg.conversation_requests]
+    if not long:
+        return None
+    name = min(long, key=lambda n: (-len(runs[n]), first[n]))
+    tolerance = cfg.block_size - 1 if cfg.block_size else cfg.same_within
+    return Run(name, tuple(reversed(runs[name])), tolerance)
 
 
 def _conversation_finding(labels: Labels, run: Run, cfg: Settings) -> Finding:
