@@ -15,6 +15,7 @@ from collections import deque
 from collections.abc import Sequence
 from dataclasses import dataclass, field
 from itertools import islice
+from typing import NamedTuple
 
 from kvwatch.engines import ENGINES, engine_of
 from kvwatch.engines.base import RequestAdapter
@@ -62,9 +63,10 @@ def newest(points: Sequence[RequestPoint], count: int) -> list[RequestPoint]:
     return list(islice(points, size - count, None))
 
 
-@dataclass(frozen=True, slots=True)
-class RequestPoint:
+class RequestPoint(NamedTuple):
     """One request as the per-request detectors see it, whatever engine or gateway logged it."""
+
+    # (a NamedTuple: immutable as a frozen dataclass, and a quarter of its cost to build, once per request)
 
     time: float
     prompt: int
@@ -79,18 +81,27 @@ class RequestPoint:
 @dataclass(slots=True)
 class Tally:
     """Of one request group's kept points: how often each positive cached length occurs, how many
-    points the commonest one has, and how many points carry a conversation (an upper bound for any
-    stretch of them, which the request detectors read before scanning one)."""
+    points the commonest one has, how many carry a conversation, and each conversation's points
+    numbered in the group's order (what the request detectors read before scanning the group)."""
 
     counts: dict[int, int] = field(default_factory=dict)
     often: dict[int, int] = field(default_factory=dict)  # count -> how many lengths occur that often
     top: int = 0
     conversations: int = 0
+    #: conversation -> its kept points, oldest first, each with its number (`added` when it came)
+    turns: dict[str, deque[tuple[int, RequestPoint]]] = field(default_factory=dict)
+    added: int = 0  # points counted in since the last clear (the next point's number)
 
     def add(self, point: RequestPoint) -> None:
-        """Count a point in."""
-        if point.conversation:
+        """Count a point in (the group's newest)."""
+        name = point.conversation
+        if name:
             self.conversations += 1
+            turns = self.turns.get(name)
+            if turns is None:
+                turns = self.turns[name] = deque()
+            turns.append((self.added, point))
+        self.added += 1
         cached = point.cached
         if cached <= 0:
             return
@@ -103,9 +114,14 @@ class Tally:
         self.top = max(self.top, count + 1)
 
     def remove(self, point: RequestPoint) -> None:
-        """Count a point out (one counted in before)."""
-        if point.conversation:
+        """Count a point out (the group's oldest)."""
+        name = point.conversation
+        if name:
             self.conversations -= 1
+            turns = self.turns[name]
+            turns.popleft()
+            if not turns:
+                del self.turns[name]
         cached = point.cached
         if cached <= 0:
             return
@@ -124,7 +140,8 @@ class Tally:
         """Count every point out."""
         self.counts.clear()
         self.often.clear()
-        self.top = self.conversations = 0
+        self.turns.clear()
+        self.top = self.conversations = self.added = 0
 
 
 @dataclass(slots=True)
@@ -388,11 +405,11 @@ class Windows:
             record.time,
             record.prompt_tokens,
             record.cached_tokens,
-            full_reprocess=record.full_reprocess,
-            selection=record.selection,
-            derived=record.derived,
-            slot=record.slot,
-            conversation=record.conversation,
+            record.full_reprocess,
+            record.selection,
+            record.derived,
+            record.slot,
+            record.conversation,
         )
         self._add_request(labels, point)
 

@@ -21,7 +21,7 @@ from kvwatch.model import (
     VllmKvTransfer,
     VllmStats,
 )
-from kvwatch.window import RequestPoint
+from kvwatch.window import RequestPoint, Windows
 
 T0 = 1_787_000_000.0
 
@@ -339,9 +339,10 @@ def gathered_run(points: list[RequestPoint], cfg: pinned_cache.Settings) -> pinn
     return best
 
 
-def test_conversation_run_in_one_pass_finds_what_gathering_finds() -> None:
-    """The one-pass conversation_run picks the run, and of equally long ones the conversation, that
-    gathering each conversation's turns first picks (random groups: many conversations, ties, pins)."""
+def test_conversation_run_from_a_tally_finds_what_gathering_finds() -> None:
+    """conversation_run, from gathered turns or from the group's tally, picks the run, and of equally
+    long ones the conversation, that gathering each conversation's turns first picks (random groups:
+    many conversations, ties, pins, groups longer than the window keeps)."""
     rng = random.Random(17)
     found = 0
     for _ in range(3000):
@@ -361,6 +362,17 @@ def test_conversation_run_in_one_pass_finds_what_gathering_finds() -> None:
             points.append(RequestPoint(float(i), prompts[name], cached, conversation=name))
         expected = gathered_run(points, cfg)
         assert expected == pinned_cache.conversation_run(points, cfg), (points, cfg)
+        windows = Windows(max_requests=rng.choice((30, 500)))  # (its tally: read from numbered turns)
+        for point in points:
+            windows.observe(
+                RequestRecord("l", point.time, point.prompt, point.cached, conversation=point.conversation)
+            )
+        for labels, kept in windows.requests.items():
+            tally = windows.tallies[labels]
+            assert gathered_run(list(kept), cfg) == pinned_cache.conversation_run(kept, cfg, tally), (
+                kept,
+                cfg,
+            )
         found += expected is not None
     assert found > 100
 

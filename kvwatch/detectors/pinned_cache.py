@@ -24,12 +24,12 @@ from __future__ import annotations
 
 import dataclasses
 from collections import Counter
-from collections.abc import Sequence
+from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
 from operator import attrgetter
 
 from kvwatch.model import Finding
-from kvwatch.window import Labels, RequestPoint, Windows, newest
+from kvwatch.window import Labels, RequestPoint, Tally, Windows, newest
 
 CAUSE = (
     "What follows the first {c} tokens changes on every request, so the prefix cache can never reuse "
@@ -189,44 +189,68 @@ def _same(low: int, high: int, cfg: Settings) -> bool:
     return high - low < cfg.block_size if cfg.block_size else high - low <= cfg.same_within
 
 
-def conversation_run(points: Sequence[RequestPoint], cfg: Settings) -> Run | None:
+def conversation_run(points: Sequence[RequestPoint], cfg: Settings, tally: Tally | None = None) -> Run | None:
     """The longest pinned run ending a conversation among the group's recent requests, if one is long
     enough (only requests that carry a conversation are judged; of runs as long, that of the
-    conversation that shows up first)."""
-    # One pass from the newest request back, each conversation's run grown as _tail grows it, without
-    # gathering every conversation's turns first (this runs for every group at every tick it changed).
-    recent = newest(points, cfg.max_requests)
-    runs: dict[str, list[RequestPoint]] = {}  # conversation -> its run so far, newest first
-    spans: dict[str, list[int]] = {}  # conversation -> [lowest, highest] cached length of its run
-    first: dict[str, int] = {}  # conversation -> where it shows up first in `recent`
-    growing: set[str] = set()
-    for index in range(len(recent) - 1, -1, -1):
-        point = recent[index]
-        name = point.conversation
-        if not name:
-            continue
-        if name not in first:  # its newest turn
-            first[name] = index
-            if 0 < point.cached < point.prompt:
-                runs[name], spans[name] = [point], [point.cached, point.cached]
-                growing.add(name)
-            continue
-        first[name] = index
-        if name not in growing:
-            continue
-        run, span = runs[name], spans[name]
-        low, high = min(span[0], point.cached), max(span[1], point.cached)
-        if point.prompt >= run[-1].prompt or not _same(low, high, cfg):
-            growing.discard(name)
-            continue
-        span[0], span[1] = low, high
-        run.append(point)
-    long = [name for name, run in runs.items() if len(run) >= cfg.conversation_requests]
-    if not long:
-        return None
-    name = min(long, key=lambda n: (-len(runs[n]), first[n]))
+    conversation that shows up first). `tally`, the group's (Windows.tallies), spares gathering them."""
     tolerance = cfg.block_size - 1 if cfg.block_size else cfg.same_within
-    return Run(name, tuple(reversed(runs[name])), tolerance)
+    if tally is not None and 0 < cfg.max_requests and len(tally.turns) <= cfg.max_requests:
+        return _numbered_run(len(points), tally, cfg, tolerance)
+    conversations: dict[str, list[RequestPoint]] = {}
+    for point in newest(points, cfg.max_requests):
+        if point.conversation:
+            conversations.setdefault(point.conversation, []).append(point)
+    best: Run | None = None
+    for name, turns in conversations.items():
+        run = _tail(reversed(turns), cfg)
+        if len(run) >= cfg.conversation_requests and (best is None or len(run) > len(best.points)):
+            best = Run(name, run, tolerance)
+    return best
+
+
+def _numbered_run(size: int, tally: Tally, cfg: Settings, tolerance: int) -> Run | None:
+    """conversation_run read from each conversation's numbered turns: only the newest of each."""
+    first = tally.added - min(size, cfg.max_requests)  # the number of the oldest recent point
+    runs: list[tuple[str, tuple[RequestPoint, ...]]] = []
+    for name, turns in tally.turns.items():
+        number, point = turns[-1]
+        if number < first or point.cached <= 0 or point.cached >= point.prompt:  # (no recent turn or run)
+            continue
+        run = [point]
+        low = high = point.cached
+        for back in range(len(turns) - 2, -1, -1):  # (a deque's ends are read in constant time)
+            number, point = turns[back]
+            low, high = min(low, point.cached), max(high, point.cached)
+            if number < first or point.prompt >= run[-1].prompt or not _same(low, high, cfg):
+                break
+            run.append(point)
+        if len(run) >= cfg.conversation_requests:
+            runs.append((name, tuple(run[::-1])))
+    if not runs:
+        return None
+    longest = max(len(points) for _, points in runs)
+    tied = [(name, points) for name, points in runs if len(points) == longest]
+    if len(tied) > 1:  # the conversation shown first among the recent points wins, as gathered
+        tied.sort(key=lambda item: next(n for n, _ in tally.turns[item[0]] if n >= first))
+    return Run(tied[0][0], tied[0][1], tolerance)
+
+
+def _tail(turns: Iterable[RequestPoint], cfg: Settings) -> tuple[RequestPoint, ...]:
+    """A conversation's newest requests (newest last) with one cached length and growing prompts, read
+    from its turns newest first."""
+    run: list[RequestPoint] = []
+    low = high = 0
+    for point in turns:
+        if not run:
+            if point.cached <= 0 or point.cached >= point.prompt:
+                return ()
+            low = high = point.cached
+        else:
+            low, high = min(low, point.cached), max(high, point.cached)
+            if point.prompt >= run[-1].prompt or not _same(low, high, cfg):
+                break
+        run.append(point)
+    return tuple(run[::-1])
 
 
 def _conversation_finding(labels: Labels, run: Run, cfg: Settings) -> Finding:
@@ -300,7 +324,7 @@ def detect(windows: Windows, now: float, cfg: Settings) -> list[Finding]:
         if not tally.conversations:  # (no recent point carries one either)
             continue
         group_cfg = group_settings(windows, labels, cfg)
-        run = conversation_run(points, group_cfg)
+        run = conversation_run(points, group_cfg, tally)
         if run is not None:
             findings.append(_conversation_finding(labels, run, group_cfg))
     return findings
