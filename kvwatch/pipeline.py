@@ -71,7 +71,8 @@ class Pipeline:
         The grid is every `tick_every` seconds of event time, as the daemon's scheduler ticks on the clock.
         Across a gap with no events, only time-dependent verdicts can change (resolve hysteresis,
         no_signal's silence), so after enough idle ticks to cover the longest of those the grid jumps to
-        the event: a replay across months of silence costs a few ticks, not millions.
+        the event: a replay across months of silence costs a few ticks, not millions. A grid point whose
+        tick would change nothing is left out (see `_quiet`).
         """
         if self.next_tick is None:
             # The grid sits on whole multiples of tick_every, so alert times read :00, :10, ...
@@ -101,7 +102,7 @@ class Pipeline:
         says so) and fire or resolve nothing. When the findings hold an alert up, it would still note
         when it was last seen: then only a tick between others of one call (`inner`: no event, no held
         finding comes between them) is left out, as the next one notes a later time anyway."""
-        if not self.memo.holds(self.windows, now):
+        if not self.memo.holds(self.windows, self.settings, now):
             return False
         if inner:
             return self.book.settled()

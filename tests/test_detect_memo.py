@@ -4,6 +4,7 @@ the detectors whose verdicts move with event time alone (their `until`) included
 from __future__ import annotations
 
 import random
+from dataclasses import replace
 
 import pytest
 from prometheus_client import CollectorRegistry
@@ -118,7 +119,7 @@ class Unmemoised(Pipeline):
 @pytest.mark.parametrize("seed", range(3))
 def test_the_pipelines_alerts_are_those_without_the_memo(seed: int) -> None:
     """Alert transitions, their times and the book's state are those of a pipeline without shortcuts,
-    held findings coming and going included."""
+    held findings coming and going and settings reloaded included."""
     rng = random.Random(seed)
     settings = SETTINGS[2]
     fast = Pipeline(Metrics(CollectorRegistry()), settings, resolve_after=rng.choice((0.0, 60.0, 120.0)))
@@ -129,6 +130,8 @@ def test_the_pipelines_alerts_are_those_without_the_memo(seed: int) -> None:
         if rng.random() < 0.01:
             for pipeline in (fast, slow):
                 pipeline.held["p"] = [] if pipeline.held.get("p") else [held]
+        if rng.random() < 0.01:  # (a reload: other settings, or equal ones in a new object)
+            fast.settings = slow.settings = replace(rng.choice(SETTINGS))
         got, want = fast.advance(event.time), slow.advance(event.time)
         assert want == got
         transitions += len(got)
@@ -180,3 +183,15 @@ def test_before_is_early_enough_for_the_silence_it_marks() -> None:
         mark = before(start + span)
         assert mark - start <= span
         assert start + span - mark <= 1e-6 * max(1.0, abs(start))
+
+
+def test_new_settings_are_judged_at_the_next_tick() -> None:
+    """A reload's settings are read at the next tick even when nothing else changed: a shorter
+    silence fires no_signal at once, where the old one's findings would still have held."""
+    pipeline = Pipeline(Metrics(CollectorRegistry()))
+    pipeline.advance(T0)
+    pipeline.apply(VllmStats("v", T0, "0", 900.0, 50.0, 2, 0, 0.3, 0.1, 0.0))
+    assert [] == pipeline.advance(T0 + 100)
+    pipeline.settings = DetectorSettings(no_signal=no_signal.Settings(silence=45.0))
+    [alert] = pipeline.advance(T0 + 200)
+    assert ("no_signal", "firing", T0 + 110) == (alert.alert, alert.state, alert.at)

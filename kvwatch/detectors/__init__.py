@@ -129,13 +129,14 @@ class Memo:
         #: detect_all's last result: the windows' three counters, its `until`, the list.
         self.last: tuple[tuple[int, int, int], float, list[Finding]] | None = None
 
-    def holds(self, windows: Windows, now: float) -> bool:
-        """Whether detect_all(windows, now, the settings of its last call, self) would return the very
-        list it returned last time."""
+    def holds(self, windows: Windows, settings: DetectorSettings, now: float) -> bool:
+        """Whether detect_all(windows, now, settings, self) would return the very list it returned last
+        time."""
         last = self.last
         return (
             last is not None
             and self.windows is windows
+            and self.settings is settings
             and last[0] == (windows.version, windows.shape, windows.changes)
             and now < last[1]
         )
