@@ -94,9 +94,10 @@ DETECTORS: tuple[Detector, ...] = (
     Detector("usage_double_counting", double_counting.detect, "usage", False, double_counting.until),
 )
 
-#: The positions in DETECTORS of those that read request groups.
-_REQUESTS = tuple(i for i, detector in enumerate(DETECTORS) if detector.requests)
-_ALL = tuple(range(len(DETECTORS)))
+#: Each detector with its place in DETECTORS, as detect_all walks them; and those that read request groups.
+_ALL = tuple(enumerate(DETECTORS))
+_REQUESTS = tuple((i, detector) for i, detector in _ALL if detector.requests)
+_OTHERS = tuple(i for i, detector in _ALL if not detector.requests)
 
 
 class Memo:
@@ -166,8 +167,7 @@ def detect_all(
     # Most often only request groups changed: the others' findings hold, and they are not even looked at.
     held = rest == memo.rest and now < memo.rest_until
     keys, untils, found = memo.keys, memo.until, memo.found
-    for i in _REQUESTS if held else _ALL:
-        detector = DETECTORS[i]
+    for i, detector in _REQUESTS if held else _ALL:
         key = version if detector.requests else rest
         if keys[i] == key and now < untils[i]:
             continue
@@ -180,7 +180,7 @@ def detect_all(
         keys[i] = key
     if not held:
         memo.rest = rest
-        memo.rest_until = min([untils[i] for i in _ALL if i not in _REQUESTS], default=stable.NEVER)
+        memo.rest_until = min([untils[i] for i in _OTHERS], default=stable.NEVER)
     findings = advised([finding for kept in found for finding in kept], windows)
     memo.last = (counters, min(untils), findings)
     return findings

@@ -69,6 +69,8 @@ def detect(windows: Windows, now: float, cfg: Settings) -> list[Finding]:
 
 def until(windows: Windows, now: float, cfg: Settings) -> float:
     """Its window slides with `now`: judged again at every tick while a source has prefetches to judge."""
-    if cfg.enabled and any(win.prefetches for win in windows.sources.values()):
-        return now
+    if cfg.enabled:
+        for win in windows.sources.values():
+            if win.prefetches:
+                return now
     return NEVER

@@ -101,6 +101,8 @@ def detect(windows: Windows, now: float, cfg: Settings) -> list[Finding]:
 
 def until(windows: Windows, now: float, cfg: Settings) -> float:
     """Its windows slide with `now`: judged again at every tick while a source has shortfalls."""
-    if cfg.enabled and any(w.offload is not None and w.offload.shortfalls for w in windows.sources.values()):
-        return now
+    if cfg.enabled:
+        for win in windows.sources.values():
+            if win.offload is not None and win.offload.shortfalls:
+                return now
     return NEVER
