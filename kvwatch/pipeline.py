@@ -83,6 +83,7 @@ class Pipeline:
         limit = max(self.book.resolve_after, self.settings.no_signal.silence) / self.tick_every + 2
         alerts: list[Alert] = []
         idle = 0
+        anywhere, inner = self._quiet()
         while time >= self.next_tick:
             if idle > limit:
                 self.next_tick += (time - self.next_tick) // self.tick_every * self.tick_every
@@ -91,22 +92,22 @@ class Pipeline:
                 alerts.extend(self.tick(self.next_tick))
                 self.next_tick = math.inf
                 break
-            if not self._quiet(self.next_tick, inner=idle > 0 and following <= time):
+            if not self.next_tick < (inner if idle and following <= time else anywhere):
                 alerts.extend(self.tick(self.next_tick))
+                anywhere, inner = self._quiet()
             self.next_tick = following
             idle += 1
         return alerts
 
-    def _quiet(self, now: float, *, inner: bool) -> bool:
-        """Whether a tick at `now` can be left out: it would find what the last tick found (the memo
-        says so) and fire or resolve nothing. When the findings hold an alert up, it would still note
-        when it was last seen: then only a tick between others of one call (`inner`: no event, no held
-        finding comes between them) is left out, as the next one notes a later time anyway."""
-        if not self.memo.holds(self.windows, self.settings, now):
-            return False
-        if inner:
-            return self.book.settled()
-        return self.book.idle() and not self.held and not self._held
+    def _quiet(self) -> tuple[float, float]:
+        """Until when a tick can be left out, anywhere and between others of one advance call: before
+        then it would find what the last tick found (the memo says so) and fire or resolve nothing.
+        When those findings hold an alert up, a tick would still note when it was last seen: then only
+        one between others of a call (no event, no held finding comes between them) is left out, as
+        the next one notes a later time anyway (-inf: none is)."""
+        until = self.memo.holds_until(self.windows, self.settings)
+        anywhere = until if self.book.idle() and not self.held and not self._held else -math.inf
+        return anywhere, until if self.book.settled() else -math.inf
 
     def tick(self, now: float) -> list[Alert]:
         """Run the detectors at event time `now`; return the alert transitions."""

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import dataclasses
+import math
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any
@@ -130,17 +131,18 @@ class Memo:
         #: detect_all's last result: the windows' three counters, its `until`, the list.
         self.last: tuple[tuple[int, int, int], float, list[Finding]] | None = None
 
-    def holds(self, windows: Windows, settings: DetectorSettings, now: float) -> bool:
-        """Whether detect_all(windows, now, settings, self) would return the very list it returned last
-        time."""
+    def holds_until(self, windows: Windows, settings: DetectorSettings) -> float:
+        """The event time before which detect_all(windows, time, settings, self) returns the very list
+        it returned last time (-inf: at no time, the windows or settings are not those of then)."""
         last = self.last
-        return (
-            last is not None
-            and self.windows is windows
-            and self.settings is settings
-            and last[0] == (windows.version, windows.shape, windows.changes)
-            and now < last[1]
-        )
+        if (
+            last is None
+            or self.windows is not windows
+            or self.settings is not settings
+            or last[0] != (windows.version, windows.shape, windows.changes)
+        ):
+            return -math.inf
+        return last[1]
 
 
 def detect_all(
