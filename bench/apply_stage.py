@@ -2,7 +2,7 @@
 `kvwatch replay` does with them (Pipeline.apply: metrics, windows, the summary; Pipeline.advance: the
 detector ticks and the alert book); prints events, ticks, alerts and CPU seconds.
 
-    python bench/apply_stage.py /tmp/kvwatch-bench/lmstudio-20mb.log --repeat 3
+    python bench/apply_stage.py lmstudio-20mb.log --repeat 3   # (a log bench/lmstudio.py wrote)
     python bench/apply_stage.py FILE --profile 30   # the 30 costliest functions (cProfile, cumulative)
 
 The digest covers every alert transition and the Prometheus exposition: equal digests, equal results.
