@@ -183,7 +183,7 @@ def detect_all(
     if not held:
         memo.rest = rest
         memo.rest_until = min([untils[i] for i in _OTHERS], default=stable.NEVER)
-    findings = advised([finding for kept in found for finding in kept], windows)
+    findings = advised([finding for kept in found for finding in kept], windows) if any(found) else []
     if last is not None and findings == last[2]:  # (the same findings: the same list, which says so)
         findings = last[2]
     memo.last = (counters, min(untils), findings)

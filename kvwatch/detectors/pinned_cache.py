@@ -29,7 +29,7 @@ from dataclasses import dataclass
 from operator import attrgetter
 
 from kvwatch.model import Finding
-from kvwatch.window import Labels, RequestPoint, Tally, Windows, newest
+from kvwatch.window import Labels, RequestPoint, Tally, Windows, newest, ordered
 
 CAUSE = (
     "What follows the first {c} tokens changes on every request, so the prefix cache can never reuse "
@@ -314,7 +314,7 @@ def detect(windows: Windows, now: float, cfg: Settings) -> list[Finding]:
     if not cfg.enabled:
         return []
     findings = []
-    for labels, points in sorted(windows.requests.items()):
+    for labels, points in ordered(windows.requests):
         tally = windows.tallies[labels]
         if _may_be_pinned(points, cfg, tally.top):
             verdict = assess(points, cfg)

@@ -19,7 +19,7 @@ from dataclasses import dataclass
 
 from kvwatch.engines import signals_of
 from kvwatch.model import Finding
-from kvwatch.window import RequestPoint, Windows
+from kvwatch.window import RequestPoint, Windows, ordered
 
 CAUSE_REPROCESS = (
     "llama.cpp forces full prompt re-processing: on SWA / hybrid / recurrent models the cache can only "
@@ -224,7 +224,7 @@ def detect(windows: Windows, now: float, cfg: Settings) -> list[Finding]:
     if not cfg.enabled:
         return []
     findings = []
-    for labels, points in sorted(windows.requests.items()):
+    for labels, points in ordered(windows.requests):
         if len(labels) != 1:
             continue
         source = dict(labels)["source"]
