@@ -226,7 +226,7 @@ def test_pinned_cache_precheck_never_hides_a_pinned_group() -> None:
     checked = skipped = 0
     for _ in range(4000):
         cfg = pinned_cache.Settings(
-            min_requests=rng.choice((1, 3, 8)),
+            min_requests=rng.choice((0, 1, 3, 8)),
             max_requests=rng.choice((5, 12, 50)),
             min_share=rng.choice((0.2, 0.5, 0.6, 0.9)),
             min_growth=rng.choice((0.5, 2.0)),

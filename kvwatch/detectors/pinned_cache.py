@@ -291,7 +291,12 @@ def _may_be_pinned(points: Sequence[RequestPoint], cfg: Settings, top: int | Non
     when given, is how many of all the group's points share their commonest positive cached length:
     none of the recent ones can do better, so below the share it settles the matter without a count."""
     size = len(points) if cfg.max_requests <= 0 else min(len(points), cfg.max_requests)
-    if top is not None and cfg.max_requests > 0 and (size < cfg.min_requests or top / size < cfg.min_share):
+    if (
+        top is not None
+        and cfg.max_requests > 0
+        and size
+        and (size < cfg.min_requests or top / size < cfg.min_share)
+    ):
         return False
     recent = newest(points, cfg.max_requests)
     if len(recent) < cfg.min_requests:
