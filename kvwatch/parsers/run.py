@@ -11,7 +11,7 @@ from collections.abc import Callable
 from kvwatch.model import Event, LogLine, SourceCounts
 from kvwatch.parsers.base import BlockResult, ParseError, Parser, ParseResult, tally
 from kvwatch.parsers.skips import SkipLog
-from kvwatch.sources.framing import Batch, Block, Malformed
+from kvwatch.sources.framing import Batch, Block, Entries, Malformed
 from kvwatch.sources.scanner import LineFilter
 
 
@@ -49,6 +49,8 @@ class SourceRun:
             return []
         if isinstance(batch, Block):
             return self._take_block(batch)
+        if isinstance(batch, Entries):
+            return self._take_entries(batch)
         counts.lines += 1
         if isinstance(batch, Malformed):
             counts.errors += 1
@@ -89,6 +91,21 @@ class SourceRun:
             lines = len(texts)
         counts = self.counts
         counts.lines += lines
+        counts.recognized += recognized
+        counts.errors += errors
+        return events
+
+    def _take_entries(self, entries: Entries) -> list[Event]:
+        # The same counting as take() of each line, in the parser's own loop where it has one.
+        whole: Callable[[Entries], BlockResult] | None = getattr(self.parser, "parse_entries", None)
+        if self.skips is not None or whole is None:  # (the skip log wants each line's verdict)
+            events: list[Event] = []
+            for batch in entries.batches():
+                events += self.take(batch)
+            return events
+        events, recognized, errors = whole(entries)
+        counts = self.counts
+        counts.lines += entries.lines
         counts.recognized += recognized
         counts.errors += errors
         return events

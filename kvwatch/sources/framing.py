@@ -3,14 +3,16 @@
 A framer has two entry points that give the same answers: `feed(raw)` for one physical line (the live
 tailers) and `chunk(data)` for a block of whole lines (replay). Both apply the parser's markers to the raw
 bytes first, so lines that cannot matter cost a count, not a decode or an object. They yield `Batch`
-items: an int (that many lines that cannot match), a LogLine (one line to parse), or Malformed.
+items: an int (that many lines that cannot match), a LogLine (one line to parse), or Malformed; a
+Block (a dense plain read), or Entries (a json-file read left undecoded, for a parser that reads some
+entries' bytes itself).
 """
 
 from __future__ import annotations
 
 import json
 import re
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from dataclasses import dataclass
 from typing import Literal
 
@@ -22,7 +24,7 @@ from kvwatch.sources.docker_json import (
     simple_entry,
     split_logs_t,
 )
-from kvwatch.sources.scanner import Scanner, count
+from kvwatch.sources.scanner import DENSE_SHARE, Scanner, count
 
 Framing = Literal["plain", "docker-json", "docker-t"]
 
@@ -49,7 +51,48 @@ class Block:
         return texts
 
 
-Batch = int | LogLine | Malformed | Block
+#: (start, end, marker start, marker end) of a line holding a marker: offsets into a read, `end` at its `\n`.
+Span = tuple[int, int, int, int]
+
+
+@dataclass(frozen=True, slots=True)
+class Entries:
+    """A docker json-file read whose every line is one complete entry, undecoded (`Framer(entries=True)`).
+
+    The lines holding a marker are at `spans`, in order; the others are only counted. `decode(span)`
+    gives a marker line as the line-by-line framing does (nothing, for a line it counts without
+    parsing), so a parser that reads its commonest entries from their bytes (`parse_entries`) decodes
+    the rest exactly as ever. It holds the framer's `decode`: parsed where it was framed, never piped.
+    """
+
+    data: bytes
+    start: int
+    stop: int
+    spans: list[Span]
+    decode: Callable[[bytes, Span], list[Batch]]
+
+    @property
+    def lines(self) -> int:
+        """The lines of the read."""
+        return count(self.data, b"\n", self.start, self.stop)
+
+    def batches(self) -> list[Batch]:
+        """The read as `Framer.chunk` gives it without `entries`: counts of skipped lines, and lines."""
+        items: list[Batch] = []
+        data, pos = self.data, self.start
+        for span in self.spans:
+            skipped = count(data, b"\n", pos, span[0])
+            if skipped:
+                items.append(skipped)
+            items += self.decode(data, span)
+            pos = span[1] + 1
+        rest = count(data, b"\n", pos, self.stop)
+        if rest:
+            items.append(rest)
+        return items
+
+
+Batch = int | LogLine | Malformed | Block | Entries
 
 #: How much of the first read decides whether a plain file is dense (see Framer.every_line).
 SAMPLE = 256 << 10
@@ -89,9 +132,21 @@ def _decode(raw: bytes) -> str:
 class Framer:
     """Frames one source's bytes; keeps the json-file joiner between calls."""
 
-    def __init__(self, source: str, framing: Framing, markers: tuple[str, ...], max_line: int) -> None:
+    def __init__(
+        self,
+        source: str,
+        framing: Framing,
+        markers: tuple[str, ...],
+        max_line: int,
+        *,
+        entries: tuple[str, ...] = (),
+    ) -> None:
+        """`entries`: the markers of the lines the parser reads from their bytes (`parse_entries`, in
+        this process): given, a json-file read of complete entries comes as one Entries, undecoded."""
         self.source = source
         self.framing = framing
+        self.entries = bool(entries) and framing == "docker-json" and bool(markers)
+        self._entry_markers = escaped_markers(entries)
         self._pattern = marker_pattern(markers)
         raw = escaped_markers(markers) if framing == "docker-json" else markers
         self._raw_pattern = marker_pattern(raw)
@@ -103,7 +158,7 @@ class Framer:
         self._sentinel = framing == "docker-json" and not any("\\" in m for m in raw)
         if markers:
             self._scanner = Scanner(raw, (_FAKE_COMPLETE,) if self._sentinel else ())
-        self._dense: bool | None = None  # decided on the first chunk
+        self._share: float | None = None  # of lines holding a marker, measured on the first chunk
 
     @property
     def truncated(self) -> int:
@@ -150,10 +205,21 @@ class Framer:
     def every_line(self, data: bytes, start: int = 0, stop: int | None = None) -> bool:
         """Whether every line goes to the parser (plain text where most lines hold a marker), decided
         once, on the first SAMPLE bytes of data[start:stop] seen."""
-        if self._scanner is not None and self._dense is None:
+        return self.framing == "plain" and self.marker_share(data, start, stop) >= DENSE_SHARE
+
+    def entries_share(self, sample: bytes) -> float:
+        """The share of the sample's lines that hold one of the `entries` markers (0.0 when none given)."""
+        return Scanner(self._entry_markers).share(sample) if self.entries else 0.0
+
+    def marker_share(self, data: bytes, start: int = 0, stop: int | None = None) -> float:
+        """The share of lines holding a marker (1.0 without markers: every line may matter), measured
+        once, on the first SAMPLE bytes of data[start:stop] seen."""
+        if self._scanner is None:
+            return 1.0
+        if self._share is None:
             end = start + SAMPLE if stop is None else min(stop, start + SAMPLE)
-            self._dense = self._scanner.dense(data[start:end])
-        return self.framing == "plain" and (self._scanner is None or bool(self._dense))
+            self._share = self._scanner.share(data[start:end])
+        return self._share
 
     def chunk(self, data: bytes, start: int = 0, stop: int | None = None) -> list[Batch]:
         """The whole lines in data[start:stop], each ending in `\\n` (framed in place, not copied)."""
@@ -208,6 +274,10 @@ class Framer:
         elif data.find(_FAKE_COMPLETE, first, stop) >= 0:
             return None
         complete = count(data, _COMPLETE, first, stop)
+        if self.entries:
+            if count(data, b"\n", first, stop) != complete:
+                return None
+            return [Entries(data, first, stop, list(scanner.lines(data, first, stop, hits)), self._entry)]
         items: list[Batch] = []
         append, source = items.append, self.source
         pos, lines = first, 0
@@ -235,6 +305,14 @@ class Framer:
         if rest:
             append(rest)
         return items
+
+    def _entry(self, data: bytes, span: Span) -> list[Batch]:
+        """One marker line of an Entries read, as _json_chunk frames it."""
+        start, end, mark, mark_end = span
+        simple = simple_entry(data, start, end)
+        if simple is not None and start + 8 <= mark and mark_end <= simple[2]:
+            return [LogLine(self.source, simple[0], simple[1])]
+        return list(self._feed_json(data[start:end]))
 
     def finish(self) -> list[Batch]:
         """End of input: a line cut mid-way by the end of the file is still a line."""

@@ -16,6 +16,7 @@ from typing import Any
 
 from kvwatch.engines.lmcache import lines as lm
 from kvwatch.engines.lmcache.blind import SEEN
+from kvwatch.engines.lmcache.entries import RECORD, STAMP_BEFORE, TAG
 from kvwatch.engines.lmcache.sums import Sums
 from kvwatch.model import (
     EngineFact,
@@ -56,6 +57,8 @@ _F_LOOKUP = re.compile(
     r"(?:\x1b\[0m)? Reqid: (\S+?), Total tokens (\d+), (?:Inference Engine computed tokens: (\d+), )?"
     r"LMCache hit tokens: (\d+), need to load: (-?\d+)" + _END
 )
+# RECORD's last group of a store, of a load (else a lookup's): its `lastindex`.
+_STORED, _RETRIEVED = 8, 14
 _OLD_STAMP = re.compile(r"\[(\d{4}-\d\d-\d\d \d\d:\d\d:\d\d),\d{3}\] -- \S+:\d+\Z")
 
 
@@ -78,6 +81,8 @@ class LmcacheLayer:
     too."""
 
     markers: tuple[str, ...] = (lm.MARKER, lm.OLD_MARKER)
+    #: What the lines that parse_entry() reads hold.
+    entry_markers: tuple[str, ...] = (lm.MARKER,)
 
     def __init__(self, source: str, settings: ParserSettings, *, hold: bool = True) -> None:
         self.source = source
@@ -91,6 +96,9 @@ class LmcacheLayer:
         self._pending: dict[str, tuple[float, str]] = {}
         self._seen_any = False  # (the fact SEEN said once, with the first line read)
         self._sums = Sums(source)
+        # json-file entries' heads up to the stamp (TAG) -> the sums' keys of its worker, stores and loads
+        self._tags: dict[bytes, tuple[tuple[str, bool], tuple[str, bool]]] = {}
+        self._second = (b"", 0.0)  # (the stamp's second last read from an entry's bytes, its time)
 
     def parse(self, line: LogLine) -> ParseResult:
         """Every LMCache record of a physical line (None: none of LMCache's, or none known)."""
@@ -157,6 +165,56 @@ class LmcacheLayer:
         tag = text[: at - 24]
         worker = self._workers.get(tag) or self._worker(tag)
         return self._sums.transfer(when, worker, load, got, required, int(gib + gib4), int(ms + ms4))
+
+    def parse_entry(self, data: bytes, span: tuple[int, int, int, int]) -> list[Event] | None:
+        """What parse() makes of the json-file entry at `span` (start, end, start of its first marker) in
+        `data`, read from its bytes (kvwatch.engines.lmcache.entries) when it is one of the commonest
+        INFO records that _fast() reads; None: decode it and parse() it."""
+        start, end, mark, _ = span
+        match = RECORD.fullmatch(data, mark - STAMP_BEFORE, end) if self._seen_any else None
+        if match is None:
+            return None
+        head = data[start : mark - STAMP_BEFORE]
+        keys = self._tags.get(head) or self._tag(head)
+        if keys is None:
+            return None
+        groups = match.groups()
+        second, when = self._second
+        if groups[0][:19] != second:
+            known = self._when(groups[0].decode("ascii"))
+            if known is None:
+                return None
+            when = known
+            self._second = (groups[0][:19], when)
+        kind = match.lastindex
+        if kind == _STORED:
+            _, request, tokens, asked, gib, gib4, ms, ms4 = groups[:_STORED]
+            key = keys[0]
+        elif kind == _RETRIEVED:
+            request = groups[1]
+            tokens, asked, gib, gib4, ms, ms4 = groups[_STORED:_RETRIEVED]
+            if int(tokens) < int(asked):
+                return None  # (a short load: its own event, the general way)
+            key = keys[1]
+        else:  # a lookup
+            rid, total, local, hit, need = groups[_RETRIEVED:]
+            return self._counted(rid.decode("ascii"), when, (int(total), int(hit), int(need), local))
+        if request and self._seen:
+            self._seen.pop(request.decode("ascii"), None)  # (_ran: the request ran)
+        result = self._sums.add(when, key, int(tokens), int(asked), int(gib + gib4), int(ms + ms4))
+        if self._hold or not self._sums.held:
+            return result
+        return [*result, *self._sums.drain()]
+
+    def _tag(self, head: bytes) -> tuple[tuple[str, bool], tuple[str, bool]] | None:
+        """The sums' keys (worker, load) of an entry's head up to the stamp (TAG); None: not of that shape."""
+        if TAG.fullmatch(head) is None:
+            return None
+        if len(self._tags) >= MAX_TAGS:
+            self._tags.clear()
+        worker = self._worker(head[8:].decode("ascii").replace("\\u001b", "\x1b"))  # (the line's text)
+        keys = self._tags[head] = ((worker, False), (worker, True))
+        return keys
 
     def drain(self) -> list[Event]:
         """The sums held back (kvwatch.engines.lmcache.sums), as events: the carrying parser asks before
@@ -292,7 +350,9 @@ class LmcacheLayer:
             request, when, (int(total), int(hit), int(need) if skipped is None else 0, local)
         )
 
-    def _counted(self, request: str, when: float, numbers: tuple[int, int, int, str | None]) -> list[Event]:
+    def _counted(
+        self, request: str, when: float, numbers: tuple[int, int, int, str | bytes | None]
+    ) -> list[Event]:
         """A lookup with a number (total, hit, need, computed): summed the first time its request id
         comes (since it last ran)."""
         seen = self._seen

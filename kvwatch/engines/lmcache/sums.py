@@ -104,6 +104,29 @@ class Sums:
             sums[7] = 1
         return done
 
+    def add(  # noqa: PLR0917 (the fields of one line, read on the hot path)
+        self, when: float, key: tuple[str, bool], tokens: int, asked: int, size: int, units: int
+    ) -> list[Event]:
+        """transfer() of a line that prints every field, `key` its (worker, load)."""
+        done: list[Event] = []
+        if not self.held:
+            self.held, self._start, self._last = True, when, when
+        elif when - self._start >= STRETCH:
+            done = self.drain()
+            self.held, self._start, self._last = True, when, when
+        elif when > self._last:
+            self._last = when
+        sums = self._transfers.get(key)
+        if sums is None:
+            sums = self._transfers[key] = [0, 0, 0, 0, 0, 0, 0, 0]
+        sums[0] += 1
+        sums[1] += tokens
+        sums[2] += asked
+        sums[4] += size
+        sums[6] += units
+        sums[3] = sums[5] = sums[7] = 1
+        return done
+
     def storing(self, when: float, worker: str, tokens: int, total: int) -> list[Event]:
         """Add a `Storing KV cache for N out of M tokens` line; the events of a stretch it ends."""
         done = self._open(when)

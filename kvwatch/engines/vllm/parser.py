@@ -14,7 +14,7 @@ import json
 import re
 from collections.abc import Mapping
 from datetime import datetime, timezone
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from kvwatch.engines.vllm import facts as vllm_facts
 from kvwatch.engines.vllm.kv import KvPayloadError, KvValues, read_kv_payload
@@ -27,9 +27,12 @@ from kvwatch.model import (
     VllmKvTransfer,
     VllmSpecDecoding,
 )
-from kvwatch.parsers.base import ParseError, Parser, ParseResult, ParserSettings
+from kvwatch.parsers.base import BlockResult, ParseError, Parser, ParseResult, ParserSettings
 from kvwatch.parsers.clock import LineClock, YearlessClock, parse_rfc3339
 from kvwatch.parsers.text import segments, strip_ansi
+
+if TYPE_CHECKING:
+    from kvwatch.sources.framing import Entries
 
 _HEADER = re.compile(
     r"(?:DEBUG|INFO|WARNING|ERROR|CRITICAL) (\d\d)-(\d\d) (\d\d):(\d\d):(\d\d) "
@@ -83,6 +86,14 @@ class VllmParser:
         self._layer_hint = _common([m for layer in self._layers for m in layer.markers]) or None
         # The layers that hold sums back (`held`, `drain()`: kvwatch.engines.lmcache.sums).
         self._drainers: list[Any] = [layer for layer in self._layers if hasattr(layer, "drain")]
+        # The layer that reads its commonest json-file entries from their bytes (`parse_entry`): with one
+        # layer only, which parse() would ask first about such a line.
+        self._reader: Any = None
+        #: The markers of the lines it reads from their json-file entries' bytes (`parse_entries`).
+        self.entry_markers: tuple[str, ...] = ()
+        if len(self._layers) == 1 and hasattr(self._layers[0], "parse_entry"):
+            self._reader = self._layers[0]
+            self.entry_markers = self._reader.entry_markers
         self._clock = YearlessClock(settings.year or settings.now_year, settings.tz)
         self._tz = settings.tz
         self._engine = "0"
@@ -110,6 +121,33 @@ class VllmParser:
                 if layer.held:
                     result = [*layer.drain(), *result]
         return result
+
+    def parse_entries(self, entries: Entries) -> BlockResult:
+        """parse() over the marker lines of a json-file read, in order, counted up: a layer reads the
+        entries it knows from their bytes (`parse_entry`: what parse() makes of the decoded line, or
+        None), the rest are decoded as framing decodes them, and parsed."""
+        events: list[Event] = []
+        recognized = errors = 0
+        data, decode, parse = entries.data, entries.decode, self.parse
+        reader = None if self._reader is None else self._reader.parse_entry
+        for span in entries.spans:
+            result = None if reader is None else reader(data, span)
+            if result is not None:
+                recognized += 1
+                if result:
+                    events += result
+                continue
+            for item in decode(data, span):
+                if type(item) is LogLine:
+                    outcome = parse(item)
+                    if isinstance(outcome, list):
+                        recognized += 1
+                        events += outcome
+                    elif isinstance(outcome, ParseError):
+                        errors += 1
+                elif not isinstance(item, int):  # (Malformed: a line that is no docker entry)
+                    errors += 1
+        return BlockResult(events, recognized, errors)
 
     def _parse(self, line: LogLine, hint: str | None) -> ParseResult:
         """parse() of a line that is no layer's."""
