@@ -57,6 +57,7 @@ _F_LOOKUP = re.compile(
     r"(?:\x1b\[0m)? Reqid: (\S+?), Total tokens (\d+), (?:Inference Engine computed tokens: (\d+), )?"
     r"LMCache hit tokens: (\d+), need to load: (-?\d+)" + _END
 )
+_BRACKET = ord("]")  # (LMCache's marker's first byte)
 # RECORD's last group of a store, of a load (else a lookup's): its `lastindex`.
 _STORED, _RETRIEVED = 8, 14
 _OLD_STAMP = re.compile(r"\[(\d{4}-\d\d-\d\d \d\d:\d\d:\d\d),\d{3}\] -- \S+:\d+\Z")
@@ -171,7 +172,9 @@ class LmcacheLayer:
         `data`, read from its bytes (kvwatch.engines.lmcache.entries) when it is one of the commonest
         INFO records that _fast() reads; None: decode it and parse() it."""
         start, end, mark, _ = span
-        match = RECORD.fullmatch(data, mark - STAMP_BEFORE, end) if self._seen_any else None
+        if data[mark] != _BRACKET or not self._seen_any:  # (another marker: vLLM's lines)
+            return None
+        match = RECORD.fullmatch(data, mark - STAMP_BEFORE, end)
         if match is None:
             return None
         head = data[start : mark - STAMP_BEFORE]
