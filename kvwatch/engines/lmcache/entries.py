@@ -28,11 +28,11 @@ _TEXT = _CHAR + rb"*(?:\\u001b" + _CHAR + rb"*)*"
 #: per tag.
 TAG = re.compile(rb'\{"log":"' + _TEXT)
 
-#: From the stamp's `[` to the entry's end: the stamp (to the millisecond), then the groups of
+#: From the stamp's `[` to the entry's end: the stamp's second, then the groups of
 #: `_F_STORED` or `_F_RETRIEVED` (request, tokens, asked, size and cost digits) or of `_F_LOOKUP`
 #: (request, total, computed, hit, need), then the file, the newline, stream and time.
 RECORD = re.compile(
-    rb"\[(\d{4}-\d\d-\d\d \d\d:\d\d:\d\d,\d{3})\] LMCache INFO:(?:\\u001b\[0m)? (?:"
+    rb"\[(\d{4}-\d\d-\d\d \d\d:\d\d:\d\d),\d{3}\] LMCache INFO:(?:\\u001b\[0m)? (?:"
     rb"(?:\[req_id=(" + _ID + rb"+)\] )?(?:"
     rb"Stored (\d+) out of total (\d+) tokens\. size: (\d+)\.(\d{4}) (?:gb|GB), cost (\d+)\.(\d{4}) ms, "
     rb"throughput: " + _WORD + rb"+ GB/s"

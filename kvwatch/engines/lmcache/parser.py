@@ -17,7 +17,7 @@ from typing import Any
 from kvwatch.engines.lmcache import lines as lm
 from kvwatch.engines.lmcache.blind import SEEN
 from kvwatch.engines.lmcache.entries import RECORD, STAMP_BEFORE, TAG
-from kvwatch.engines.lmcache.sums import Sums
+from kvwatch.engines.lmcache.sums import Digits, Sums
 from kvwatch.model import (
     EngineFact,
     Event,
@@ -99,7 +99,7 @@ class LmcacheLayer:
         self._sums = Sums(source)
         # json-file entries' heads up to the stamp (TAG) -> the sums' keys of its worker, stores and loads
         self._tags: dict[bytes, tuple[tuple[str, bool], tuple[str, bool]]] = {}
-        self._second = (b"", 0.0)  # (the stamp's second last read from an entry's bytes, its time)
+        self._second = (b"", 0.0)  # (the stamp's second last read from an entry's bytes, and its time)
 
     def parse(self, line: LogLine) -> ParseResult:
         """Every LMCache record of a physical line (None: none of LMCache's, or none known)."""
@@ -183,28 +183,26 @@ class LmcacheLayer:
             return None
         groups = match.groups()
         second, when = self._second
-        if groups[0][:19] != second:
-            known = self._when(groups[0].decode("ascii"))
+        if groups[0] != second:
+            known = self._when(groups[0].decode("ascii") + ",000")  # (to the second)
             if known is None:
                 return None
             when = known
-            self._second = (groups[0][:19], when)
+            self._second = (groups[0], when)
         kind = match.lastindex
+        digits: Digits
         if kind == _STORED:
-            _, request, tokens, asked, gib, gib4, ms, ms4 = groups[:_STORED]
-            key = keys[0]
+            digits, key = groups[2:_STORED], keys[0]  # type: ignore[assignment]
         elif kind == _RETRIEVED:
-            request = groups[1]
-            tokens, asked, gib, gib4, ms, ms4 = groups[_STORED:_RETRIEVED]
-            if int(tokens) < int(asked):
+            digits, key = groups[_STORED:_RETRIEVED], keys[1]  # type: ignore[assignment]
+            if int(digits[0]) < int(digits[1]):
                 return None  # (a short load: its own event, the general way)
-            key = keys[1]
         else:  # a lookup
             rid, total, local, hit, need = groups[_RETRIEVED:]
             return self._counted(rid.decode("ascii"), when, (int(total), int(hit), int(need), local))
-        if request and self._seen:
-            self._seen.pop(request.decode("ascii"), None)  # (_ran: the request ran)
-        result = self._sums.add(when, key, int(tokens), int(asked), int(gib + gib4), int(ms + ms4))
+        if groups[1] and self._seen:  # (_ran: the request ran)
+            self._seen.pop(groups[1].decode("ascii"), None)
+        result = self._sums.add_digits(when, key, digits)
         if self._hold or not self._sums.held:
             return result
         return [*result, *self._sums.drain()]
