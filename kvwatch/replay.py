@@ -271,10 +271,9 @@ def _chained(
 
 
 def _framer(item: ReplayInput, framing: Framing, run: SourceRun) -> Framer:
-    """A file's framer, with its parser's markers (and those of the lines it reads from a json-file
-    entry's bytes, if it does)."""
-    entries: tuple[str, ...] = getattr(run.parser, "entry_markers", ())
-    return Framer(item.source, framing, run.parser.markers, MAX_LINE, entries=entries)
+    """A file's framer, with its parser's markers (and its reader of json-file entries' bytes, if any)."""
+    matcher = getattr(run.parser, "entry_matcher", None)
+    return Framer(item.source, framing, run.parser.markers, MAX_LINE, entries=matcher and matcher())
 
 
 def replay(

@@ -13,6 +13,7 @@ from pathlib import Path
 import pytest
 
 from kvwatch.engines import make_parser
+from kvwatch.engines.lmcache.entries import Match
 from kvwatch.engines.lmcache.parser import LmcacheLayer
 from kvwatch.engines.vllm.parser import VllmParser
 from kvwatch.model import Event, SourceCounts
@@ -44,9 +45,8 @@ def parsed(lines: list[bytes], *, entries: bool) -> tuple[list[Event], tuple[int
     parser = make_parser("vllm", "s", ParserSettings(year=2026))
     assert isinstance(parser, VllmParser)
     run = SourceRun("s", parser, SourceCounts())
-    framer = Framer(
-        "s", "docker-json", parser.markers, 1 << 20, entries=parser.entry_markers if entries else ()
-    )
+    matcher = parser.entry_matcher() if entries else None
+    framer = Framer("s", "docker-json", parser.markers, 1 << 20, entries=matcher)
     events: list[Event] = []
     for group in batches(io.BytesIO(b"".join(line + b"\n" for line in lines)), framer, 1 << 20):
         events += run.take_many(group)
@@ -56,16 +56,16 @@ def parsed(lines: list[bytes], *, entries: bool) -> tuple[list[Event], tuple[int
 
 @pytest.fixture
 def read_raw(monkeypatch: pytest.MonkeyPatch) -> list[int]:
-    """How many entries the LMCache layer read from their bytes (one count per `parsed` call)."""
+    """How many entries the LMCache layer took as read from their bytes (one count per `parsed` call)."""
     counts: list[int] = []
-    real = LmcacheLayer.parse_entry
+    real = LmcacheLayer.take_entry
 
-    def spy(self: LmcacheLayer, data: bytes, span: tuple[int, int, int, int]) -> list[Event] | None:
-        result = real(self, data, span)
+    def spy(self: LmcacheLayer, match: Match) -> list[Event] | None:
+        result = real(self, match)
         counts[-1] += result is not None
         return result
 
-    monkeypatch.setattr(LmcacheLayer, "parse_entry", spy)
+    monkeypatch.setattr(LmcacheLayer, "take_entry", spy)
     return counts
 
 

@@ -99,11 +99,9 @@ def test_a_dense_plain_log_is_framed_and_parsed_in_a_child(children: list[str], 
     assert all(counts[1] > 0 for counts in expected[1].values())
 
 
-def test_a_json_file_log_of_many_lmcache_lines_is_parsed_in_its_framing_child(
-    children: list[str], tmp_path: Path
-) -> None:
-    """vLLM's container log with LMCache's lines: read undecoded and parsed in the child, whose events
-    cross the pipe; vLLM's alone is framed in a child and parsed here. Both as inline."""
+def test_a_json_file_log_of_lmcache_lines_is_framed_in_a_child(children: list[str], tmp_path: Path) -> None:
+    """vLLM's container log with LMCache's lines, and vLLM's alone: framed in a child (which reads
+    LMCache's records from their bytes) and parsed here, as inline."""
     lines = (SAMPLES / "lmcache-0.5.6-tp2.log").read_text().splitlines()
     stamp = '","stream":"stderr","time":"2026-09-14T08:00:00.5Z"}\n'
     lmcache = tmp_path / "vllm-lmcache-json.log"
@@ -111,7 +109,7 @@ def test_a_json_file_log_of_many_lmcache_lines_is_parsed_in_its_framing_child(
     paths = [str(lmcache), str(SAMPLES / "vllm-docker.log")]
     expected = _inline(paths)
     assert expected == outcome(plan(paths, "auto", None))
-    assert ["parser vllm-lmcache-json.log", "framer vllm-docker.log"] == children
+    assert ["framer vllm-lmcache-json.log", "framer vllm-docker.log"] == children
     assert expected[1]["vllm-lmcache"][1] > 100  # (LMCache's records recognised)
 
 

@@ -27,9 +27,6 @@ from kvwatch.sources.wholefile import DAMAGED, ClosedAtEnd, batches, open_log, r
 
 #: Files smaller than this stay inline: a fork and a pipe cost more than they save.
 FORK_MIN_BYTES = 32 << 20
-#: A json-file log is parsed in its framing child, its reads undecoded, from this share of lines its
-#: parser reads from their bytes (`Framer.entries`) in its head on (see FramedFile.parse_ahead).
-ENTRIES_SHARE = 0.1
 
 #: What crosses the pipe for one Batch: a LogLine travels as (text, time).
 Wire = int | tuple[str, float | None] | Batch
@@ -142,17 +139,12 @@ class FramedFile:
 
     @property
     def parse_ahead(self) -> bool:
-        """Whether the caller should frame and parse this file in a child (`in_child`): a big dense log,
-        or a big json-file log of which many lines are read from their bytes (`Framer.entries`).
+        """Whether the caller should frame and parse this file in a child (`in_child`): a big dense log.
 
-        Every line of the first goes to the parser and few make an event, so the events cross the pipe
-        cheaply where lines would not. The second's reads are parsed where they are framed, undecoded:
-        those lines (LMCache's in vLLM's log, a third of it) cost more to decode and pipe than the
-        events they sum up to. A json-file log without many (vLLM's alone: a stats or KV Transfer line
-        is an event, dearer to pipe than the line) is framed in the child and parsed here. In both
-        cases where the child parses, `batches()` frames inline (in that child).
+        Every line of it goes to the parser and few make an event, so the events cross the pipe
+        cheaply where lines would not; `batches()` then frames inline (in that child).
         """
-        return self.forks and (self._every_line() or self._entries_ahead())
+        return self.forks and self._every_line()
 
     @property
     def forks(self) -> bool:
@@ -162,9 +154,8 @@ class FramedFile:
 
     def batches(self) -> Iterator[list[Batch]]:
         """The batches of each read, in order: read inline, or from a child started now."""
-        if not self.forks or self.parse_ahead:
+        if not self.forks or self._every_line():
             return self._inline()
-        self.framer.entries = False  # (lines cross the pipe: decoded there, parsed here)
         return self._from_child(in_child(self._framed, "kvwatch-framer"))
 
     def _inline(self) -> Iterator[list[Batch]]:
@@ -182,12 +173,6 @@ class FramedFile:
             with open_log(self.path) as stream:
                 self._dense = self.framer.every_line(read_head(stream))
         return self._dense
-
-    def _entries_ahead(self) -> bool:
-        if not self.framer.entries:
-            return False
-        with open_log(self.path) as stream:
-            return self.framer.entries_share(read_head(stream)) >= ENTRIES_SHARE
 
     def _from_child(
         self, framed: Generator[list[Wire], None, tuple[int, str | None]]

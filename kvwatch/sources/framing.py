@@ -4,8 +4,8 @@ A framer has two entry points that give the same answers: `feed(raw)` for one ph
 tailers) and `chunk(data)` for a block of whole lines (replay). Both apply the parser's markers to the raw
 bytes first, so lines that cannot matter cost a count, not a decode or an object. They yield `Batch`
 items: an int (that many lines that cannot match), a LogLine (one line to parse), or Malformed; a
-Block (a dense plain read), or Entries (a json-file read left undecoded, for a parser that reads some
-entries' bytes itself).
+Block (a dense plain read), or Entries (a json-file read whose commonest lines the parser's matcher
+read from their bytes).
 """
 
 from __future__ import annotations
@@ -14,7 +14,7 @@ import json
 import re
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass
-from typing import Literal
+from typing import Any, Literal
 
 from kvwatch.model import LogLine
 from kvwatch.sources.docker_json import (
@@ -24,7 +24,7 @@ from kvwatch.sources.docker_json import (
     simple_entry,
     split_logs_t,
 )
-from kvwatch.sources.scanner import DENSE_SHARE, Scanner, count
+from kvwatch.sources.scanner import Scanner, count
 
 Framing = Literal["plain", "docker-json", "docker-t"]
 
@@ -53,43 +53,28 @@ class Block:
 
 #: (start, end, marker start, marker end) of a line holding a marker: offsets into a read, `end` at its `\n`.
 Span = tuple[int, int, int, int]
+#: What a parser's matcher read from a json-file entry's bytes (a tuple: `Framer(entries=...)`).
+Matched = tuple[Any, ...]
 
 
 @dataclass(frozen=True, slots=True)
 class Entries:
-    """A docker json-file read whose every line is one complete entry, undecoded (`Framer(entries=True)`).
+    """A docker json-file read whose every line is one complete entry (`Framer(entries=...)`): its
+    `lines`, and its marker lines in order as `items`, each decoded as the line-by-line framing
+    decodes it (a LogLine or Malformed; nothing for a line it counts without parsing), or, where the
+    parser's matcher read the entry from its bytes, what that gave (a tuple, whose first two items
+    are the line's start and end in `data`, the read). For a parser that takes them (`parse_entries`)."""
 
-    The lines holding a marker are at `spans`, in order; the others are only counted. `decode(span)`
-    gives a marker line as the line-by-line framing does (nothing, for a line it counts without
-    parsing), so a parser that reads its commonest entries from their bytes (`parse_entries`) decodes
-    the rest exactly as ever. It holds the framer's `decode`: parsed where it was framed, never piped.
-    """
-
+    source: str
     data: bytes
-    start: int
-    stop: int
-    spans: list[Span]
-    decode: Callable[[bytes, Span], list[Batch]]
+    lines: int
+    items: list[LogLine | Malformed | Matched]
 
-    @property
-    def lines(self) -> int:
-        """The lines of the read."""
-        return count(self.data, b"\n", self.start, self.stop)
-
-    def batches(self) -> list[Batch]:
-        """The read as `Framer.chunk` gives it without `entries`: counts of skipped lines, and lines."""
-        items: list[Batch] = []
-        data, pos = self.data, self.start
-        for span in self.spans:
-            skipped = count(data, b"\n", pos, span[0])
-            if skipped:
-                items.append(skipped)
-            items += self.decode(data, span)
-            pos = span[1] + 1
-        rest = count(data, b"\n", pos, self.stop)
-        if rest:
-            items.append(rest)
-        return items
+    def line(self, matched: Matched) -> LogLine:
+        """The line the matcher read, decoded (an entry it reads is of simple_entry's shape)."""
+        simple = simple_entry(self.data, matched[0], matched[1])
+        assert simple is not None
+        return LogLine(self.source, simple[0], simple[1])
 
 
 Batch = int | LogLine | Malformed | Block | Entries
@@ -139,14 +124,14 @@ class Framer:
         markers: tuple[str, ...],
         max_line: int,
         *,
-        entries: tuple[str, ...] = (),
+        entries: Callable[[bytes, Span], Matched | None] | None = None,
     ) -> None:
-        """`entries`: the markers of the lines the parser reads from their bytes (`parse_entries`, in
-        this process): given, a json-file read of complete entries comes as one Entries, undecoded."""
+        """`entries`: the parser's matcher of json-file entries' bytes (no state of the parse: it may run
+        in another process): given, a json-file read of complete entries comes as one Entries, each
+        marker line read by it where it can, else decoded."""
         self.source = source
         self.framing = framing
-        self.entries = bool(entries) and framing == "docker-json" and bool(markers)
-        self._entry_markers = escaped_markers(entries)
+        self._match = entries if framing == "docker-json" and markers else None
         self._pattern = marker_pattern(markers)
         raw = escaped_markers(markers) if framing == "docker-json" else markers
         self._raw_pattern = marker_pattern(raw)
@@ -158,7 +143,7 @@ class Framer:
         self._sentinel = framing == "docker-json" and not any("\\" in m for m in raw)
         if markers:
             self._scanner = Scanner(raw, (_FAKE_COMPLETE,) if self._sentinel else ())
-        self._share: float | None = None  # of lines holding a marker, measured on the first chunk
+        self._dense: bool | None = None  # decided on the first chunk
 
     @property
     def truncated(self) -> int:
@@ -205,21 +190,10 @@ class Framer:
     def every_line(self, data: bytes, start: int = 0, stop: int | None = None) -> bool:
         """Whether every line goes to the parser (plain text where most lines hold a marker), decided
         once, on the first SAMPLE bytes of data[start:stop] seen."""
-        return self.framing == "plain" and self.marker_share(data, start, stop) >= DENSE_SHARE
-
-    def entries_share(self, sample: bytes) -> float:
-        """The share of the sample's lines that hold one of the `entries` markers (0.0 when none given)."""
-        return Scanner(self._entry_markers).share(sample) if self.entries else 0.0
-
-    def marker_share(self, data: bytes, start: int = 0, stop: int | None = None) -> float:
-        """The share of lines holding a marker (1.0 without markers: every line may matter), measured
-        once, on the first SAMPLE bytes of data[start:stop] seen."""
-        if self._scanner is None:
-            return 1.0
-        if self._share is None:
+        if self._scanner is not None and self._dense is None:
             end = start + SAMPLE if stop is None else min(stop, start + SAMPLE)
-            self._share = self._scanner.share(data[start:end])
-        return self._share
+            self._dense = self._scanner.dense(data[start:end])
+        return self.framing == "plain" and (self._scanner is None or bool(self._dense))
 
     def chunk(self, data: bytes, start: int = 0, stop: int | None = None) -> list[Batch]:
         """The whole lines in data[start:stop], each ending in `\\n` (framed in place, not copied)."""
@@ -274,10 +248,18 @@ class Framer:
         elif data.find(_FAKE_COMPLETE, first, stop) >= 0:
             return None
         complete = count(data, _COMPLETE, first, stop)
-        if self.entries:
+        if self._match is not None:
             if count(data, b"\n", first, stop) != complete:
                 return None
-            return [Entries(data, first, stop, list(scanner.lines(data, first, stop, hits)), self._entry)]
+            match, entry = self._match, self._entry
+            entries: list[LogLine | Malformed | Matched] = []
+            for span in scanner.lines(data, first, stop, hits):
+                matched = match(data, span)
+                if matched is not None:
+                    entries.append(matched)
+                    continue
+                entries += [item for item in entry(data, span) if isinstance(item, LogLine | Malformed)]
+            return [Entries(self.source, data, complete, entries)]
         items: list[Batch] = []
         append, source = items.append, self.source
         pos, lines = first, 0
@@ -307,7 +289,7 @@ class Framer:
         return items
 
     def _entry(self, data: bytes, span: Span) -> list[Batch]:
-        """One marker line of an Entries read, as _json_chunk frames it."""
+        """One marker line of a read of complete entries, as _json_chunk frames it."""
         start, end, mark, mark_end = span
         simple = simple_entry(data, start, end)
         if simple is not None and start + 8 <= mark and mark_end <= simple[2]:

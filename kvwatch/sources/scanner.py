@@ -63,13 +63,9 @@ class Scanner:
 
     def dense(self, sample: bytes) -> bool:
         """Whether so many lines of the sample hold a marker that every line might as well be parsed."""
-        return self.share(sample) >= DENSE_SHARE
-
-    def share(self, sample: bytes) -> float:
-        """The share of the sample's whole lines that hold a marker (0.0 without a whole line)."""
         lines = count(sample, b"\n")
         found = sum(1 for _ in self.lines(sample, 0, sample.rfind(b"\n") + 1))
-        return found / lines if lines else 0.0
+        return lines > 0 and found >= DENSE_SHARE * lines
 
 
 class LineFilter:

@@ -15,6 +15,7 @@ decoded and parsed as a line.
 from __future__ import annotations
 
 import re
+from datetime import datetime, tzinfo
 
 # A character of a JSON string that is itself: printable ASCII but `"` and `\`; then without the space
 # (what `\S` reads of such a character), and without `]` as well.
@@ -46,3 +47,68 @@ RECORD = re.compile(
 
 #: Where the record's `[stamp] LMCache INFO:` starts, before its `] LMCache ` marker.
 STAMP_BEFORE = 24
+#: RECORD's groups: a store's tokens (then offered, size and cost digits) where not None, else a load's
+#: tokens (then required, size and cost digits) where not None, else a lookup's request (then total,
+#: computed, hit, need); before them the stamp's second and the request of a store or load.
+STORE, LOAD, LOOKUP = 2, 8, 14
+_BRACKET = ord("]")  # (LMCache's marker's first byte)
+
+#: What EntryMatcher makes of an entry: its line's (start, end) in the read, its head up to the stamp
+#: (TAG), the stamp's epoch second, and RECORD's groups.
+Match = tuple[int, int, bytes, float, tuple[bytes | None, ...]]
+
+#: Heads and seconds remembered (each a pure function of its bytes).
+_REMEMBERED = 4096
+
+
+class EntryMatcher:
+    """Reads LMCache's commonest records from json-file entries' bytes, with no state of the parse: run
+    where the log is framed, while the parser (LmcacheLayer.take_entry) sums what it read."""
+
+    def __init__(self, tz: tzinfo) -> None:
+        self._tz = tz
+        self._heads: dict[bytes, bool] = {}  # head -> whether it is of TAG's shape
+        self._seconds: dict[bytes, float | None] = {}  # stamp's second -> its epoch second (None: no date)
+
+    def __call__(self, data: bytes, span: tuple[int, int, int, int]) -> Match | None:
+        """The entry at `span` (start, end, start of its first marker, end of it) in `data` read, when it
+        is a store, a load that got what it required, or a lookup whose stamp is a date; else None."""
+        start, end, mark, _ = span
+        if data[mark] != _BRACKET:  # (another marker's line)
+            return None
+        match = RECORD.fullmatch(data, mark - STAMP_BEFORE, end)
+        if match is None:
+            return None
+        head = data[start : mark - STAMP_BEFORE]
+        known = self._heads.get(head)
+        if known is None:
+            if len(self._heads) >= _REMEMBERED:
+                self._heads.clear()
+            known = self._heads[head] = TAG.fullmatch(head) is not None
+        if not known:
+            return None
+        groups = match.groups()
+        second: bytes = groups[0]
+        when = self._seconds[second] if second in self._seconds else self._epoch(second)
+        if when is None:
+            return None
+        if groups[LOAD] is not None and int(groups[LOAD]) < int(groups[LOAD + 1]):
+            return None  # (a short load: its own event, read the general way)
+        return start, end, head, when, groups
+
+    def _epoch(self, second: bytes) -> float | None:
+        """The epoch second of `YYYY-MM-DD HH:MM:SS` in the zone (None: not a date), as the parser's own
+        clock reads it (LmcacheLayer._when)."""
+        text = second.decode("ascii")
+        try:
+            moment = datetime(
+                int(text[:4]), int(text[5:7]), int(text[8:10]), int(text[11:13]), int(text[14:16]),
+                int(text[17:19]), tzinfo=self._tz,
+            )  # fmt: skip
+            when: float | None = moment.timestamp()
+        except ValueError:
+            when = None
+        if len(self._seconds) >= _REMEMBERED:
+            self._seconds.clear()
+        self._seconds[second] = when
+        return when

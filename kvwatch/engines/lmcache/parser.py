@@ -16,8 +16,8 @@ from typing import Any
 
 from kvwatch.engines.lmcache import lines as lm
 from kvwatch.engines.lmcache.blind import SEEN
-from kvwatch.engines.lmcache.entries import RECORD, STAMP_BEFORE, TAG
-from kvwatch.engines.lmcache.sums import Digits, Sums
+from kvwatch.engines.lmcache.entries import LOAD, LOOKUP, STORE, EntryMatcher, Match
+from kvwatch.engines.lmcache.sums import Sums
 from kvwatch.model import (
     EngineFact,
     Event,
@@ -57,9 +57,6 @@ _F_LOOKUP = re.compile(
     r"(?:\x1b\[0m)? Reqid: (\S+?), Total tokens (\d+), (?:Inference Engine computed tokens: (\d+), )?"
     r"LMCache hit tokens: (\d+), need to load: (-?\d+)" + _END
 )
-_BRACKET = ord("]")  # (LMCache's marker's first byte)
-# RECORD's last group of a store, of a load (else a lookup's): its `lastindex`.
-_STORED, _RETRIEVED = 8, 14
 _OLD_STAMP = re.compile(r"\[(\d{4}-\d\d-\d\d \d\d:\d\d:\d\d),\d{3}\] -- \S+:\d+\Z")
 
 
@@ -82,8 +79,6 @@ class LmcacheLayer:
     too."""
 
     markers: tuple[str, ...] = (lm.MARKER, lm.OLD_MARKER)
-    #: What the lines that parse_entry() reads hold.
-    entry_markers: tuple[str, ...] = (lm.MARKER,)
 
     def __init__(self, source: str, settings: ParserSettings, *, hold: bool = True) -> None:
         self.source = source
@@ -99,7 +94,6 @@ class LmcacheLayer:
         self._sums = Sums(source)
         # json-file entries' heads up to the stamp (TAG) -> the sums' keys of its worker, stores and loads
         self._tags: dict[bytes, tuple[tuple[str, bool], tuple[str, bool]]] = {}
-        self._second = (b"", 0.0)  # (the stamp's second last read from an entry's bytes, and its time)
 
     def parse(self, line: LogLine) -> ParseResult:
         """Every LMCache record of a physical line (None: none of LMCache's, or none known)."""
@@ -167,50 +161,34 @@ class LmcacheLayer:
         worker = self._workers.get(tag) or self._worker(tag)
         return self._sums.transfer(when, worker, load, got, required, int(gib + gib4), int(ms + ms4))
 
-    def parse_entry(self, data: bytes, span: tuple[int, int, int, int]) -> list[Event] | None:
-        """What parse() makes of the json-file entry at `span` (start, end, start of its first marker) in
-        `data`, read from its bytes (kvwatch.engines.lmcache.entries) when it is one of the commonest
-        INFO records that _fast() reads; None: decode it and parse() it."""
-        start, end, mark, _ = span
-        if data[mark] != _BRACKET or not self._seen_any:  # (another marker: vLLM's lines)
+    def entry_matcher(self) -> EntryMatcher:
+        """What reads the commonest records from json-file entries' bytes, with no state of this parse
+        (run where the log is framed; what it read comes to take_entry)."""
+        return EntryMatcher(self._tz)
+
+    def take_entry(self, match: Match) -> list[Event] | None:
+        """What parse() makes of an entry the matcher read (what _fast() makes of the decoded line);
+        None: parse() the decoded line (the first of the source's LMCache records, said with a fact)."""
+        if not self._seen_any:
             return None
-        match = RECORD.fullmatch(data, mark - STAMP_BEFORE, end)
-        if match is None:
-            return None
-        head = data[start : mark - STAMP_BEFORE]
-        keys = self._tags.get(head) or self._tag(head)
-        if keys is None:
-            return None
-        groups = match.groups()
-        second, when = self._second
-        if groups[0] != second:
-            known = self._when(groups[0].decode("ascii") + ",000")  # (to the second)
-            if known is None:
-                return None
-            when = known
-            self._second = (groups[0], when)
-        kind = match.lastindex
-        digits: Digits
-        if kind == _STORED:
-            digits, key = groups[2:_STORED], keys[0]  # type: ignore[assignment]
-        elif kind == _RETRIEVED:
-            digits, key = groups[_STORED:_RETRIEVED], keys[1]  # type: ignore[assignment]
-            if int(digits[0]) < int(digits[1]):
-                return None  # (a short load: its own event, the general way)
-        else:  # a lookup
-            rid, total, local, hit, need = groups[_RETRIEVED:]
-            return self._counted(rid.decode("ascii"), when, (int(total), int(hit), int(need), local))
+        _, _, head, when, groups = match
+        keys = self._tags.get(head) or self._keys(head)
+        if groups[STORE] is not None:
+            key, digits = keys[0], groups[STORE:LOAD]
+        elif groups[LOAD] is not None:
+            key, digits = keys[1], groups[LOAD:LOOKUP]
+        else:
+            rid, total, local, hit, need = groups[LOOKUP:]
+            return self._counted(rid.decode("ascii"), when, (int(total), int(hit), int(need), local))  # type: ignore[arg-type, union-attr]
         if groups[1] and self._seen:  # (_ran: the request ran)
             self._seen.pop(groups[1].decode("ascii"), None)
-        result = self._sums.add_digits(when, key, digits)
+        result = self._sums.add_digits(when, key, digits)  # type: ignore[arg-type]
         if self._hold or not self._sums.held:
             return result
         return [*result, *self._sums.drain()]
 
-    def _tag(self, head: bytes) -> tuple[tuple[str, bool], tuple[str, bool]] | None:
-        """The sums' keys (worker, load) of an entry's head up to the stamp (TAG); None: not of that shape."""
-        if TAG.fullmatch(head) is None:
-            return None
+    def _keys(self, head: bytes) -> tuple[tuple[str, bool], tuple[str, bool]]:
+        """The sums' keys (worker, load) of an entry's head up to the stamp (of TAG's shape)."""
         if len(self._tags) >= MAX_TAGS:
             self._tags.clear()
         worker = self._worker(head[8:].decode("ascii").replace("\\u001b", "\x1b"))  # (the line's text)

@@ -12,7 +12,7 @@ from __future__ import annotations
 
 import json
 import re
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from datetime import datetime, timezone
 from typing import TYPE_CHECKING, Any
 
@@ -86,14 +86,11 @@ class VllmParser:
         self._layer_hint = _common([m for layer in self._layers for m in layer.markers]) or None
         # The layers that hold sums back (`held`, `drain()`: kvwatch.engines.lmcache.sums).
         self._drainers: list[Any] = [layer for layer in self._layers if hasattr(layer, "drain")]
-        # The layer that reads its commonest json-file entries from their bytes (`parse_entry`): with one
-        # layer only, which parse() would ask first about such a line.
+        # The layer that reads its commonest json-file entries from their bytes (`entry_matcher`,
+        # `take_entry`): with one layer only, which parse() would ask first about such a line.
         self._reader: Any = None
-        #: The markers of the lines it reads from their json-file entries' bytes (`parse_entries`).
-        self.entry_markers: tuple[str, ...] = ()
-        if len(self._layers) == 1 and hasattr(self._layers[0], "parse_entry"):
+        if len(self._layers) == 1 and hasattr(self._layers[0], "take_entry"):
             self._reader = self._layers[0]
-            self.entry_markers = self._reader.entry_markers
         self._clock = YearlessClock(settings.year or settings.now_year, settings.tz)
         self._tz = settings.tz
         self._engine = "0"
@@ -122,31 +119,33 @@ class VllmParser:
                     result = [*layer.drain(), *result]
         return result
 
+    def entry_matcher(self) -> Callable[[bytes, tuple[int, int, int, int]], tuple[Any, ...] | None] | None:
+        """Its layer's reader of json-file entries' bytes, to run where the log is framed (None: none)."""
+        return None if self._reader is None else self._reader.entry_matcher()
+
     def parse_entries(self, entries: Entries) -> BlockResult:
-        """parse() over the marker lines of a json-file read, in order, counted up: a layer reads the
-        entries it knows from their bytes (`parse_entry`: what parse() makes of the decoded line, or
-        None), the rest are decoded as framing decodes them, and parsed."""
+        """parse() over the marker lines of a json-file read, in order, counted up: its layer takes the
+        entries its matcher read (`take_entry`), the rest are parsed as decoded."""
         events: list[Event] = []
         recognized = errors = 0
-        data, decode, parse = entries.data, entries.decode, self.parse
-        reader = None if self._reader is None else self._reader.parse_entry
-        for span in entries.spans:
-            result = None if reader is None else reader(data, span)
-            if result is not None:
-                recognized += 1
-                if result:
-                    events += result
+        parse = self.parse
+        take = None if self._reader is None else self._reader.take_entry
+        for item in entries.items:
+            if type(item) is tuple:  # (read by the matcher: a line of LMCache's)
+                assert take is not None
+                result = take(item)
+                if result is None:  # (not taken so: the line decoded, as framing decodes it)
+                    result = parse(entries.line(item))
+            elif type(item) is LogLine:
+                result = parse(item)
+            else:  # (Malformed: a line that is no docker entry)
+                errors += 1
                 continue
-            for item in decode(data, span):
-                if type(item) is LogLine:
-                    outcome = parse(item)
-                    if isinstance(outcome, list):
-                        recognized += 1
-                        events += outcome
-                    elif isinstance(outcome, ParseError):
-                        errors += 1
-                elif not isinstance(item, int):  # (Malformed: a line that is no docker entry)
-                    errors += 1
+            if isinstance(result, list):
+                recognized += 1
+                events += result
+            elif isinstance(result, ParseError):
+                errors += 1
         return BlockResult(events, recognized, errors)
 
     def _parse(self, line: LogLine, hint: str | None) -> ParseResult:
