@@ -59,22 +59,13 @@ Matched = tuple[Any, ...]
 
 @dataclass(frozen=True, slots=True)
 class Entries:
-    """A docker json-file read whose every line is one complete entry (`Framer(entries=...)`): its
-    `lines`, and its marker lines in order as `items`, each decoded as the line-by-line framing
-    decodes it (a LogLine or Malformed; nothing for a line it counts without parsing), or, where the
-    parser's matcher read the entry from its bytes, what that gave (a tuple, whose first two items
-    are the line's start and end in `data`, the read). For a parser that takes them (`parse_entries`)."""
+    """A docker json-file read whose every line is one complete entry, where the parser's matcher
+    (`Framer(entries=...)`) read some: its `lines`, and its marker lines in order as `items`, each
+    decoded as the line-by-line framing decodes it (a LogLine or Malformed; nothing for a line it counts
+    without parsing), or what the matcher read (a tuple). For a parser that takes them (`parse_entries`)."""
 
-    source: str
-    data: bytes
     lines: int
     items: list[LogLine | Malformed | Matched]
-
-    def line(self, matched: Matched) -> LogLine:
-        """The line the matcher read, decoded (an entry it reads is of simple_entry's shape)."""
-        simple = simple_entry(self.data, matched[0], matched[1])
-        assert simple is not None
-        return LogLine(self.source, simple[0], simple[1])
 
 
 Batch = int | LogLine | Malformed | Block | Entries
@@ -249,17 +240,7 @@ class Framer:
             return None
         complete = count(data, _COMPLETE, first, stop)
         if self._match is not None:
-            if count(data, b"\n", first, stop) != complete:
-                return None
-            match, entry = self._match, self._entry
-            entries: list[LogLine | Malformed | Matched] = []
-            for span in scanner.lines(data, first, stop, hits):
-                matched = match(data, span)
-                if matched is not None:
-                    entries.append(matched)
-                    continue
-                entries += [item for item in entry(data, span) if isinstance(item, LogLine | Malformed)]
-            return [Entries(self.source, data, complete, entries)]
+            return self._entries(data, first, stop, scanner.lines(data, first, stop, hits), complete)
         items: list[Batch] = []
         append, source = items.append, self.source
         pos, lines = first, 0
@@ -287,6 +268,35 @@ class Framer:
         if rest:
             append(rest)
         return items
+
+    def _entries(
+        self, data: bytes, first: int, stop: int, spans: Iterator[Span], lines: int
+    ) -> list[Batch] | None:
+        """_json_chunk's items, each marker line read by the parser's matcher where it can: one Entries
+        when it read any (else the items as without a matcher)."""
+        if count(data, b"\n", first, stop) != lines:
+            return None
+        assert self._match is not None
+        match, entry = self._match, self._entry
+        items: list[Batch] = []
+        entries: list[LogLine | Malformed | Matched] = []
+        pos = first
+        for span in spans:
+            skipped = count(data, b"\n", pos, span[0])
+            if skipped:
+                items.append(skipped)
+            pos = span[1] + 1
+            matched = match(data, span)
+            if matched is not None:
+                entries.append(matched)
+                continue
+            framed = entry(data, span)
+            items += framed
+            entries += [item for item in framed if isinstance(item, LogLine | Malformed)]
+        if len(entries) == sum(1 for item in items if not isinstance(item, int)):
+            rest = count(data, b"\n", pos, stop)
+            return [*items, rest] if rest else items
+        return [Entries(lines, entries)]
 
     def _entry(self, data: bytes, span: Span) -> list[Batch]:
         """One marker line of a read of complete entries, as _json_chunk frames it."""

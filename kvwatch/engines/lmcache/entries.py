@@ -7,9 +7,11 @@ and stands for itself but the ESCs (`\\u001b`, what framing's `simple_entry` dec
 patterns below, read on the bytes, match exactly where the parser's fast patterns (`_F_STORED`,
 `_F_RETRIEVED`, `_F_LOOKUP` in kvwatch.engines.lmcache.parser) match the decoded line, with the same
 groups as bytes: each is the text pattern with ESC written `\\u001b`, and `\\S` or `[^\\]\\s]` narrowed to
-printable ASCII other than `"` and `\\` (a narrower class only sends more entries the decoded way). Any
-other entry (an escape, a quote, a control or non-ASCII byte anywhere in it) is not matched: it is
-decoded and parsed as a line.
+printable ASCII other than `"` and `\\` (a narrower class only sends more entries the decoded way). They
+also ask what makes the general reading (LmcacheLayer.record, which reads a source's first record)
+give the same: no space after the file's `(` (record() cuts the message at the last ` (`), sizes and
+costs of at most 9 whole digits (it reads them through a float). Any other entry (an escape, a quote, a
+control or non-ASCII byte anywhere in it) is not matched: it is decoded and parsed as a line.
 """
 
 from __future__ import annotations
@@ -22,8 +24,12 @@ from datetime import datetime, tzinfo
 _CHAR = rb"[\x20\x21\x23-\x5b\x5d-\x7e]"
 _WORD = rb"[\x21\x23-\x5b\x5d-\x7e]"
 _ID = rb"[\x21\x23-\x5b\x5e-\x7e]"
-# A log value's stretch of such characters and ESCs.
+# A log value's stretch of such characters and ESCs; the same without a space.
 _TEXT = _CHAR + rb"*(?:\\u001b" + _CHAR + rb"*)*"
+_FILE = _WORD + rb"*(?:\\u001b" + _WORD + rb"*)*"
+# A `%.4f` size or cost: its whole part and its four decimals (up to 9 digits: record() reads it through a
+# float, exact below 2^53 units of 1e-4).
+_DECIMAL = rb"(\d{1,9})\.(\d{4})"
 
 #: The entry up to the record's stamp: `{"log":"` and the process tag (colour included), checked once
 #: per tag.
@@ -35,14 +41,16 @@ TAG = re.compile(rb'\{"log":"' + _TEXT)
 RECORD = re.compile(
     rb"\[(\d{4}-\d\d-\d\d \d\d:\d\d:\d\d),\d{3}\] LMCache INFO:(?:\\u001b\[0m)? (?:"
     rb"(?:\[req_id=(" + _ID + rb"+)\] )?(?:"
-    rb"Stored (\d+) out of total (\d+) tokens\. size: (\d+)\.(\d{4}) (?:gb|GB), cost (\d+)\.(\d{4}) ms, "
+    rb"Stored (\d+) out of total (\d+) tokens\. "
+    rb"size: " + _DECIMAL + rb" (?:gb|GB), cost " + _DECIMAL + rb" ms, "
     rb"throughput: " + _WORD + rb"+ GB/s"
     rb"(?:; offload_time: " + _WORD + rb"+ ms, put_time: " + _WORD + rb"+ ms)?"
-    rb"|Retrieved (\d+) out of (\d+) required tokens \(from \d+ total tokens\)\. size: (\d+)\.(\d{4}) gb, "
-    rb"cost (\d+)\.(\d{4}) ms, throughput: " + _WORD + rb"+ GB/s;)"
+    rb"|Retrieved (\d+) out of (\d+) required tokens \(from \d+ total tokens\)\. "
+    rb"size: " + _DECIMAL + rb" gb, "
+    rb"cost " + _DECIMAL + rb" ms, throughput: " + _WORD + rb"+ GB/s;)"
     rb"|Reqid: (" + _WORD + rb"+?), Total tokens (\d+), (?:Inference Engine computed tokens: (\d+), )?"
     rb"LMCache hit tokens: (\d+), need to load: (-?\d+))"
-    rb" (?:\\u001b\[3m)?\(" + _TEXT + rb'\\n","stream":"std(?:out|err)","time":"' + _CHAR + rb'*"\}'
+    rb" (?:\\u001b\[3m)?\(" + _FILE + rb'\\n","stream":"std(?:out|err)","time":"' + _CHAR + rb'*"\}'
 )
 
 #: Where the record's `[stamp] LMCache INFO:` starts, before its `] LMCache ` marker.
@@ -53,9 +61,9 @@ STAMP_BEFORE = 24
 STORE, LOAD, LOOKUP = 2, 8, 14
 _BRACKET = ord("]")  # (LMCache's marker's first byte)
 
-#: What EntryMatcher makes of an entry: its line's (start, end) in the read, its head up to the stamp
-#: (TAG), the stamp's epoch second, and RECORD's groups.
-Match = tuple[int, int, bytes, float, tuple[bytes | None, ...]]
+#: What EntryMatcher makes of an entry: its head up to the stamp (TAG), the stamp's epoch second, and
+#: RECORD's groups.
+Match = tuple[bytes, float, tuple[bytes | None, ...]]
 
 #: Heads and seconds remembered (each a pure function of its bytes).
 _REMEMBERED = 4096
@@ -94,7 +102,7 @@ class EntryMatcher:
             return None
         if groups[LOAD] is not None and int(groups[LOAD]) < int(groups[LOAD + 1]):
             return None  # (a short load: its own event, read the general way)
-        return start, end, head, when, groups
+        return head, when, groups
 
     def _epoch(self, second: bytes) -> float | None:
         """The epoch second of `YYYY-MM-DD HH:MM:SS` in the zone (None: not a date), as the parser's own

@@ -166,12 +166,11 @@ class LmcacheLayer:
         (run where the log is framed; what it read comes to take_entry)."""
         return EntryMatcher(self._tz)
 
-    def take_entry(self, match: Match) -> list[Event] | None:
-        """What parse() makes of an entry the matcher read (what _fast() makes of the decoded line);
-        None: parse() the decoded line (the first of the source's LMCache records, said with a fact)."""
-        if not self._seen_any:
-            return None
-        _, _, head, when, groups = match
+    def take_entry(self, match: Match) -> list[Event]:
+        """What parse() makes of an entry the matcher read: what _fast() makes of the decoded line, and
+        for the source's first LMCache record what record() makes of it (the same events: the matcher
+        reads no entry where the two differ), with the fact that LMCache lines are read."""
+        head, when, groups = match
         keys = self._tags.get(head) or self._keys(head)
         if groups[STORE] is not None:
             key, digits = keys[0], groups[STORE:LOAD]
@@ -179,10 +178,13 @@ class LmcacheLayer:
             key, digits = keys[1], groups[LOAD:LOOKUP]
         else:
             rid, total, local, hit, need = groups[LOOKUP:]
-            return self._counted(rid.decode("ascii"), when, (int(total), int(hit), int(need), local))  # type: ignore[arg-type, union-attr]
+            result = self._counted(rid.decode("ascii"), when, (int(total), int(hit), int(need), local))  # type: ignore[arg-type, union-attr]
+            return result if self._seen_any else self._first(result, when)  # type: ignore[return-value]
         if groups[1] and self._seen:  # (_ran: the request ran)
             self._seen.pop(groups[1].decode("ascii"), None)
         result = self._sums.add_digits(when, key, digits)  # type: ignore[arg-type]
+        if not self._seen_any:
+            return self._first(result, when)  # type: ignore[return-value]
         if self._hold or not self._sums.held:
             return result
         return [*result, *self._sums.drain()]

@@ -131,12 +131,12 @@ class VllmParser:
         parse = self.parse
         take = None if self._reader is None else self._reader.take_entry
         for item in entries.items:
-            if type(item) is tuple:  # (read by the matcher: a line of LMCache's)
+            if type(item) is tuple:  # (read by the matcher: a record of its layer's)
                 assert take is not None
-                result = take(item)
-                if result is None:  # (not taken so: the line decoded, as framing decodes it)
-                    result = parse(entries.line(item))
-            elif type(item) is LogLine:
+                events += take(item)
+                recognized += 1
+                continue
+            if type(item) is LogLine:
                 result = parse(item)
             else:  # (Malformed: a line that is no docker entry)
                 errors += 1
