@@ -278,25 +278,29 @@ class Framer:
             return None
         assert self._match is not None
         match, entry = self._match, self._entry
-        items: list[Batch] = []
-        entries: list[LogLine | Malformed | Matched] = []
+        found = list(spans)
+        read: list[Matched | list[Batch]] = []
+        for span in found:
+            matched = match(data, span)
+            read.append(entry(data, span) if matched is None else matched)
+        if any(type(item) is tuple for item in read):
+            entries: list[LogLine | Malformed | Matched] = []
+            for item in read:
+                if type(item) is tuple:
+                    entries.append(item)
+                else:
+                    entries += [each for each in item if isinstance(each, LogLine | Malformed)]
+            return [Entries(lines, entries)]
+        items: list[Batch] = []  # (none read by the matcher: the items as without one)
         pos = first
-        for span in spans:
+        for span, framed in zip(found, read, strict=True):
             skipped = count(data, b"\n", pos, span[0])
             if skipped:
                 items.append(skipped)
-            pos = span[1] + 1
-            matched = match(data, span)
-            if matched is not None:
-                entries.append(matched)
-                continue
-            framed = entry(data, span)
             items += framed
-            entries += [item for item in framed if isinstance(item, LogLine | Malformed)]
-        if len(entries) == sum(1 for item in items if not isinstance(item, int)):
-            rest = count(data, b"\n", pos, stop)
-            return [*items, rest] if rest else items
-        return [Entries(lines, entries)]
+            pos = span[1] + 1
+        rest = count(data, b"\n", pos, stop)
+        return [*items, rest] if rest else items
 
     def _entry(self, data: bytes, span: Span) -> list[Batch]:
         """One marker line of a read of complete entries, as _json_chunk frames it."""
