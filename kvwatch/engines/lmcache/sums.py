@@ -122,7 +122,7 @@ class Sums:
 
     def add_digits(self, when: float, key: tuple[str, bool], digits: Digits) -> list[Event]:
         """transfer() of a line that prints every field, `key` its (worker, load), its numbers as printed
-        digits (summed by fold() when the stretch is handed on); the events of a stretch it ends."""
+        digits (summed by _fold() when the stretch is handed on); the events of a stretch it ends."""
         done: list[Event] = []
         if not self.held:
             self.held, self._start, self._last = True, when, when
