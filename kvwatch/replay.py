@@ -271,8 +271,9 @@ def _chained(
 
 
 def _framer(item: ReplayInput, framing: Framing, run: SourceRun) -> Framer:
-    """A file's framer, with its parser's markers."""
-    return Framer(item.source, framing, run.parser.markers, MAX_LINE)
+    """A file's framer, with its parser's markers (and its reader of json-file entries' bytes, if any)."""
+    matcher = getattr(run.parser, "entry_matcher", None)
+    return Framer(item.source, framing, run.parser.markers, MAX_LINE, entries=matcher and matcher())
 
 
 def replay(

@@ -4,6 +4,7 @@ damaged gzip reported."""
 from __future__ import annotations
 
 import gzip
+import json
 import multiprocessing
 import os
 import signal
@@ -96,6 +97,20 @@ def test_a_dense_plain_log_is_framed_and_parsed_in_a_child(children: list[str], 
     names = [Path(p).name for p in paths]
     assert [f"parser {n}" for n in names[:3]] + [f"framer {names[3]}"] == children
     assert all(counts[1] > 0 for counts in expected[1].values())
+
+
+def test_a_json_file_log_of_lmcache_lines_is_framed_in_a_child(children: list[str], tmp_path: Path) -> None:
+    """vLLM's container log with LMCache's lines, and vLLM's alone: framed in a child (which reads
+    LMCache's records from their bytes) and parsed here, as inline."""
+    lines = (SAMPLES / "lmcache-0.5.6-tp2.log").read_text().splitlines()
+    stamp = '","stream":"stderr","time":"2026-09-14T08:00:00.5Z"}\n'
+    lmcache = tmp_path / "vllm-lmcache-json.log"
+    lmcache.write_text("".join('{"log":' + json.dumps(line + "\n")[:-1] + stamp for line in lines))
+    paths = [str(lmcache), str(SAMPLES / "vllm-docker.log")]
+    expected = _inline(paths)
+    assert expected == outcome(plan(paths, "auto", None))
+    assert ["framer vllm-lmcache-json.log", "framer vllm-docker.log"] == children
+    assert expected[1]["vllm-lmcache"][1] > 100  # (LMCache's records recognised)
 
 
 @pytest.mark.slow

@@ -11,7 +11,7 @@ from collections.abc import Callable
 from kvwatch.model import Event, LogLine, SourceCounts
 from kvwatch.parsers.base import BlockResult, ParseError, Parser, ParseResult, tally
 from kvwatch.parsers.skips import SkipLog
-from kvwatch.sources.framing import Batch, Block, Malformed
+from kvwatch.sources.framing import Batch, Block, Entries, Malformed
 from kvwatch.sources.scanner import LineFilter
 
 
@@ -49,6 +49,8 @@ class SourceRun:
             return []
         if isinstance(batch, Block):
             return self._take_block(batch)
+        if isinstance(batch, Entries):
+            return self._take_entries(batch)
         counts.lines += 1
         if isinstance(batch, Malformed):
             counts.errors += 1
@@ -92,6 +94,15 @@ class SourceRun:
         counts.recognized += recognized
         counts.errors += errors
         return events
+
+    def _take_entries(self, entries: Entries) -> list[Event]:
+        # (only a parser with a matcher of entries, hence `parse_entries`, is handed them: replay's)
+        events, recognized, errors = self.parser.parse_entries(entries)  # type: ignore[attr-defined]
+        counts = self.counts
+        counts.lines += entries.lines
+        counts.recognized += recognized
+        counts.errors += errors
+        return events  # type: ignore[no-any-return]
 
     def take_many(self, batches: list[Batch]) -> list[Event]:
         """Events of a read's batches, in order."""

@@ -3,16 +3,18 @@
 A framer has two entry points that give the same answers: `feed(raw)` for one physical line (the live
 tailers) and `chunk(data)` for a block of whole lines (replay). Both apply the parser's markers to the raw
 bytes first, so lines that cannot matter cost a count, not a decode or an object. They yield `Batch`
-items: an int (that many lines that cannot match), a LogLine (one line to parse), or Malformed.
+items: an int (that many lines that cannot match), a LogLine (one line to parse), or Malformed; a
+Block (a dense plain read), or Entries (a json-file read whose commonest lines the parser's matcher
+read from their bytes).
 """
 
 from __future__ import annotations
 
 import json
 import re
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from dataclasses import dataclass
-from typing import Literal
+from typing import Any, Literal
 
 from kvwatch.model import LogLine
 from kvwatch.sources.docker_json import (
@@ -49,7 +51,24 @@ class Block:
         return texts
 
 
-Batch = int | LogLine | Malformed | Block
+#: (start, end, marker start, marker end) of a line holding a marker: offsets into a read, `end` at its `\n`.
+Span = tuple[int, int, int, int]
+#: What a parser's matcher read from a json-file entry's bytes (a tuple: `Framer(entries=...)`).
+Matched = tuple[Any, ...]
+
+
+@dataclass(frozen=True, slots=True)
+class Entries:
+    """A docker json-file read whose every line is one complete entry, where the parser's matcher
+    (`Framer(entries=...)`) read some: its `lines`, and its marker lines in order as `items`, each
+    decoded as the line-by-line framing decodes it (a LogLine or Malformed; nothing for a line it counts
+    without parsing), or what the matcher read (a tuple). For a parser that takes them (`parse_entries`)."""
+
+    lines: int
+    items: list[LogLine | Malformed | Matched]
+
+
+Batch = int | LogLine | Malformed | Block | Entries
 
 #: How much of the first read decides whether a plain file is dense (see Framer.every_line).
 SAMPLE = 256 << 10
@@ -89,9 +108,21 @@ def _decode(raw: bytes) -> str:
 class Framer:
     """Frames one source's bytes; keeps the json-file joiner between calls."""
 
-    def __init__(self, source: str, framing: Framing, markers: tuple[str, ...], max_line: int) -> None:
+    def __init__(
+        self,
+        source: str,
+        framing: Framing,
+        markers: tuple[str, ...],
+        max_line: int,
+        *,
+        entries: Callable[[bytes, Span], Matched | None] | None = None,
+    ) -> None:
+        """`entries`: the parser's matcher of json-file entries' bytes (no state of the parse: it may run
+        in another process): given, a json-file read of complete entries comes as one Entries, each
+        marker line read by it where it can, else decoded."""
         self.source = source
         self.framing = framing
+        self._match = entries if framing == "docker-json" and markers else None
         self._pattern = marker_pattern(markers)
         raw = escaped_markers(markers) if framing == "docker-json" else markers
         self._raw_pattern = marker_pattern(raw)
@@ -208,6 +239,8 @@ class Framer:
         elif data.find(_FAKE_COMPLETE, first, stop) >= 0:
             return None
         complete = count(data, _COMPLETE, first, stop)
+        if self._match is not None:
+            return self._entries(data, first, stop, scanner.lines(data, first, stop, hits), complete)
         items: list[Batch] = []
         append, source = items.append, self.source
         pos, lines = first, 0
@@ -235,6 +268,47 @@ class Framer:
         if rest:
             append(rest)
         return items
+
+    def _entries(
+        self, data: bytes, first: int, stop: int, spans: Iterator[Span], lines: int
+    ) -> list[Batch] | None:
+        """_json_chunk's items, each marker line read by the parser's matcher where it can: one Entries
+        when it read any (else the items as without a matcher)."""
+        if count(data, b"\n", first, stop) != lines:
+            return None
+        assert self._match is not None
+        match, entry = self._match, self._entry
+        found = list(spans)
+        read: list[Matched | list[Batch]] = []
+        for span in found:
+            matched = match(data, span)
+            read.append(entry(data, span) if matched is None else matched)
+        if any(type(item) is tuple for item in read):
+            entries: list[LogLine | Malformed | Matched] = []
+            for item in read:
+                if type(item) is tuple:
+                    entries.append(item)
+                else:
+                    entries += [each for each in item if isinstance(each, LogLine | Malformed)]
+            return [Entries(lines, entries)]
+        items: list[Batch] = []  # (none read by the matcher: the items as without one)
+        pos = first
+        for span, framed in zip(found, read, strict=True):
+            skipped = count(data, b"\n", pos, span[0])
+            if skipped:
+                items.append(skipped)
+            items += framed
+            pos = span[1] + 1
+        rest = count(data, b"\n", pos, stop)
+        return [*items, rest] if rest else items
+
+    def _entry(self, data: bytes, span: Span) -> list[Batch]:
+        """One marker line of a read of complete entries, as _json_chunk frames it."""
+        start, end, mark, mark_end = span
+        simple = simple_entry(data, start, end)
+        if simple is not None and start + 8 <= mark and mark_end <= simple[2]:
+            return [LogLine(self.source, simple[0], simple[1])]
+        return list(self._feed_json(data[start:end]))
 
     def finish(self) -> list[Batch]:
         """End of input: a line cut mid-way by the end of the file is still a line."""

@@ -16,6 +16,7 @@ from typing import Any
 
 from kvwatch.engines.lmcache import lines as lm
 from kvwatch.engines.lmcache.blind import SEEN
+from kvwatch.engines.lmcache.entries import LOAD, LOOKUP, STORE, EntryMatcher, Match
 from kvwatch.engines.lmcache.sums import Sums
 from kvwatch.model import (
     EngineFact,
@@ -91,6 +92,8 @@ class LmcacheLayer:
         self._pending: dict[str, tuple[float, str]] = {}
         self._seen_any = False  # (the fact SEEN said once, with the first line read)
         self._sums = Sums(source)
+        # json-file entries' heads up to the stamp (TAG) -> the sums' keys of its worker, stores and loads
+        self._tags: dict[bytes, tuple[tuple[str, bool], tuple[str, bool]]] = {}
 
     def parse(self, line: LogLine) -> ParseResult:
         """Every LMCache record of a physical line (None: none of LMCache's, or none known)."""
@@ -157,6 +160,42 @@ class LmcacheLayer:
         tag = text[: at - 24]
         worker = self._workers.get(tag) or self._worker(tag)
         return self._sums.transfer(when, worker, load, got, required, int(gib + gib4), int(ms + ms4))
+
+    def entry_matcher(self) -> EntryMatcher:
+        """What reads the commonest records from json-file entries' bytes, with no state of this parse
+        (run where the log is framed; what it read comes to take_entry)."""
+        return EntryMatcher(self._tz)
+
+    def take_entry(self, match: Match) -> list[Event]:
+        """What parse() makes of an entry the matcher read: what _fast() makes of the decoded line, and
+        for the source's first LMCache record what record() makes of it (the same events: the matcher
+        reads no entry where the two differ), with the fact that LMCache lines are read."""
+        head, when, groups = match
+        keys = self._tags.get(head) or self._keys(head)
+        if groups[STORE] is not None:
+            key, digits = keys[0], groups[STORE:LOAD]
+        elif groups[LOAD] is not None:
+            key, digits = keys[1], groups[LOAD:LOOKUP]
+        else:
+            rid, total, local, hit, need = groups[LOOKUP:]
+            result = self._counted(rid.decode("ascii"), when, (int(total), int(hit), int(need), local))  # type: ignore[arg-type, union-attr]
+            return result if self._seen_any else self._first(result, when)  # type: ignore[return-value]
+        if groups[1] and self._seen:  # (_ran: the request ran)
+            self._seen.pop(groups[1].decode("ascii"), None)
+        result = self._sums.add_digits(when, key, digits)  # type: ignore[arg-type]
+        if not self._seen_any:
+            return self._first(result, when)  # type: ignore[return-value]
+        if self._hold or not self._sums.held:
+            return result
+        return [*result, *self._sums.drain()]
+
+    def _keys(self, head: bytes) -> tuple[tuple[str, bool], tuple[str, bool]]:
+        """The sums' keys (worker, load) of an entry's head up to the stamp (of TAG's shape)."""
+        if len(self._tags) >= MAX_TAGS:
+            self._tags.clear()
+        worker = self._worker(head[8:].decode("ascii").replace("\\u001b", "\x1b"))  # (the line's text)
+        keys = self._tags[head] = ((worker, False), (worker, True))
+        return keys
 
     def drain(self) -> list[Event]:
         """The sums held back (kvwatch.engines.lmcache.sums), as events: the carrying parser asks before
@@ -292,7 +331,9 @@ class LmcacheLayer:
             request, when, (int(total), int(hit), int(need) if skipped is None else 0, local)
         )
 
-    def _counted(self, request: str, when: float, numbers: tuple[int, int, int, str | None]) -> list[Event]:
+    def _counted(
+        self, request: str, when: float, numbers: tuple[int, int, int, str | bytes | None]
+    ) -> list[Event]:
         """A lookup with a number (total, hit, need, computed): summed the first time its request id
         comes (since it last ran)."""
         seen = self._seen

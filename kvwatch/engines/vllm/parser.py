@@ -12,9 +12,9 @@ from __future__ import annotations
 
 import json
 import re
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from datetime import datetime, timezone
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from kvwatch.engines.vllm import facts as vllm_facts
 from kvwatch.engines.vllm.kv import KvPayloadError, KvValues, read_kv_payload
@@ -27,9 +27,12 @@ from kvwatch.model import (
     VllmKvTransfer,
     VllmSpecDecoding,
 )
-from kvwatch.parsers.base import ParseError, Parser, ParseResult, ParserSettings
+from kvwatch.parsers.base import BlockResult, ParseError, Parser, ParseResult, ParserSettings
 from kvwatch.parsers.clock import LineClock, YearlessClock, parse_rfc3339
 from kvwatch.parsers.text import segments, strip_ansi
+
+if TYPE_CHECKING:
+    from kvwatch.sources.framing import Entries
 
 _HEADER = re.compile(
     r"(?:DEBUG|INFO|WARNING|ERROR|CRITICAL) (\d\d)-(\d\d) (\d\d):(\d\d):(\d\d) "
@@ -83,6 +86,11 @@ class VllmParser:
         self._layer_hint = _common([m for layer in self._layers for m in layer.markers]) or None
         # The layers that hold sums back (`held`, `drain()`: kvwatch.engines.lmcache.sums).
         self._drainers: list[Any] = [layer for layer in self._layers if hasattr(layer, "drain")]
+        # The layer that reads its commonest json-file entries from their bytes (`entry_matcher`,
+        # `take_entry`): with one layer only, which parse() would ask first about such a line.
+        self._reader: Any = None
+        if len(self._layers) == 1 and hasattr(self._layers[0], "take_entry"):
+            self._reader = self._layers[0]
         self._clock = YearlessClock(settings.year or settings.now_year, settings.tz)
         self._tz = settings.tz
         self._engine = "0"
@@ -110,6 +118,35 @@ class VllmParser:
                 if layer.held:
                     result = [*layer.drain(), *result]
         return result
+
+    def entry_matcher(self) -> Callable[[bytes, tuple[int, int, int, int]], tuple[Any, ...] | None] | None:
+        """Its layer's reader of json-file entries' bytes, to run where the log is framed (None: none)."""
+        return None if self._reader is None else self._reader.entry_matcher()
+
+    def parse_entries(self, entries: Entries) -> BlockResult:
+        """parse() over the marker lines of a json-file read, in order, counted up: its layer takes the
+        entries its matcher read (`take_entry`), the rest are parsed as decoded."""
+        events: list[Event] = []
+        recognized = errors = 0
+        parse = self.parse
+        take = None if self._reader is None else self._reader.take_entry
+        for item in entries.items:
+            if type(item) is tuple:  # (read by the matcher: a record of its layer's)
+                assert take is not None
+                events += take(item)
+                recognized += 1
+                continue
+            if type(item) is LogLine:
+                result = parse(item)
+            else:  # (Malformed: a line that is no docker entry)
+                errors += 1
+                continue
+            if isinstance(result, list):
+                recognized += 1
+                events += result
+            elif isinstance(result, ParseError):
+                errors += 1
+        return BlockResult(events, recognized, errors)
 
     def _parse(self, line: LogLine, hint: str | None) -> ParseResult:
         """parse() of a line that is no layer's."""

@@ -1,0 +1,205 @@
+"""LMCache's records read from docker json-file entries' bytes give exactly what decoding and parsing
+them line by line gives: the samples, and their entries mangled every way a raw reading could go wrong."""
+
+from __future__ import annotations
+
+import io
+import json
+import random
+import re
+from collections.abc import Callable
+from pathlib import Path
+
+import pytest
+
+from kvwatch.engines import make_parser
+from kvwatch.engines.lmcache.entries import Match
+from kvwatch.engines.lmcache.parser import LmcacheLayer
+from kvwatch.engines.vllm.parser import VllmParser
+from kvwatch.model import Event, SourceCounts
+from kvwatch.parsers.base import ParserSettings
+from kvwatch.parsers.run import SourceRun
+from kvwatch.sources import wholefile
+from kvwatch.sources.framing import Framer
+from kvwatch.sources.wholefile import batches
+
+SAMPLES = Path(__file__).resolve().parents[1] / "samples"
+LOGS = ["lmcache-0.3.12-write-only.log", "lmcache-0.3.9-failed-loads.log", "lmcache-0.4.4-healthy.log"]
+LOGS += ["lmcache-0.5.6-tp2.log"]
+
+
+def moby(text: str, stream: str = "stderr", time: str = "2026-09-14T08:00:36.123456789Z") -> bytes:
+    """One json-file entry as moby writes it (ESC as `\\u001b`, `<>&` escaped, non-ASCII raw)."""
+    body = json.dumps(text + "\n", ensure_ascii=False)
+    body = body.replace("<", "\\u003c").replace(">", "\\u003e").replace("&", "\\u0026")
+    return ('{"log":' + body + ',"stream":"' + stream + '","time":"' + time + '"}').encode()
+
+
+def docker_log(name: str) -> list[bytes]:
+    """A sample's lines as the json-file entries of vLLM's container log."""
+    return [moby(line) for line in (SAMPLES / name).read_text().splitlines()]
+
+
+def parsed(lines: list[bytes], *, entries: bool) -> tuple[list[Event], tuple[int, int, int]]:
+    """The events (flush included) and line counts of the entries, read undecoded where the parser can."""
+    parser = make_parser("vllm", "s", ParserSettings(year=2026))
+    assert isinstance(parser, VllmParser)
+    run = SourceRun("s", parser, SourceCounts())
+    matcher = parser.entry_matcher() if entries else None
+    framer = Framer("s", "docker-json", parser.markers, 1 << 20, entries=matcher)
+    events: list[Event] = []
+    for group in batches(io.BytesIO(b"".join(line + b"\n" for line in lines)), framer, 1 << 20):
+        events += run.take_many(group)
+    events += parser.flush()
+    return events, run.counts.parsed()
+
+
+@pytest.fixture
+def read_raw(monkeypatch: pytest.MonkeyPatch) -> list[int]:
+    """How many entries the LMCache layer took as read from their bytes (one count per `parsed` call)."""
+    counts: list[int] = []
+    real = LmcacheLayer.take_entry
+
+    def spy(self: LmcacheLayer, match: Match) -> list[Event] | None:
+        result = real(self, match)
+        counts[-1] += result is not None
+        return result
+
+    monkeypatch.setattr(LmcacheLayer, "take_entry", spy)
+    return counts
+
+
+def both(lines: list[bytes], read_raw: list[int]) -> int:
+    """Parse the entries both ways, assert the same outcome; return how many were read raw."""
+    expected = parsed(lines, entries=False)
+    read_raw.append(0)
+    assert expected == parsed(lines, entries=True)
+    return read_raw[-1]
+
+
+@pytest.mark.parametrize("name", LOGS)
+def test_samples_read_raw_give_the_decoded_result(name: str, read_raw: list[int]) -> None:
+    """Every LMCache sample in json-file form: the same events and counts, most INFO records read raw."""
+    lines = docker_log(name)
+    raw = both(lines, read_raw)
+    assert raw > 0
+    assert parsed(lines, entries=True)[0]  # (the comparison covers events)
+
+
+def test_small_reads_read_raw_give_the_decoded_result(
+    read_raw: list[int], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Reads that cut entries anywhere: the same."""
+    monkeypatch.setattr(wholefile, "CHUNK", 777)
+    assert both(docker_log("lmcache-0.5.6-tp2.log"), read_raw) > 0
+
+
+def _insert(piece: bytes) -> Callable[[bytes, random.Random], bytes]:
+    def mutate(line: bytes, rng: random.Random) -> bytes:
+        at = rng.randrange(1, len(line))
+        return line[:at] + piece + line[at:]
+
+    return mutate
+
+
+def _replace(old: bytes, new: bytes) -> Callable[[bytes, random.Random], bytes]:
+    return lambda line, rng: line.replace(old, new, 1)
+
+
+def _digit(line: bytes, rng: random.Random) -> bytes:
+    digits = [i for i, byte in enumerate(line) if 48 <= byte <= 57]
+    at = rng.choice(digits)
+    return line[:at] + rng.choice([b"\xd9\xa3", b"x", b"12", b"", b"-1", b" "]) + line[at + 1 :]
+
+
+def _drop(line: bytes, rng: random.Random) -> bytes:
+    at = rng.randrange(len(line))
+    return line[:at] + line[at + 1 :]
+
+
+MUTATIONS: list[Callable[[bytes, random.Random], bytes]] = [
+    _insert(b'\\"'),
+    _insert(b"\\\\"),
+    _insert(b"\\u00e9"),
+    _insert("é".encode()),
+    _insert(b"\xff"),
+    _insert(b"\x01"),
+    _insert(b"\\t"),
+    _insert(b"\\r"),
+    _insert(b'"'),
+    _insert(b"\\u001b"),
+    _insert(b"] LMCache INFO:"),
+    _insert(b" "),
+    _digit,
+    _drop,
+    _replace(b"INFO", b"DEBUG"),
+    _replace(b"\\u001b[0m", b""),
+    _replace(b"\\u001b[3m", b""),
+    _replace(b"\\u001b", b"\\u001B"),
+    _replace(b'"stderr"', b'"stdout"'),
+    _replace(b'"stderr"', b'"stdin"'),
+    _replace(b'\\n","stream"', b'","stream"'),
+    _replace(b'Z"}', b'\\u0000"}'),
+    _replace(b"-09-14 ", b"-13-14 "),
+    _replace(b"-09-14 ", b"-09-31 "),
+    _replace(b"08:00", b"24:00"),
+    _replace(b" GB", b" gb"),
+    _replace(b" gb", b" GB"),
+    _replace(b"req_id=chatcmpl", b"req_id=chat]cmpl"),
+    _replace(b"req_id=chatcmpl", b"req_id=chat\\u001bcmpl"),
+    _replace(b"Reqid: chatcmpl", b"Reqid: chat cmpl"),
+    _replace(b"(Worker_TP1", b"(Worker_TP1 \\u0028TP3"),
+    _replace(b"(Worker_TP0", b"(Worker_DP1_TP0"),
+    _replace(b"(Worker_TP0 pid=120) ", b""),
+    lambda line, rng: re.sub(rb"Retrieved \d+ out of", b"Retrieved 1 out of", line),  # a short load
+    _replace(b"throughput: ", b"throughput: \\u00a0"),
+    _replace(b"throughput: ", b"throughput: \xc2\xa0"),
+    _replace(b"; offload_time", b"; offload_time: 1 ms"),
+    _replace(b" \\u001b[3m(", b"\\u001b[3m("),
+    _replace(b'{"log":"', b'{"stream":"stderr","log":"'),
+    _replace(b'{"log":"(', b'{"log":"\xff('),  # (in the process tag: not UTF-8, a malformed entry)
+    _replace(b'{"log":"(', b'{"log":"\x01('),
+    _replace(b'{"log":"(', b'{"log":"\\x('),
+    _replace(b'{"log":"(', b'{"log":"\\"('),
+    lambda line, rng: line + b" ",
+    _replace(b"(cache_engine.py", b"(cache engine.py"),  # (record() cuts the message at the last ` (`)
+    _replace(b"(vllm_v1_adapter.py", b"(vllm v1 (adapter.py"),
+    _replace(b")\\u001b[0m\\n", b") \\u001b[3m(x)\\u001b[0m\\n"),
+    # (sizes and costs past 2^53 units of 1e-4: record() reads them through a float)
+    lambda line, rng: re.sub(rb"size: \d+\.\d+", b"size: 81106012127733.1033", line),
+    lambda line, rng: re.sub(rb"cost \d+\.\d+", b"cost 81106012127733.1033", line),
+]
+
+
+@pytest.mark.parametrize("seed", range(12))
+def test_mangled_entries_read_raw_give_the_decoded_result(
+    seed: int, read_raw: list[int], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Entries with an escape, a quote, a control or non-ASCII byte, a bad digit, stamp or shape,
+    anywhere, among intact ones (repeated lookups, short loads, cut entries): the same either way."""
+    monkeypatch.setattr(wholefile, "CHUNK", 4096)  # (a read holding a cut entry is read line by line)
+    rng = random.Random(seed)
+    lines = [line for name in LOGS for line in docker_log(name)]
+    out: list[bytes] = []
+    for line in lines:
+        if b"LMCache" in line and rng.random() < 0.3:
+            for _ in range(rng.choice([1, 1, 2])):
+                line = rng.choice(MUTATIONS)(line, rng)  # noqa: PLW2901 (mangled in place)
+        out.append(line)
+        if rng.random() < 0.05:
+            out.append(line)  # a repeated line: a lookup counts once
+    assert both(out, read_raw) > 0
+
+
+def test_every_mutation_is_read_as_decoded(read_raw: list[int]) -> None:
+    """Each mutation alone, on the first record of each kind the layer reads raw: as the source's first
+    LMCache record (read the general way, said with a fact), and after others."""
+    lines = docker_log("lmcache-0.5.6-tp2.log")
+    rng = random.Random(7)
+    for kind in (b"] Stored ", b"] Retrieved ", b"Reqid: "):
+        at = next(index for index, line in enumerate(lines) if kind in line)
+        first = [line for line in lines[:at] if b"LMCache" not in line]  # (it is the source's first)
+        for mutate in MUTATIONS:
+            changed = mutate(lines[at], rng)
+            both([*lines[:at], changed, *lines[at + 1 :]], read_raw)
+            both([*first, changed, *lines[at + 1 :]], read_raw)
