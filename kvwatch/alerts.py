@@ -46,15 +46,20 @@ class AlertBook:
     def __init__(self, resolve_after: float = 120.0) -> None:
         self.resolve_after = resolve_after
         self.tracked: dict[str, Tracked] = {}
+        # The last update's findings and their identities, in order (None: unknown since a load or a
+        # removal), and the oldest last_seen of the firing alerts they left out (None: there are none).
+        self._findings: list[Finding] = []
+        self._present: list[str] | None = []
+        self._oldest: float | None = None
 
     def update(self, findings: list[Finding], now: float) -> list[Alert]:
         """Take the findings of one tick; return the transitions they cause, in a stable order."""
         transitions: list[Alert] = []
-        present = set()
+        present: list[str] = []
         for finding in findings:
             fresh = _alert(finding, now)
             key = fresh.fingerprint()
-            present.add(key)
+            present.append(key)
             known = self.tracked.get(key)
             if known is None or known.alert.state == "resolved":
                 self.tracked[key] = Tracked(fresh, now)
@@ -63,13 +68,45 @@ class AlertBook:
                 # Keep the firing time; refresh what the alert says.
                 known.alert = replace(fresh, at=known.alert.at)
                 known.last_seen = now
+        self._findings, self._present = list(findings), present
+        self._resolve(now, transitions)
+        return transitions
+
+    def again(self, now: float) -> list[Alert]:
+        """`update` with the findings of the last update again (their alerts, already refreshed from
+        them, stay as they are: only when they were seen moves)."""
+        present = self._present
+        if present is None:
+            return self.update(self._findings, now)
+        tracked = self.tracked
+        for key in present:
+            tracked[key].last_seen = now
+        transitions: list[Alert] = []
+        if self._oldest is not None and now - self._oldest >= self.resolve_after:
+            self._resolve(now, transitions)
+        return transitions
+
+    def settled(self) -> bool:
+        """Whether `again` resolves nothing, however late: no alert the last findings left out fires."""
+        return self._present is not None and self._oldest is None
+
+    def idle(self) -> bool:
+        """Whether `again` changes nothing at all: settled, and the last findings were none."""
+        return self._present is not None and not self._present and self._oldest is None
+
+    def _resolve(self, now: float, transitions: list[Alert]) -> None:
+        """Resolve the firing alerts absent from the last findings for `resolve_after`, into `transitions`."""
+        present = set(self._present or ())
+        oldest: float | None = None
         for key, known in sorted(self.tracked.items()):
             if key in present or known.alert.state != "firing":
                 continue
             if now - known.last_seen >= self.resolve_after:
                 known.alert = replace(known.alert, state="resolved", at=now)
                 transitions.append(known.alert)
-        return transitions
+            elif oldest is None or known.last_seen < oldest:
+                oldest = known.last_seen
+        self._oldest = oldest
 
     def remove(self, source: str, now: float) -> list[Alert]:
         """Forget the alerts of a source removed from the config: the firing ones resolve at `now`, with
@@ -79,6 +116,7 @@ class AlertBook:
             if known.alert.labels.get("source") != source:
                 continue
             del self.tracked[key]
+            self._present = None
             if known.alert.state == "firing":
                 evidence = {"reason": SOURCE_REMOVED, **known.alert.evidence}
                 transitions.append(replace(known.alert, state="resolved", at=now, evidence=evidence))
@@ -101,6 +139,7 @@ class AlertBook:
 
     def load(self, data: dict[str, Any]) -> None:
         """Restore a snapshot written by `dump`."""
+        self._present = None
         self.tracked = {
             key: Tracked(Alert(**item["alert"]), float(item["last_seen"])) for key, item in data.items()
         }

@@ -45,6 +45,9 @@ class Pipeline:
         #: Findings decided outside the detectors (a probe's, by its name), part of every tick until replaced.
         self.held: dict[str, list[Finding]] = {}
         self.memo = Memo()
+        # The last tick's findings: detect_all's (the memo returns that very list while they hold) and held.
+        self._detected: list[Finding] | None = None
+        self._held: list[Finding] = []
         metrics.registry.register(AlertCollector(self.book))
         metrics.registry.register(PinnedCollector(self.windows, lambda: self.settings.pinned_cache_length))
 
@@ -68,7 +71,8 @@ class Pipeline:
         The grid is every `tick_every` seconds of event time, as the daemon's scheduler ticks on the clock.
         Across a gap with no events, only time-dependent verdicts can change (resolve hysteresis,
         no_signal's silence), so after enough idle ticks to cover the longest of those the grid jumps to
-        the event: a replay across months of silence costs a few ticks, not millions.
+        the event: a replay across months of silence costs a few ticks, not millions. A grid point whose
+        tick would change nothing is left out (see `_quiet`).
         """
         if self.next_tick is None:
             # The grid sits on whole multiples of tick_every, so alert times read :00, :10, ...
@@ -79,19 +83,37 @@ class Pipeline:
         limit = max(self.book.resolve_after, self.settings.no_signal.silence) / self.tick_every + 2
         alerts: list[Alert] = []
         idle = 0
+        anywhere, inner = self._quiet()
         while time >= self.next_tick:
             if idle > limit:
                 self.next_tick += (time - self.next_tick) // self.tick_every * self.tick_every
-            alerts.extend(self.tick(self.next_tick))
             following = self.next_tick + self.tick_every
             if following <= self.next_tick:  # (a time so large that floats hold no later grid point)
+                alerts.extend(self.tick(self.next_tick))
                 self.next_tick = math.inf
                 break
+            if not self.next_tick < (inner if idle and following <= time else anywhere):
+                alerts.extend(self.tick(self.next_tick))
+                anywhere, inner = self._quiet()
             self.next_tick = following
             idle += 1
         return alerts
 
+    def _quiet(self) -> tuple[float, float]:
+        """Until when a tick can be left out, anywhere and between others of one advance call: before
+        then it would find what the last tick found (the memo says so) and fire or resolve nothing.
+        When those findings hold an alert up, a tick would still note when it was last seen: then only
+        one between others of a call (no event, no held finding comes between them) is left out, as
+        the next one notes a later time anyway (-inf: none is)."""
+        until = self.memo.holds_until(self.windows, self.settings)
+        anywhere = until if self.book.idle() and not self.held and not self._held else -math.inf
+        return anywhere, until if self.book.settled() else -math.inf
+
     def tick(self, now: float) -> list[Alert]:
         """Run the detectors at event time `now`; return the alert transitions."""
-        held = [finding for _, found in sorted(self.held.items()) for finding in found]
-        return self.book.update(detect_all(self.windows, now, self.settings, self.memo) + held, now)
+        detected = detect_all(self.windows, now, self.settings, self.memo)
+        held = [finding for _, found in sorted(self.held.items()) for finding in found] if self.held else []
+        if detected is self._detected and held == self._held:  # (the memo's: nothing changed since)
+            return self.book.again(now)
+        self._detected, self._held = detected, held
+        return self.book.update(detected + held, now)

@@ -12,9 +12,10 @@ from __future__ import annotations
 
 from array import array
 from collections import deque
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from itertools import islice
+from typing import NamedTuple, TypeVar
 
 from kvwatch.engines import ENGINES, engine_of
 from kvwatch.engines.base import RequestAdapter
@@ -35,6 +36,8 @@ from kvwatch.model import (
 from kvwatch.offloads import OffloadHistory
 
 Labels = tuple[tuple[str, str], ...]
+K = TypeVar("K")
+V = TypeVar("V")
 #: The event types windows keep something of, besides those an engine's request adapter converts
 #: (others only name their source's engine).
 _KEPT = (
@@ -62,9 +65,16 @@ def newest(points: Sequence[RequestPoint], count: int) -> list[RequestPoint]:
     return list(islice(points, size - count, None))
 
 
-@dataclass(frozen=True, slots=True)
-class RequestPoint:
+def ordered(mapping: Mapping[K, V]) -> list[tuple[K, V]]:
+    """`sorted(mapping.items())`, without sorting one item (a tick's detectors walk one group or source
+    at a time, and most windows hold one)."""
+    return list(mapping.items()) if len(mapping) < 2 else sorted(mapping.items())
+
+
+class RequestPoint(NamedTuple):
     """One request as the per-request detectors see it, whatever engine or gateway logged it."""
+
+    # (a NamedTuple: immutable as a frozen dataclass, and a quarter of its cost to build, once per request)
 
     time: float
     prompt: int
@@ -74,6 +84,72 @@ class RequestPoint:
     derived: bool = False
     slot: int | None = None
     conversation: str = ""  # the conversation the engine shows it continues ("": not known)
+
+
+@dataclass(slots=True)
+class Tally:
+    """Of one request group's kept points: how often each positive cached length occurs, how many
+    points the commonest one has, how many carry a conversation, and each conversation's points
+    numbered in the group's order (what the request detectors read before scanning the group)."""
+
+    counts: dict[int, int] = field(default_factory=dict)
+    often: dict[int, int] = field(default_factory=dict)  # count -> how many lengths occur that often
+    top: int = 0
+    conversations: int = 0
+    #: conversation -> its kept points, oldest first, each with its number (`added` when it came)
+    turns: dict[str, deque[tuple[int, RequestPoint]]] = field(default_factory=dict)
+    added: int = 0  # points counted in since the last clear (the next point's number)
+
+    def add(self, point: RequestPoint) -> None:
+        """Count a point in (the group's newest)."""
+        name = point.conversation
+        if name:
+            self.conversations += 1
+            turns = self.turns.get(name)
+            if turns is None:
+                turns = self.turns[name] = deque()
+            turns.append((self.added, point))
+        self.added += 1
+        cached = point.cached
+        if cached <= 0:
+            return
+        counts, often = self.counts, self.often
+        count = counts.get(cached, 0)
+        if count:
+            often[count] -= 1
+        counts[cached] = count + 1
+        often[count + 1] = often.get(count + 1, 0) + 1
+        self.top = max(self.top, count + 1)
+
+    def remove(self, point: RequestPoint) -> None:
+        """Count a point out (the group's oldest)."""
+        name = point.conversation
+        if name:
+            self.conversations -= 1
+            turns = self.turns[name]
+            turns.popleft()
+            if not turns:
+                del self.turns[name]
+        cached = point.cached
+        if cached <= 0:
+            return
+        counts, often = self.counts, self.often
+        count = counts[cached]
+        often[count] -= 1
+        if count == 1:
+            del counts[cached]
+        else:
+            counts[cached] = count - 1
+            often[count - 1] += 1
+        if count == self.top and not often[count]:
+            self.top = count - 1
+
+    def clear(self) -> None:
+        """Count every point out."""
+        self.counts.clear()
+        self.often.clear()
+        self.turns.clear()
+        self.top = self.conversations = self.added = 0
 
 
 @dataclass(slots=True)
@@ -179,10 +255,17 @@ class Windows:
         self.requests: dict[Labels, deque[RequestPoint]] = {}
         #: The same points by slot: each group's slots (those it holds a point of), each slot's in order.
         self.slots: dict[Labels, dict[int | None, deque[RequestPoint]]] = {}
+        #: What each group's points come to (kept as they come and go).
+        self.tallies: dict[Labels, Tally] = {}
         self.usage: dict[tuple[str, str], deque[UsageRecord]] = {}
         #: Changes whenever a request group or a source's kind or facts change: what the request detectors
         #: read (kvwatch.detectors.Memo keeps their findings while it stays the same).
         self.version = 0
+        #: Changes whenever the set of sources or a source's kind or facts change (a restart too).
+        self.shape = 0
+        #: Changes whenever anything else the detectors read changes: an engine's stats and KV points,
+        #: a source's last stats line, request tallies, prefetches, offload history, usage records.
+        self.changes = 0
         # event type -> (the engine that makes it ("": none), whether a window keeps something of it)
         self._owners: dict[type, tuple[str, bool]] = {}
 
@@ -192,15 +275,19 @@ class Windows:
         if window is None:
             window = self.sources[name] = SourceWindow()
             self.version += 1
+            self.shape += 1
         return window
 
     def forget(self, source: str) -> None:
         """Drop everything kept of `source` (a source removed from the config)."""
         self.version += 1
+        self.shape += 1
+        self.changes += 1
         self.sources.pop(source, None)
         for labels in [k for k in self.requests if dict(k).get("source") == source]:
             del self.requests[labels]
             self.slots.pop(labels, None)
+            self.tallies.pop(labels, None)
         for key in [k for k in self.usage if k[0] == source]:
             del self.usage[key]
 
@@ -221,6 +308,7 @@ class Windows:
         if owner and window.kind != owner and (not window.kind or type(event) is not EngineFact):
             window.kind = owner
             self.version += 1
+            self.shape += 1
         if not kept:  # (an engine's batch lines: metrics only, nothing for the detectors)
             return
         # The commonest events first, each with one isinstance.
@@ -236,6 +324,7 @@ class Windows:
                     stats.popleft()
             stats[-1].add(event)
             window.last_stats = event
+            self.changes += 1
         elif isinstance(event, VllmKvTransfer):
             engine = window.engines.get(event.engine) or self._engine(window, event.engine)
             kv = engine.kv
@@ -248,11 +337,14 @@ class Windows:
             kv[-1].add(event)
             engine.store_total += event.store_bytes or 0
             engine.load_total += event.load_bytes or 0
+            self.changes += 1
         elif isinstance(event, VllmPrefixV0):
             self._engine(window, event.engine)
+            self.changes += 1
         elif isinstance(event, EngineFact):
             window.facts[event.key] = event.value
             self.version += 1
+            self.shape += 1
         elif isinstance(event, RequestRecord):
             self._record(event)
         elif isinstance(event, CachePrefetch):
@@ -261,6 +353,7 @@ class Windows:
             oldest = event.time - self.horizon
             while prefetches and prefetches[0].time < oldest:
                 prefetches.popleft()
+            self.changes += 1
         elif isinstance(event, (OffloadLookup, OffloadTransfer, OffloadFailure)):
             self._offload(window, event)
         elif isinstance(event, ServerRestart):
@@ -274,6 +367,7 @@ class Windows:
                 self._usage(event)
 
     def _offload(self, window: SourceWindow, event: OffloadLookup | OffloadTransfer | OffloadFailure) -> None:
+        self.changes += 1
         history = window.offload
         if history is None:
             history = window.offload = OffloadHistory()
@@ -301,10 +395,13 @@ class Windows:
         basis, record = adapter.convert(event)
         if basis == "exact":
             window.exact_requests += 1
+            self.changes += 1
         elif basis == "joined":
             window.joined_requests += 1
+            self.changes += 1
         elif basis == "derived":
             window.derived_requests += 1
+            self.changes += 1
         if record is not None:
             self._record(record)
 
@@ -316,11 +413,11 @@ class Windows:
             record.time,
             record.prompt_tokens,
             record.cached_tokens,
-            full_reprocess=record.full_reprocess,
-            selection=record.selection,
-            derived=record.derived,
-            slot=record.slot,
-            conversation=record.conversation,
+            record.full_reprocess,
+            record.selection,
+            record.derived,
+            record.slot,
+            record.conversation,
         )
         self._add_request(labels, point)
 
@@ -330,7 +427,9 @@ class Windows:
         if points is None:
             points = self.requests[labels] = deque(maxlen=self.max_requests)
             self.slots[labels] = {}
+            self.tallies[labels] = Tally()
         slots = self.slots[labels]
+        tally = self.tallies[labels]
         if len(points) == points.maxlen:  # the oldest point leaves: so it does its slot's
             if not points:  # (a window that keeps none)
                 return
@@ -339,7 +438,9 @@ class Windows:
             kept.popleft()
             if not kept:
                 del slots[oldest.slot]
+            tally.remove(oldest)
         points.append(point)
+        tally.add(point)
         same = slots.get(point.slot)
         if same is None:
             same = slots[point.slot] = deque()
@@ -352,6 +453,7 @@ class Windows:
     # -----------------------------------------------------------------------------------------
 
     def _usage(self, event: UsageRecord) -> None:
+        self.changes += 1
         key = (event.source, event.model)
         records = self.usage.get(key)
         if records is None:
@@ -367,6 +469,8 @@ class Windows:
     def _restart(self, window: SourceWindow, event: ServerRestart) -> None:
         # A restarted engine starts from a cold cache: history from before says nothing about it.
         self.version += 1
+        self.shape += 1
+        self.changes += 1
         window.engines.clear()
         window.last_stats = None
         window.started = event.time
@@ -383,3 +487,4 @@ class Windows:
         for labels in [k for k in self.requests if dict(k).get("source") == event.source]:
             self.requests[labels].clear()
             self.slots[labels].clear()
+            self.tallies[labels].clear()

@@ -3,6 +3,8 @@
 from __future__ import annotations
 
 import random
+from collections import Counter
+from dataclasses import replace
 from pathlib import Path
 
 import pytest
@@ -19,7 +21,7 @@ from kvwatch.model import (
     VllmKvTransfer,
     VllmStats,
 )
-from kvwatch.window import RequestPoint
+from kvwatch.window import RequestPoint, Windows
 
 T0 = 1_787_000_000.0
 
@@ -216,14 +218,15 @@ def test_prefix_hit_rate_low_is_off_by_default() -> None:
 
 def test_pinned_cache_precheck_never_hides_a_pinned_group() -> None:
     """detect() skips assess() for a group _may_be_pinned rules out: only ever a group assess() would
-    not find pinned (random groups: few or many requests, ties, zero and negative cached lengths)."""
+    not find pinned (random groups: few or many requests, ties, zero and negative cached lengths),
+    with or without the count of the whole group's commonest length."""
     from kvwatch.window import RequestPoint
 
     rng = random.Random(3)
     checked = skipped = 0
     for _ in range(4000):
         cfg = pinned_cache.Settings(
-            min_requests=rng.choice((1, 3, 8)),
+            min_requests=rng.choice((0, 1, 3, 8)),
             max_requests=rng.choice((5, 12, 50)),
             min_share=rng.choice((0.2, 0.5, 0.6, 0.9)),
             min_growth=rng.choice((0.5, 2.0)),
@@ -238,8 +241,140 @@ def test_pinned_cache_precheck_never_hides_a_pinned_group() -> None:
         if not pinned_cache._may_be_pinned(points, cfg):
             skipped += 1
             assert not pinned, (points, cfg)
+        top = max(Counter(p.cached for p in points if p.cached > 0).values(), default=0)  # (Windows.tallies)
+        if not pinned_cache._may_be_pinned(points, cfg, top):
+            assert not pinned, (points, cfg)
         checked += pinned
     assert skipped > 1000 and checked > 100
+
+
+def test_a_groups_tally_is_a_count_of_its_points() -> None:
+    """Windows.tallies: the commonest positive cached length's count and the points carrying a
+    conversation, as a count of the group's kept points finds them, through evictions and restarts."""
+    from kvwatch.window import Windows
+
+    rng = random.Random(11)
+    for max_requests in (0, 1, 7, 60):
+        windows = Windows(max_requests=max_requests)
+        for i in range(800):
+            if rng.random() < 0.01:
+                windows.observe(ServerRestart("l", T0 + i, "llamacpp"))
+            cached = rng.choice((0, -3, 64, 128, 256, rng.randrange(1, 5000)))
+            talk = rng.choice(("", "", "a", "b"))
+            windows.observe(
+                RequestRecord("l", T0 + i, 9000, cached, slot=rng.choice((0, 1)), conversation=talk)
+            )
+            for labels, points in windows.requests.items():
+                tally = windows.tallies[labels]
+                counts = Counter(p.cached for p in points if p.cached > 0)
+                assert max(counts.values(), default=0) == tally.top
+                assert sum(bool(p.conversation) for p in points) == tally.conversations
+
+
+def test_prefix_reuse_prechecks_never_hide_a_finding() -> None:
+    """_judge and _waste rule a group out early (enough healthy requests among the newest) only where
+    their full reading finds nothing either."""
+    rng = random.Random(5)
+    ruled_out = 0
+    for _ in range(3000):
+        cfg = prefix_reuse.Settings(
+            requests=rng.choice((1, 3, 6)),
+            min_prompt=rng.choice((0, 256, 4000)),
+            max_reuse=rng.choice((0.0, 0.1, 0.5)),
+            min_share=rng.choice((0.0, 0.5, 0.8, 1.0)),
+            large_prompt=rng.choice((1, 4096)),
+            waste_requests=rng.choice((1, 2, 3)),
+        )
+        cfg = replace(cfg, waste_requests=min(cfg.waste_requests, cfg.requests))
+        poor = rng.random()
+        points = [
+            RequestPoint(
+                float(i),
+                rng.choice((100, 3000, 5000, 24000)),
+                rng.choice((0, 10, 300, 2900)) if rng.random() < poor else 2900,
+                full_reprocess=rng.random() < poor / 3,
+                slot=rng.choice((0, 1, None)),
+            )
+            for i in range(rng.randrange(0, 30))
+        ]
+        slots: dict[int | None, list[RequestPoint]] = {}
+        for point in points:
+            slots.setdefault(point.slot, []).append(point)
+        if prefix_reuse._hopeless(points, cfg, cfg.min_share * cfg.requests, cfg.min_prompt):
+            ruled_out += 1
+            sizeable = [p for p in points if p.prompt >= cfg.min_prompt][-cfg.requests :]
+            poor_ones = [p for p in sizeable if prefix_reuse._poor(p, cfg)]
+            assert len(sizeable) < cfg.requests or len(poor_ones) < cfg.min_share * len(sizeable)
+        for slot_points in slots.values():
+            if prefix_reuse._hopeless(slot_points, cfg, cfg.waste_requests, cfg.large_prompt):
+                ruled_out += 1
+                recent = [p for p in slot_points if p.prompt >= cfg.min_prompt][-cfg.requests :]
+                wasted = [p for p in recent if p.prompt >= cfg.large_prompt and prefix_reuse._poor(p, cfg)]
+                assert len(wasted) < cfg.waste_requests
+    assert ruled_out > 1000
+
+
+def gathered_run(points: list[RequestPoint], cfg: pinned_cache.Settings) -> pinned_cache.Run | None:
+    """conversation_run as first written: each conversation's recent turns gathered, then each one's
+    pinned tail read back from its newest turn; the longest (the first shown of those as long)."""
+    conversations: dict[str, list[RequestPoint]] = {}
+    for point in points[-cfg.max_requests :] if cfg.max_requests > 0 else points:
+        if point.conversation:
+            conversations.setdefault(point.conversation, []).append(point)
+    best = None
+    for name, turns in conversations.items():
+        run: list[RequestPoint] = []
+        last = turns[-1]
+        if 0 < last.cached < last.prompt:
+            low = high = last.cached
+            run = [last]
+            for point in reversed(turns[:-1]):
+                low, high = min(low, point.cached), max(high, point.cached)
+                if point.prompt >= run[-1].prompt or not pinned_cache._same(low, high, cfg):
+                    break
+                run.append(point)
+        if len(run) >= cfg.conversation_requests and (best is None or len(run) > len(best.points)):
+            tolerance = cfg.block_size - 1 if cfg.block_size else cfg.same_within
+            best = pinned_cache.Run(name, tuple(run[::-1]), tolerance)
+    return best
+
+
+def test_conversation_run_from_a_tally_finds_what_gathering_finds() -> None:
+    """conversation_run, from gathered turns or from the group's tally, picks the run, and of equally
+    long ones the conversation, that gathering each conversation's turns first picks (random groups:
+    many conversations, ties, pins, groups longer than the window keeps)."""
+    rng = random.Random(17)
+    found = 0
+    for _ in range(3000):
+        cfg = pinned_cache.Settings(
+            max_requests=rng.choice((5, 12, 50)),
+            conversation_requests=rng.choice((2, 3, 4)),
+            block_size=rng.choice((0, 0, 16)),
+            same_within=rng.choice((0, 2, 40)),
+        )
+        names = rng.sample(("a", "b", "c", "d", "e"), rng.randint(1, 5))
+        prompts = dict.fromkeys(names, 1000)
+        points = []
+        for i in range(rng.randint(0, 70)):
+            name = rng.choice([*names, ""])
+            prompts[name] = prompts.get(name, 1000) + rng.choice((-50, 0, 30, 200))
+            cached = rng.choice((0, 512, 513, 520, 600, prompts[name] - 10, prompts[name] + 5))
+            points.append(RequestPoint(float(i), prompts[name], cached, conversation=name))
+        expected = gathered_run(points, cfg)
+        assert expected == pinned_cache.conversation_run(points, cfg), (points, cfg)
+        windows = Windows(max_requests=rng.choice((30, 500)))  # (its tally: read from numbered turns)
+        for point in points:
+            windows.observe(
+                RequestRecord("l", point.time, point.prompt, point.cached, conversation=point.conversation)
+            )
+        for labels, kept in windows.requests.items():
+            tally = windows.tallies[labels]
+            assert gathered_run(list(kept), cfg) == pinned_cache.conversation_run(kept, cfg, tally), (
+                kept,
+                cfg,
+            )
+        found += expected is not None
+    assert found > 100
 
 
 SAMPLES = Path(__file__).resolve().parents[1] / "samples"

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import dataclasses
+import math
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any
@@ -18,8 +19,11 @@ from kvwatch.detectors import (
     prefix_cache_disabled,
     prefix_reuse,
     probe_prefix_miss,
+    stable,
     write_only_offload,
 )
+from kvwatch.detectors import hicache_storage_unused as hicache
+from kvwatch.detectors import offload_retrieve_failed as retrieve_failed
 from kvwatch.detectors.advice import advised
 from kvwatch.model import Finding
 from kvwatch.window import Windows
@@ -61,58 +65,126 @@ class DetectorSettings:
 ALERTS: tuple[str, ...] = tuple(f.name for f in dataclasses.fields(DetectorSettings))
 
 
+@dataclass(frozen=True)
+class Detector:
+    """How detect_all runs one detector, and what its findings depend on besides the settings."""
+
+    name: str  # its settings field
+    detect: Callable[[Windows, float, Any], list[Finding]]
+    #: The Windows attribute it reads its subjects from (empty: it finds nothing and is not asked).
+    reads: str
+    #: Whether it reads request groups (its findings then follow Windows.version; else Windows.shape
+    #: and Windows.changes, which cover everything else a detector reads).
+    requests: bool
+    #: `until(windows, now, cfg)`: the event time before which, the windows unchanged, its findings stay
+    #: those at `now` (kvwatch.detectors.stable); None for a detector that never reads `now`.
+    until: Callable[[Windows, float, Any], float] | None = None
+
+
+#: detect_all's detectors, in the order of their findings.
+DETECTORS: tuple[Detector, ...] = (
+    Detector("write_only_offload", write_only_offload.detect, "sources", False),
+    Detector("pinned_cache_length", pinned_cache.detect, "requests", True),
+    Detector("prefix_reuse_broken", prefix_reuse.detect, "requests", True),
+    Detector("no_signal", no_signal.detect, "sources", False, no_signal.until),
+    Detector("prefix_hit_rate_low", hit_rate_low.detect, "sources", False, hit_rate_low.until),
+    Detector("prefix_cache_disabled", prefix_cache_disabled.detect, "sources", True),
+    Detector("hicache_storage_unused", hicache.detect, "sources", False, hicache.until),
+    Detector("offload_retrieve_failed", retrieve_failed.detect, "sources", False, retrieve_failed.until),
+    Detector("hit_rate_gap", hit_rate_gap.detect, "usage", False, hit_rate_gap.until),
+    Detector("usage_double_counting", double_counting.detect, "usage", False, double_counting.until),
+)
+
+#: Each detector with its place in DETECTORS, as detect_all walks them; and those that read request groups.
+_ALL = tuple(enumerate(DETECTORS))
+_REQUESTS = tuple((i, detector) for i, detector in _ALL if detector.requests)
+_OTHERS = tuple(i for i, detector in _ALL if not detector.requests)
+
+
 class Memo:
-    """The last findings of the request detectors, which read only request groups and the sources' kinds
-    and facts (never `now`): while `Windows.version` stays the same, so do their findings."""
+    """Each detector's last findings, and detect_all's, for one windows and one settings: a detector
+    asked again with the windows' counters unchanged (kvwatch.window.Windows) and before its findings'
+    `until` would find the same again (it is a pure function of them), so those are reused."""
 
     def __init__(self) -> None:
-        self.kept: dict[str, tuple[Windows, int, object, list[Finding]]] = {}
+        self.windows: Windows | None = None
+        self.settings: DetectorSettings | None = None
+        self._forget()
 
-    def findings(
-        self,
-        name: str,
-        detect: Callable[[Windows, float, Any], list[Finding]],
-        windows: Windows,
-        now: float,
-        cfg: object,
-    ) -> list[Finding]:
-        """`detect(windows, now, cfg)`, or what it found last time when neither windows nor cfg changed."""
-        version = windows.version  # (before: a detector that changed the windows is asked again)
-        kept = self.kept.get(name)
-        if kept is not None and kept[0] is windows and kept[1] == version and kept[2] == cfg:
-            return kept[3]
-        found = detect(windows, now, cfg)
-        self.kept[name] = (windows, version, cfg, found)
-        return found
+    def start(self, windows: Windows, settings: DetectorSettings) -> None:
+        """Keep findings for these windows and settings from now on (other ones: forget them)."""
+        if self.windows is not windows or self.settings != settings:
+            self._forget()
+        self.windows, self.settings = windows, settings
+
+    def _forget(self) -> None:
+        """Keep nothing."""
+        # Per detector, in DETECTORS' order: the counters its findings were found at (None: never
+        # asked), their `until`, and the findings.
+        self.keys: list[object] = [None] * len(DETECTORS)
+        self.until = [stable.NEVER] * len(DETECTORS)
+        self.found: list[list[Finding]] = [[] for _ in DETECTORS]
+        #: The counters the detectors that read no request group were last asked at (None: never),
+        #: and the earliest `until` of their findings.
+        self.rest: tuple[int, int] | None = None
+        self.rest_until = stable.NEVER
+        #: detect_all's last result: the windows' three counters, its `until`, the list.
+        self.last: tuple[tuple[int, int, int], float, list[Finding]] | None = None
+
+    def holds_until(self, windows: Windows, settings: DetectorSettings) -> float:
+        """The event time before which detect_all(windows, time, settings, self) returns the very list
+        it returned last time (-inf: at no time, the windows or settings are not those of then)."""
+        last = self.last
+        if (
+            last is None
+            or self.windows is not windows
+            or self.settings is not settings
+            or last[0] != (windows.version, windows.shape, windows.changes)
+        ):
+            return -math.inf
+        return last[1]
 
 
 def detect_all(
     windows: Windows, now: float, settings: DetectorSettings, memo: Memo | None = None
 ) -> list[Finding]:
-    """Run every detector at event time `now` (with a memo, the request detectors only when their
-    windows changed since its last tick)."""
-    # A detector finds nothing in windows it does not read; skipping those calls halves a tick's cost
-    # for a vLLM-only replay (detectors run every 10 s of event time). The order of findings is kept.
-    findings: list[Finding] = []
-    if windows.sources:
-        findings += write_only_offload.detect(windows, now, settings.write_only_offload)
-    if windows.requests:
-        # Ticks outnumber requests (a tick every 10 s of event time), and these two cost the most.
-        if memo is None:
-            findings += pinned_cache.detect(windows, now, settings.pinned_cache_length)
-            findings += prefix_reuse.detect(windows, now, settings.prefix_reuse_broken)
-        else:
-            pinned = settings.pinned_cache_length
-            findings += memo.findings("pinned_cache_length", pinned_cache.detect, windows, now, pinned)
-            reuse = settings.prefix_reuse_broken
-            findings += memo.findings("prefix_reuse_broken", prefix_reuse.detect, windows, now, reuse)
-    if windows.sources:
-        findings += no_signal.detect(windows, now, settings.no_signal)
-        findings += hit_rate_low.detect(windows, now, settings.prefix_hit_rate_low)
-        findings += prefix_cache_disabled.detect(windows, now, settings.prefix_cache_disabled)
-        findings += hicache_storage_unused.detect(windows, now, settings.hicache_storage_unused)
-        findings += offload_retrieve_failed.detect(windows, now, settings.offload_retrieve_failed)
-    if windows.usage:
-        findings += hit_rate_gap.detect(windows, now, settings.hit_rate_gap)
-        findings += double_counting.detect(windows, now, settings.usage_double_counting)
-    return advised(findings, windows)
+    """Run every detector at event time `now`; with a memo, only those whose findings may have changed
+    since it last asked them (findings equal to the last ones: the very list it returned then)."""
+    if memo is None:
+        # A detector finds nothing in windows it does not read; skipping those calls halves a tick's
+        # cost for a vLLM-only replay (detectors run every 10 s of event time).
+        findings: list[Finding] = []
+        for detector in DETECTORS:
+            if getattr(windows, detector.reads):
+                findings += detector.detect(windows, now, getattr(settings, detector.name))
+        return advised(findings, windows)
+    if memo.windows is not windows or memo.settings is not settings:
+        memo.start(windows, settings)
+    # (the counters read before any detector runs: one that changed the windows is asked again)
+    counters = (windows.version, windows.shape, windows.changes)
+    last = memo.last
+    if last is not None and last[0] == counters and now < last[1]:
+        return last[2]
+    version, rest = counters[0], counters[1:]
+    # Most often only request groups changed: the others' findings hold, and they are not even looked at.
+    held = rest == memo.rest and now < memo.rest_until
+    keys, untils, found = memo.keys, memo.until, memo.found
+    for i, detector in _REQUESTS if held else _ALL:
+        key = version if detector.requests else rest
+        if keys[i] == key and now < untils[i]:
+            continue
+        if getattr(windows, detector.reads):
+            cfg = getattr(settings, detector.name)
+            found[i] = detector.detect(windows, now, cfg)
+            untils[i] = stable.NEVER if detector.until is None else detector.until(windows, now, cfg)
+        else:  # (it finds nothing in windows it does not read: not asked)
+            found[i], untils[i] = [], stable.NEVER
+        keys[i] = key
+    if not held:
+        memo.rest = rest
+        memo.rest_until = min([untils[i] for i in _OTHERS], default=stable.NEVER)
+    findings = advised([finding for kept in found for finding in kept], windows) if any(found) else []
+    if last is not None and findings == last[2]:  # (the same findings: the same list, which says so)
+        findings = last[2]
+    memo.last = (counters, min(untils), findings)
+    return findings

@@ -31,6 +31,7 @@ from dataclasses import dataclass
 from statistics import StatisticsError, correlation, median
 from typing import Any
 
+from kvwatch.detectors.stable import NEVER
 from kvwatch.model import Finding, UsageRecord
 from kvwatch.window import Windows
 
@@ -179,3 +180,8 @@ def detect(windows: Windows, now: float, cfg: Settings) -> list[Finding]:
             if verdict is not None:
                 findings.append(_finding(source, entry, model, group, verdict))
     return findings
+
+
+def until(windows: Windows, now: float, cfg: Settings) -> float:
+    """Its window slides with `now`: judged again at every tick while there are usage records."""
+    return now if cfg.enabled and windows.usage else NEVER

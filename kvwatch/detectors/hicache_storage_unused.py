@@ -11,6 +11,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
+from kvwatch.detectors.stable import NEVER
 from kvwatch.model import Finding
 from kvwatch.window import Windows
 
@@ -64,3 +65,12 @@ def detect(windows: Windows, now: float, cfg: Settings) -> list[Finding]:
             )
         )
     return findings
+
+
+def until(windows: Windows, now: float, cfg: Settings) -> float:
+    """Its window slides with `now`: judged again at every tick while a source has prefetches to judge."""
+    if cfg.enabled:
+        for win in windows.sources.values():
+            if win.prefetches:
+                return now
+    return NEVER

@@ -15,6 +15,7 @@ from __future__ import annotations
 from collections.abc import Iterable
 from dataclasses import dataclass
 
+from kvwatch.detectors.stable import NEVER
 from kvwatch.model import Finding, UsageRecord
 from kvwatch.window import Windows
 
@@ -124,3 +125,8 @@ def detect(windows: Windows, now: float, cfg: Settings) -> list[Finding]:
             if gap_ok and low.rate <= cfg.max_ratio * high.rate + EPSILON:
                 findings.append(_finding(source, model, low, high, judged=judged, cfg=cfg))
     return findings
+
+
+def until(windows: Windows, now: float, cfg: Settings) -> float:
+    """Its window slides with `now`: judged again at every tick while there are usage records."""
+    return now if cfg.enabled and windows.usage else NEVER

@@ -8,6 +8,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
+from kvwatch.detectors.stable import NEVER
 from kvwatch.model import Finding
 from kvwatch.window import Windows
 
@@ -49,3 +50,8 @@ def detect(windows: Windows, now: float, cfg: Settings) -> list[Finding]:
                 )
             )
     return findings
+
+
+def until(windows: Windows, now: float, cfg: Settings) -> float:
+    """Its window slides with `now`: judged again at every tick, when enabled."""
+    return now if cfg.enabled else NEVER

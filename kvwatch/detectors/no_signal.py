@@ -22,6 +22,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
+from kvwatch.detectors.stable import NEVER, before
 from kvwatch.engines import ENGINES, signals_of
 from kvwatch.model import Finding
 from kvwatch.window import SourceWindow, Windows
@@ -159,3 +160,19 @@ def _layers_blind(source: str, win: SourceWindow, layers: tuple[str, ...]) -> Fi
         if finding is not None:
             return finding
     return None
+
+
+def until(windows: Windows, now: float, cfg: Settings) -> float:
+    """When a source's stats silence turns long enough to judge (the only verdict `now` decides; while
+    it holds, its seconds change at every tick)."""
+    if not cfg.enabled:
+        return NEVER
+    soonest = NEVER
+    for win in windows.sources.values():
+        last = win.last_stats
+        if last is None or (last.prompt_throughput <= 0 and last.generation_throughput <= 0):
+            continue
+        if now - last.time > cfg.silence:
+            return now
+        soonest = min(soonest, before(last.time + cfg.silence))
+    return soonest

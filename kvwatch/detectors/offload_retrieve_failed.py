@@ -10,6 +10,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
+from kvwatch.detectors.stable import NEVER
 from kvwatch.model import Finding
 from kvwatch.offloads import Shortfall
 from kvwatch.window import Windows
@@ -96,3 +97,12 @@ def detect(windows: Windows, now: float, cfg: Settings) -> list[Finding]:
             if run and now - run[-1].time < cfg.quiet:
                 findings.append(_finding(source, worker, run))
     return findings
+
+
+def until(windows: Windows, now: float, cfg: Settings) -> float:
+    """Its windows slide with `now`: judged again at every tick while a source has shortfalls."""
+    if cfg.enabled:
+        for win in windows.sources.values():
+            if win.offload is not None and win.offload.shortfalls:
+                return now
+    return NEVER

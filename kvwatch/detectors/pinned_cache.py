@@ -24,12 +24,12 @@ from __future__ import annotations
 
 import dataclasses
 from collections import Counter
-from collections.abc import Sequence
+from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
 from operator import attrgetter
 
 from kvwatch.model import Finding
-from kvwatch.window import Labels, RequestPoint, Windows, newest
+from kvwatch.window import Labels, RequestPoint, Tally, Windows, newest, ordered
 
 CAUSE = (
     "What follows the first {c} tokens changes on every request, so the prefix cache can never reuse "
@@ -184,39 +184,73 @@ class Run:
         return self.points[-1].cached
 
 
-def _tail(points: Sequence[RequestPoint], cfg: Settings) -> tuple[RequestPoint, ...]:
-    """A conversation's newest requests (newest last) with one cached length and growing prompts."""
-    newest = points[-1]
-    if newest.cached <= 0 or newest.cached >= newest.prompt:
-        return ()
-    low = high = newest.cached
-    run = [newest]
-    for point in reversed(points[:-1]):
-        low, high = min(low, point.cached), max(high, point.cached)
-        if point.prompt >= run[-1].prompt or not _same(low, high, cfg):
-            break
-        run.append(point)
-    return tuple(run[::-1])
-
-
 def _same(low: int, high: int, cfg: Settings) -> bool:
     """Whether cached lengths from `low` to `high` are one length: within a block, else `same_within`."""
     return high - low < cfg.block_size if cfg.block_size else high - low <= cfg.same_within
 
 
-def conversation_run(points: Sequence[RequestPoint], cfg: Settings) -> Run | None:
+def conversation_run(points: Sequence[RequestPoint], cfg: Settings, tally: Tally | None = None) -> Run | None:
     """The longest pinned run ending a conversation among the group's recent requests, if one is long
-    enough (only requests that carry a conversation are judged)."""
+    enough (only requests that carry a conversation are judged; of runs as long, that of the
+    conversation that shows up first). `tally`, the group's (Windows.tallies), spares gathering them."""
+    tolerance = cfg.block_size - 1 if cfg.block_size else cfg.same_within
+    if tally is not None and 0 < cfg.max_requests and len(tally.turns) <= cfg.max_requests:
+        return _numbered_run(len(points), tally, cfg, tolerance)
     conversations: dict[str, list[RequestPoint]] = {}
     for point in newest(points, cfg.max_requests):
         if point.conversation:
             conversations.setdefault(point.conversation, []).append(point)
     best: Run | None = None
     for name, turns in conversations.items():
-        run = _tail(turns, cfg)
+        run = _tail(reversed(turns), cfg)
         if len(run) >= cfg.conversation_requests and (best is None or len(run) > len(best.points)):
-            best = Run(name, run, cfg.block_size - 1 if cfg.block_size else cfg.same_within)
+            best = Run(name, run, tolerance)
     return best
+
+
+def _numbered_run(size: int, tally: Tally, cfg: Settings, tolerance: int) -> Run | None:
+    """conversation_run read from each conversation's numbered turns: only the newest of each."""
+    first = tally.added - min(size, cfg.max_requests)  # the number of the oldest recent point
+    runs: list[tuple[str, tuple[RequestPoint, ...]]] = []
+    for name, turns in tally.turns.items():
+        number, point = turns[-1]
+        if number < first or point.cached <= 0 or point.cached >= point.prompt:  # (no recent turn or run)
+            continue
+        run = [point]
+        low = high = point.cached
+        for back in range(len(turns) - 2, -1, -1):  # (a deque's ends are read in constant time)
+            number, point = turns[back]
+            low, high = min(low, point.cached), max(high, point.cached)
+            if number < first or point.prompt >= run[-1].prompt or not _same(low, high, cfg):
+                break
+            run.append(point)
+        if len(run) >= cfg.conversation_requests:
+            runs.append((name, tuple(run[::-1])))
+    if not runs:
+        return None
+    longest = max(len(points) for _, points in runs)
+    tied = [(name, points) for name, points in runs if len(points) == longest]
+    if len(tied) > 1:  # the conversation shown first among the recent points wins, as gathered
+        tied.sort(key=lambda item: next(n for n, _ in tally.turns[item[0]] if n >= first))
+    return Run(tied[0][0], tied[0][1], tolerance)
+
+
+def _tail(turns: Iterable[RequestPoint], cfg: Settings) -> tuple[RequestPoint, ...]:
+    """A conversation's newest requests (newest last) with one cached length and growing prompts, read
+    from its turns newest first."""
+    run: list[RequestPoint] = []
+    low = high = 0
+    for point in turns:
+        if not run:
+            if point.cached <= 0 or point.cached >= point.prompt:
+                return ()
+            low = high = point.cached
+        else:
+            low, high = min(low, point.cached), max(high, point.cached)
+            if point.prompt >= run[-1].prompt or not _same(low, high, cfg):
+                break
+        run.append(point)
+    return tuple(run[::-1])
 
 
 def _conversation_finding(labels: Labels, run: Run, cfg: Settings) -> Finding:
@@ -251,9 +285,19 @@ def _conversation_finding(labels: Labels, run: Run, cfg: Settings) -> Finding:
     )
 
 
-def _may_be_pinned(points: Sequence[RequestPoint], cfg: Settings) -> bool:
+def _may_be_pinned(points: Sequence[RequestPoint], cfg: Settings, top: int | None = None) -> bool:
     """False when assess() cannot find the group pinned: too few requests, or its most common
-    non-zero cached length covers too few of them (most groups, most ticks: a cheaper count)."""
+    non-zero cached length covers too few of them (most groups, most ticks: a cheaper count). `top`,
+    when given, is how many of all the group's points share their commonest positive cached length:
+    none of the recent ones can do better, so below the share it settles the matter without a count."""
+    size = len(points) if cfg.max_requests <= 0 else min(len(points), cfg.max_requests)
+    if (
+        top is not None
+        and cfg.max_requests > 0
+        and size
+        and (size < cfg.min_requests or top / size < cfg.min_share)
+    ):
+        return False
     recent = newest(points, cfg.max_requests)
     if len(recent) < cfg.min_requests:
         return False
@@ -275,14 +319,17 @@ def detect(windows: Windows, now: float, cfg: Settings) -> list[Finding]:
     if not cfg.enabled:
         return []
     findings = []
-    for labels, points in sorted(windows.requests.items()):
-        group_cfg = group_settings(windows, labels, cfg)
-        if _may_be_pinned(points, cfg):
+    for labels, points in ordered(windows.requests):
+        tally = windows.tallies[labels]
+        if _may_be_pinned(points, cfg, tally.top):
             verdict = assess(points, cfg)
             if verdict.pinned:
-                findings.append(_finding(labels, points, verdict, group_cfg))
+                findings.append(_finding(labels, points, verdict, group_settings(windows, labels, cfg)))
                 continue
-        run = conversation_run(points, group_cfg)
+        if not tally.conversations:  # (no recent point carries one either)
+            continue
+        group_cfg = group_settings(windows, labels, cfg)
+        run = conversation_run(points, group_cfg, tally)
         if run is not None:
             findings.append(_conversation_finding(labels, run, group_cfg))
     return findings

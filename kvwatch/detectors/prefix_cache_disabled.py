@@ -12,7 +12,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 from kvwatch.model import Finding
-from kvwatch.window import Windows, newest
+from kvwatch.window import Windows, newest, ordered
 
 FIX_SETTING = (
     "Remove {setting} from the server's command line: every prompt is computed in full, shared system "
@@ -40,8 +40,10 @@ def detect(windows: Windows, now: float, cfg: Settings) -> list[Finding]:
     if not cfg.enabled:
         return []
     findings = []
-    for source, win in sorted(windows.sources.items()):
+    for source, win in ordered(windows.sources):
         state = win.facts.get("prefix_cache")
+        if state is None:  # (the facts say nothing either way: most sources)
+            continue
         labels = (("source", source),)
         if state == "disabled":
             setting = win.facts.get("prefix_cache_setting", "the prefix-cache switch")

@@ -19,7 +19,7 @@ from dataclasses import dataclass
 
 from kvwatch.engines import signals_of
 from kvwatch.model import Finding
-from kvwatch.window import RequestPoint, Windows
+from kvwatch.window import RequestPoint, Windows, ordered
 
 CAUSE_REPROCESS = (
     "llama.cpp forces full prompt re-processing: on SWA / hybrid / recurrent models the cache can only "
@@ -84,7 +84,30 @@ def _poor(point: RequestPoint, cfg: Settings) -> bool:
     return point.full_reprocess or point.cached <= cfg.max_reuse * point.prompt
 
 
+def _hopeless(points: Sequence[RequestPoint], cfg: Settings, wanted: float, large: int) -> bool:
+    """True when fewer than `wanted` of the last `requests` sizeable points can be poor ones of at least
+    `large` tokens: found walking back from the newest, as enough are not (healthy: two or three)."""
+    if cfg.requests < 1:
+        return False
+    seen = fine = 0
+    requests, min_prompt, max_reuse = cfg.requests, cfg.min_prompt, cfg.max_reuse
+    for point in reversed(points):
+        prompt = point.prompt
+        if prompt >= min_prompt:
+            # (_poor, inlined: this runs for every group at every tick its requests changed)
+            if prompt < large or not (point.full_reprocess or point.cached <= max_reuse * prompt):
+                fine += 1
+                if requests - fine < wanted:  # (at most that many of them can be poor)
+                    return True
+            seen += 1
+            if seen == requests:
+                return False
+    return False
+
+
 def _judge(source: str, points: Sequence[RequestPoint], cfg: Settings) -> Finding | None:
+    if _hopeless(points, cfg, cfg.min_share * cfg.requests, cfg.min_prompt):
+        return None
     sizeable = _last_sizeable(points, cfg)
     if len(sizeable) < cfg.requests:
         return None
@@ -127,6 +150,10 @@ def _figures(points: Sequence[RequestPoint]) -> dict[str, object]:
     }
 
 
+def _wasted(point: RequestPoint, cfg: Settings) -> bool:
+    return point.prompt >= cfg.large_prompt and _poor(point, cfg)
+
+
 def _per_slot(
     slots: Mapping[int | None, Sequence[RequestPoint]], cfg: Settings
 ) -> dict[int | None, list[RequestPoint]]:
@@ -149,11 +176,16 @@ def _per_slot(
 
 def _waste(source: str, slots: Mapping[int | None, Sequence[RequestPoint]], cfg: Settings) -> Finding | None:
     """The slot with the most full re-processings of large prompts, when it has `waste_requests`."""
+    for points in slots.values():
+        if not _hopeless(points, cfg, cfg.waste_requests, cfg.large_prompt):
+            break
+    else:
+        return None
     worst: tuple[int | None, list[RequestPoint], list[RequestPoint]] | None = None
     for slot, recent in sorted(
         _per_slot(slots, cfg).items(), key=lambda item: (item[0] is None, item[0] or 0)
     ):
-        wasted = [p for p in recent if p.prompt >= cfg.large_prompt and _poor(p, cfg)]
+        wasted = [p for p in recent if _wasted(p, cfg)]
         if len(wasted) >= cfg.waste_requests and (worst is None or len(wasted) > len(worst[2])):
             worst = slot, recent, wasted
     if worst is None:
@@ -192,9 +224,11 @@ def detect(windows: Windows, now: float, cfg: Settings) -> list[Finding]:
     if not cfg.enabled:
         return []
     findings = []
-    for labels, points in sorted(windows.requests.items()):
+    for labels, points in ordered(windows.requests):
+        if len(labels) != 1:
+            continue
         source = dict(labels)["source"]
-        if len(labels) != 1 or "server_requests" not in signals_of(windows.source(source).kind):
+        if "server_requests" not in signals_of(windows.source(source).kind):
             continue
         finding = _judge(source, points, cfg) or _waste(source, windows.slots[labels], cfg)
         if finding is not None:
