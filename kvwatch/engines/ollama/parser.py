@@ -71,10 +71,10 @@ _Routed = tuple[tuple[str, str], str, int] | None
 #: runner's (in order) but the loose parts; and those: the conversations counted per (runner, slot),
 #: and each runner's llama.cpp loose part (its slots' last finished tasks).
 StateKey = tuple[tuple[object, ...], tuple[dict[tuple[str, int], int], dict[str, Any]]]
-#: What a segment's lines asked of the loose parts (`OllamaParser.questions`): whether a slot line was
-#: routed among several runners (which reads every runner's last finished tasks), the (runner, slot)
-#: conversation counts read before the segment set them, whether a server restart cleared the counts,
-#: and per runner watched its llama.cpp questions (None: the runner was replaced or went away).
+#: What a segment's lines asked of the loose parts (`OllamaParser.questions`): whether there were
+#: several runners (a slot line is then routed among them by their last finished tasks), the
+#: (runner, slot) conversation counts read before the segment set them, whether a server restart
+#: cleared the counts, and per runner watched its llama.cpp questions (None: replaced or gone).
 Asked = tuple[bool, frozenset[tuple[str, int]], bool, dict[str, Any]]
 
 
@@ -205,7 +205,7 @@ class OllamaParser:
 
     def watch(self) -> None:
         """From now on, note what the lines ask of the loose parts (`questions`)."""
-        self._routed, self._asked, self._cleared = False, set(), False
+        self._routed, self._asked, self._cleared = len(self._runners) >= 2, set(), False
         self._watched = dict(self._runners)
         for parser in self._watched.values():
             _segmentable(parser).watch()
@@ -233,8 +233,9 @@ class OllamaParser:
         give the same from both states when every count they read before setting it is the same in
         both (a restart clears them all: later reads need no check), and the true end has the
         lines' counts where they read one, the truth's elsewhere. A runner's slots' last finished
-        tasks are checked by its own parser's `reconcile`; but a slot line routed among several
-        runners reads them all (`_owner`), so then they must be equal on both sides.
+        tasks are checked by its own parser's `reconcile`; but while there are several runners a
+        slot line is routed among them by all their tasks (`_owner`), so then they must be equal on
+        both sides.
         """
         if guess[0] != truth[0]:
             return None
@@ -311,7 +312,7 @@ class OllamaParser:
                 runner, tag = self._route(body, routed) if head == "slot " else (self._runner, None)
                 parser = runners.get(runner)
                 if parser is None:
-                    parser = runners[runner] = self._reused()
+                    parser = self._new_runner(runner)
                 run: _Run | None = getattr(parser, "untagged_run", None)
                 when = wall if wall is not None else self._last
                 # (`prefix` is what the `]: ` test above finds in a line that starts with it)
@@ -347,6 +348,13 @@ class OllamaParser:
                 errors += 1
         return BlockResult(events, recognized, errors)
 
+    def _new_runner(self, name: str) -> Parser:
+        """A runner's parser, made on its first line. With several runners, slot lines may be routed
+        among them (`_owner`, which reads each one's slots): noted while watched (see `Asked`)."""
+        parser = self._runners[name] = self._reused()
+        self._routed = self._routed or len(self._runners) >= 2
+        return parser
+
     def _owns(self, runner: str, text: str) -> bool:
         """Whether `_owner` gives a line to this runner."""
         return self._owner(text) == runner
@@ -360,7 +368,6 @@ class OllamaParser:
         if match is None or not match[1].isdecimal() or not match[2].isdecimal():
             return self._runner, None  # (`_owner` answers the runner that started last)
         tag = match[1], match[2]
-        self._routed = True
         if routed is not None and routed[0] == tag and routed[2] == len(runners):
             # The runner `_owner` chose for the line before, unless another had the task in progress
             # then (it would have been chosen): this one has it in progress now, so it is chosen again.
@@ -537,7 +544,6 @@ class OllamaParser:
         if match is None or not match[2].isdecimal() or not match[1].isdecimal():
             return self._runner
         slot, task = int(match[1]), int(match[2])
-        self._routed = True  # (the answer reads every runner's slots)
         best, below, finished = None, -2, None
         for runner, parser in self._runners.items():
             tasks: Callable[[int], tuple[int, bool]] | None = getattr(parser, "slot_task", None)
@@ -557,7 +563,7 @@ class OllamaParser:
             runner = self._owner(text)
         parser = self._runners.get(runner)
         if parser is None:
-            parser = self._runners[runner] = self._reused()
+            parser = self._new_runner(runner)
         when = wall if wall is not None else self._last
         # (the reused parser's fast form of an untagged slot line, if it has one: None, read it whole)
         # (or of an untagged srv line that only moves the clock)
