@@ -311,6 +311,15 @@ def test_reconcile_refuses_a_count_read_that_differs() -> None:
     mine = (runner, ({}, {"9": {None: {0: 3}}}))
     theirs = (runner, ({}, {"9": {None: {0: 5}}}))
     assert parser.reconcile(mine, theirs, (True, frozenset(), False, {}), mine) is None
+    # A runner replaced since (a new process on its port): the old one's questions are still checked,
+    # and the end has the new one's tasks.
+    asked_of_old = {"9": ({None: ([(0, 3)], set())}, False)}
+    assert parser.reconcile(mine, theirs, (False, frozenset(), False, asked_of_old), mine) is None
+    fresh = (runner, ({}, {"9": {None: {0: 1}}}))
+    unasked = {"9": ({None: ([], set())}, False)}
+    assert parser.reconcile(mine, theirs, (False, frozenset(), False, unasked), fresh) == fresh
+    kept = {"9": ({None: ([(0, 4)], set())}, True)}
+    assert parser.reconcile(mine, theirs, (False, frozenset(), False, kept), mine) == theirs
     assert parser.reconcile(mine, (((), ()), ({}, {})), (False, frozenset(), False, {}), mine) is None
 
 

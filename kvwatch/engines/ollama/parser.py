@@ -74,7 +74,7 @@ StateKey = tuple[tuple[object, ...], tuple[dict[tuple[str, int], int], dict[str,
 #: What a segment's lines asked of the loose parts (`OllamaParser.questions`): whether there were
 #: several runners (a slot line is then routed among them by their last finished tasks), the
 #: (runner, slot) conversation counts read before the segment set them, whether a server restart
-#: cleared the counts, and per runner watched its llama.cpp questions (None: replaced or gone).
+#: cleared the counts, and per runner watched its llama.cpp questions and whether it is still there.
 Asked = tuple[bool, frozenset[tuple[str, int]], bool, dict[str, Any]]
 
 
@@ -212,10 +212,9 @@ class OllamaParser:
 
     def questions(self) -> Asked:
         """Stop noting, and tell what the lines asked (see `Asked`)."""
-        runners: dict[str, Any] = {}
+        runners: dict[str, tuple[Any, bool]] = {}
         for name, parser in self._watched.items():
-            asked = _segmentable(parser).questions()
-            runners[name] = asked if self._runners.get(name) is parser else None
+            runners[name] = _segmentable(parser).questions(), self._runners.get(name) is parser
         answer = self._routed, frozenset(self._asked or ()), self._cleared, runners
         self._asked, self._watched = None, {}
         return answer
@@ -251,16 +250,17 @@ class OllamaParser:
         loose: dict[str, Any] = {}
         cores: dict[str, object] = dict(cast("tuple[tuple[str, object], ...]", guess[0][1]))
         runner = _segmentable(self._reused())  # (its reconcile, for each runner's loose part)
-        for name, finished in ended.items():
-            questions = watched.get(name)
-            if questions is None:  # (a runner started since: its lines made all it knows)
-                loose[name] = finished
-                continue
+        for name, (questions, kept) in watched.items():
+            # (a runner replaced or gone since answered its questions before: they are checked too)
             core = cores[name]
+            finished = ended[name] if kept else mine[name]
             fixed = runner.reconcile((core, mine[name]), (core, theirs[name]), questions, (core, finished))
             if fixed is None:
                 return None
-            loose[name] = fixed[1]
+            if kept:
+                loose[name] = fixed[1]
+        for name, finished in ended.items():
+            loose.setdefault(name, finished)  # (a runner started since: its lines made all it knows)
         return end[0], (counts, loose)
 
     def adopt(self, key: StateKey) -> None:
