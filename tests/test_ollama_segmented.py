@@ -201,14 +201,20 @@ def two_runners(turns: int, *, journald: bool) -> str:
 
 
 @pytest.mark.parametrize("journald", [True, False])
-def test_two_runners_interleaved_agree(small: list[int], tmp_path: Path, journald: bool) -> None:
-    """Two runners serving at once, their lines interleaved: slot lines are routed among them by their
-    tasks (which reads both runners' last finished tasks); the results are those of one go."""
+def test_two_runners_interleaved_agree(
+    small: list[int], rounds: list[int], tmp_path: Path, journald: bool
+) -> None:
+    """Two runners serving at once all along, their lines interleaved: slot lines are routed among
+    them by their tasks (which reads both runners' last finished tasks); their conversations go on
+    from before any stretch (a guess numbers them from 0, `amend` puts them right). Every guess
+    holds, and the results are those of one go."""
     path = write(tmp_path, "two.log", two_runners(900, journald=journald))
     expected = one_go(path)
     assert {record.runner for record in requests(expected[0])} == {"39001", "39002"}
+    assert {record.conversation for record in requests(expected[0])} >= {"runner 39002 slot 0 #50"}
     assert len(segmented.boundaries(str(path), 0, 2)) > 6
     assert expected == in_segments(path)
+    assert [] == small and 1 == len(rounds)
 
 
 def _restarted(text: str, every: int) -> str:
@@ -236,12 +242,12 @@ def test_server_restarts_and_model_switches_midway_agree(
     assert [] == roomy and 1 == len(rounds)
 
 
-def test_ports_reused_make_a_guess_fail_and_still_agree(
+def test_ports_reused_keep_their_counts_and_the_guesses(
     roomy: list[int], rounds: list[int], reconciled: list[tuple[bool, bool]], tmp_path: Path
 ) -> None:
     """Runners on three ports in turn: a new runner on a port goes on with the conversation count of
     the port's earlier runners, which a guess (rebuilt from the stretch before its segment) does not
-    know; the segments from a wrong guess on are parsed from the true state, with one go's results."""
+    know; the guesses hold, and the conversations are numbered as in one go."""
     ports = iter(range(10**6))
     text = _PORT.sub(lambda _: f"--port {39000 + next(ports) % 3}", generated())
     path = write(tmp_path, "ports.log", text)
@@ -251,8 +257,20 @@ def test_ports_reused_make_a_guess_fail_and_still_agree(
         "runner 39001 slot 0 #3",
     }
     assert expected == in_segments(path)
-    assert len(rounds) > 1 or roomy  # (a new round of workers, or one child, after a wrong guess)
-    assert any(counts and not held for counts, held in reconciled)
+    assert [] == roomy and 1 == len(rounds)
+    assert any(counts and held for counts, held in reconciled)
+
+
+def test_a_runner_idle_since_before_the_stretch_fails_a_guess_and_still_agrees(
+    small: list[int], rounds: list[int], tmp_path: Path
+) -> None:
+    """A 16 KiB stretch: the runner idle before the one serving started before it, so the guess
+    lacks it; the segments from a wrong guess on are parsed from the true state, with one go's
+    results."""
+    path = write(tmp_path, "ollama.log", generated())
+    expected = one_go(path)
+    assert expected == in_segments(path)
+    assert len(rounds) > 1 or small  # (a new round of workers, or one child, after a wrong guess)
 
 
 def _with_mlx(text: str, every: int) -> str:
@@ -289,24 +307,29 @@ def test_mlx_runner_lines_agree(roomy: list[int], tmp_path: Path, journald: bool
     assert expected == in_segments(path)
 
 
-def test_reconcile_refuses_a_count_read_that_differs() -> None:
-    """A count the lines read must be the same in the guess and the truth; one they did not read
-    comes from the truth, one they set from the lines; a routed slot line wants every runner's
-    finished tasks equal."""
+def test_reconcile_and_amend_put_the_counts_right() -> None:
+    """The counts the lines read are off by what the guess missed: the end has them put right where
+    the lines read one, the truth's elsewhere, and `amend` renumbers the conversations up to a
+    restart; a routed slot line wants every runner's finished tasks equal."""
     parser = make_parser("ollama", "src", ParserSettings(now_year=2026))
     assert isinstance(parser, OllamaParser)
     core: tuple[object, ...] = ((), ())
     guess = (core, ({("1", 0): 1}, {}))
-    truth = (core, ({("1", 0): 1, ("2", 0): 4}, {}))
-    end = (core, ({("1", 0): 2}, {}))
-    assert parser.reconcile(guess, truth, (False, frozenset({("1", 0)}), False, {}), end) == (
-        core,
-        ({("1", 0): 2, ("2", 0): 4}, {}),
-    )
-    assert parser.reconcile(guess, truth, (False, frozenset({("2", 0)}), False, {}), end) is None
-    assert parser.reconcile(guess, truth, (False, frozenset({("2", 0)}), True, {}), end) is None
-    cleared = (False, frozenset(), True, {})
-    assert parser.reconcile(guess, truth, cleared, end) == end
+    truth = (core, ({("1", 0): 3, ("2", 0): 4}, {}))
+    end = (core, ({("1", 0): 2, ("2", 0): 1}, {}))
+    counted = (False, frozenset({("1", 0), ("2", 0)}), False, {})
+    assert parser.reconcile(guess, truth, counted, end) == (core, ({("1", 0): 4, ("2", 0): 5}, {}))
+    assert parser.reconcile(guess, truth, (False, frozenset(), False, {}), end) == (core, truth[1])
+    assert parser.reconcile(guess, truth, (False, frozenset({("2", 0)}), True, {}), end) == end
+    record = OllamaRequest("src", 1.0, 10, 5, slot=0, runner="2", conversation="runner 2 slot 0 #1")
+    other = OllamaRequest("src", 1.0, 10, 5, slot=0, runner="1", conversation="runner 1 slot 0 #2")
+    restart = ServerRestart("src", 2.0, "ollama")
+    amended = parser.amend([record, other, restart, record], guess, truth)
+    assert [e.conversation for e in amended if isinstance(e, OllamaRequest)] == [
+        "runner 2 slot 0 #5",
+        "runner 1 slot 0 #4",
+        "runner 2 slot 0 #1",
+    ]
     runner: tuple[object, ...] = ((), (("9", ("core",)),))
     mine = (runner, ({}, {"9": {None: {0: 3}}}))
     theirs = (runner, ({}, {"9": {None: {0: 5}}}))

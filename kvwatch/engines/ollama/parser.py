@@ -27,6 +27,7 @@ from __future__ import annotations
 
 import re
 from collections.abc import Callable
+from dataclasses import replace
 from datetime import datetime, timezone
 from functools import partial
 from typing import TYPE_CHECKING, Any, Literal, Protocol, cast
@@ -228,10 +229,10 @@ class OllamaParser:
         """The true end state of lines parsed from `guess`, whose results are those from `truth`; None
         when they may not be.
 
-        The conversation counts are read once per request, to number the conversation: the lines
-        give the same from both states when every count they read before setting it is the same in
-        both (a restart clears them all: later reads need no check), and the true end has the
-        lines' counts where they read one, the truth's elsewhere. A runner's slots' last finished
+        The conversation counts are read once per request, only to number its conversation: from
+        the truth each count the lines read is off by the same amount as at the start (`amend` puts
+        it right in the events, until a restart clears them all), and the true end has the lines'
+        counts so put right where they read one, the truth's elsewhere. A runner's slots' last finished
         tasks are checked by its own parser's `reconcile`; but while there are several runners a
         slot line is routed among them by all their tasks (`_owner`), so then they must be equal on
         both sides.
@@ -240,13 +241,18 @@ class OllamaParser:
             return None
         routed, counted, cleared, watched = asked
         (guessed, mine), (known, theirs) = guess[1], truth[1]
-        if any(guessed.get(key) != known.get(key) for key in counted):
-            return None
         if routed and mine != theirs:
             return None
         counts, ended = end[1]
         if not cleared:
-            counts = {**known, **{key: counts[key] for key in counted if key in counts}}
+            counts = {
+                **known,
+                **{
+                    key: counts[key] + known.get(key, 0) - guessed.get(key, 0)
+                    for key in counted
+                    if key in counts
+                },
+            }
         loose: dict[str, Any] = {}
         cores: dict[str, object] = dict(cast("tuple[tuple[str, object], ...]", guess[0][1]))
         runner = _segmentable(self._reused())  # (its reconcile, for each runner's loose part)
@@ -262,6 +268,27 @@ class OllamaParser:
         for name, finished in ended.items():
             loose.setdefault(name, finished)  # (a runner started since: its lines made all it knows)
         return end[0], (counts, loose)
+
+    def amend(self, events: list[Event], guess: StateKey, truth: StateKey) -> list[Event]:
+        """The events of lines parsed from state `guess` as they are from `truth` (their `reconcile`
+        held): the conversations numbered by each (runner, slot)'s count read from `truth`, up to a
+        restart (which clears the counts: what follows is the same from both)."""
+        (guessed, _), (known, _) = guess[1], truth[1]
+        off = {key: known.get(key, 0) - guessed.get(key, 0) for key in {*guessed, *known}}
+        amended: list[Event] = []
+        for at, event in enumerate(events):
+            if isinstance(event, ServerRestart):
+                return amended + events[at:]
+            shift = 0
+            if isinstance(event, OllamaRequest) and event.conversation and event.slot is not None:
+                shift = off.get((event.runner, event.slot), 0)
+            if shift:
+                assert isinstance(event, OllamaRequest)
+                where, number = event.conversation.rsplit("#", 1)
+                amended.append(replace(event, conversation=f"{where}#{int(number) + shift}"))
+            else:
+                amended.append(event)
+        return amended
 
     def adopt(self, key: StateKey) -> None:
         """Take the loose parts of a state key (one `reconcile` made)."""
