@@ -13,7 +13,8 @@ gives; the requests in progress then are rebuilt as they were. The parent takes 
 and keeps one's results only when the guess it started from equals the true start state (the
 parser's `state_key()`: every field that decides how later lines are read), or differs from it only
 where the segment's lines never looked (`reconcile`: a slot idle through the whole stretch has its
-last finished task from long before, which matters only to a late line of that very task). The
+last finished task from long before, which matters only to a late line of that very task), or where
+a parser can put its results right (`amend`: a count that only numbers what the lines give). The
 first time a guess is wrong (a request in progress since before the stretch, a server restart before
 it), the workers are stopped and the rest of the file is parsed from the true state in one child, as
 without segments. The results are the one-go parse's either way; only the time differs.
@@ -335,7 +336,7 @@ class _Job:
                 if end is None:
                     final = yield from self._resume(index, state, truth)
                     return (0, 0, 0), self.truncated, None, final
-                yield done.events
+                yield done.events if exact else _amended(parser, done.events, guess, truth)
                 counts.add(done.counts)
                 self.truncated += done.truncated
                 truth, state = end, done.state
@@ -378,6 +379,14 @@ class _Job:
         self.truncated += cut
         assert final is not None
         return final
+
+
+def _amended(parser: Segmentable, events: list[Event], guess: object, truth: object) -> list[Event]:
+    """The events of lines parsed from `guess` (whose `reconcile` held) as from `truth`: the parser's
+    `amend(events, guess, truth)` when it has one (a count the lines read that shows in their events,
+    off by what the guess missed: Ollama's conversation numbers), else the same."""
+    amend = getattr(parser, "amend", None)
+    return events if amend is None else list(amend(events, guess, truth))
 
 
 def _restored(state: bytes, truth: object) -> Parser:
