@@ -176,8 +176,9 @@ def build_parser() -> argparse.ArgumentParser:
         "--jobs",
         type=_jobs,
         metavar="PROCESSES",
-        help="child PROCESSES that read big files, 1 to 64; a big llama.cpp -lv 4 log is parsed by up to "
-        "that many workers; 1: one child (default: one per core and at least 4; workers: at most 4)",
+        help="child PROCESSES that read big files, 1 to 64; a big dense log (llama.cpp -lv 4, Ollama, "
+        "LM Studio) is parsed by up to that many workers; 1: one child (default: one per core and at "
+        "least 4; workers: at most 4)",
     )
     _daemon_commands(sub)
     return parser
