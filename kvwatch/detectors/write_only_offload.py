@@ -90,7 +90,15 @@ def _cleared(eng: EngineWindow, cfg: Settings) -> bool:
     count, oldest = 0, None
     threshold, wanted = cfg.min_prompt_throughput, cfg.min_intervals  # locals: read once, not per line
     for point in reversed(eng.stats):
-        for prompt in reversed(point.prompts):
+        prompts = point.prompts
+        if len(prompts) == 1:  # (nearly every point: one line per engine and second, no inner loop)
+            if prompts[0] >= threshold:
+                count += 1
+                if count == wanted:
+                    oldest = point.time
+                    break
+            continue
+        for prompt in reversed(prompts):
             if prompt >= threshold:
                 count += 1
                 if count == wanted:
