@@ -9,22 +9,18 @@ import sys
 from pathlib import Path
 
 import pytest
+import segment_helpers
+from segment_helpers import Outcome
 
 from kvwatch import segmented
-from kvwatch.engines import make_parser
 from kvwatch.engines.lmstudio.parser import MAX_MODELS, LmstudioParser
-from kvwatch.model import Event, LmstudioCompletion, SourceCounts
+from kvwatch.model import Event, LmstudioCompletion
 from kvwatch.parsers.base import ParserSettings
-from kvwatch.parsers.run import SourceRun
 from kvwatch.sources import forked
-from kvwatch.sources.framing import Framer
-from kvwatch.sources.wholefile import batches, open_log
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "bench"))
 from gen_lmstudio import generate  # the bench's generator
 
-MAX_LINE = 4096
-Outcome = tuple[list[Event], tuple[int, int, int]]
 _MODEL = re.compile(r"\[(?:qwen/qwen3-coder-30b|openai/gpt-oss-20b)\] Running chat completion")
 
 
@@ -42,27 +38,11 @@ def log(tmp_path: Path, name: str, mb: float = 0.6, models: int = 0) -> Path:
 
 
 def one_go(path: Path) -> Outcome:
-    parser = make_parser("lmstudio", "src", ParserSettings())
-    run = SourceRun("src", parser, SourceCounts())
-    events: list[Event] = []
-    with open_log(str(path)) as stream:
-        for group in batches(stream, Framer("src", "plain", parser.markers, MAX_LINE), MAX_LINE):
-            events += run.take_many(group)
-    events += parser.flush()
-    return events, run.counts.parsed()
+    return segment_helpers.one_go("lmstudio", path, ParserSettings())
 
 
 def in_segments(path: Path, workers: int = 2) -> Outcome:
-    run = SourceRun("src", make_parser("lmstudio", "src", ParserSettings()), SourceCounts())
-    events: list[Event] = []
-    work = segmented.parse(str(path), run, workers, MAX_LINE)
-    while True:
-        try:
-            events += next(work)
-        except StopIteration as end:
-            assert end.value[0] == (0, 0, 0) and end.value[3] is not None
-            break
-    return events, run.counts.parsed()
+    return segment_helpers.in_segments("lmstudio", path, ParserSettings(), workers)
 
 
 def labels(events: list[Event]) -> set[str]:

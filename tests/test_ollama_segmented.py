@@ -13,22 +13,19 @@ import sys
 from pathlib import Path
 
 import pytest
+import segment_helpers
+from segment_helpers import Outcome
 
 from kvwatch import segmented
 from kvwatch.engines import make_parser
 from kvwatch.engines.ollama.parser import OllamaParser
-from kvwatch.model import Event, OllamaRequest, ServerRestart, SourceCounts
+from kvwatch.model import Event, OllamaRequest, ServerRestart
 from kvwatch.parsers.base import ParserSettings
-from kvwatch.parsers.run import SourceRun
 from kvwatch.sources import forked
-from kvwatch.sources.framing import Framer
-from kvwatch.sources.wholefile import batches, open_log
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "bench"))
 from gen_ollama import generate  # the bench's generator
 
-MAX_LINE = 4096
-Outcome = tuple[list[Event], tuple[int, int, int]]
 _JOURNAL = re.compile(r"^[A-Z][a-z]{2} \d\d \d\d:\d\d:\d\d gpu-ws ollama\[2231\]: ", re.M)
 _START = re.compile(
     r"^(?P<prefix>[^\n]*?)time=(?P<time>\S+) [^\n]*msg=\"starting llama-server\"[^\n]*\n", re.M
@@ -51,27 +48,11 @@ def write(tmp_path: Path, name: str, text: str) -> Path:
 
 
 def one_go(path: Path) -> Outcome:
-    parser = make_parser("ollama", "src", ParserSettings(now_year=2026))
-    run = SourceRun("src", parser, SourceCounts())
-    events: list[Event] = []
-    with open_log(str(path)) as stream:
-        for group in batches(stream, Framer("src", "plain", parser.markers, MAX_LINE), MAX_LINE):
-            events += run.take_many(group)
-    events += parser.flush()
-    return events, run.counts.parsed()
+    return segment_helpers.one_go("ollama", path, ParserSettings(now_year=2026))
 
 
 def in_segments(path: Path, workers: int = 2) -> Outcome:
-    run = SourceRun("src", make_parser("ollama", "src", ParserSettings(now_year=2026)), SourceCounts())
-    events: list[Event] = []
-    work = segmented.parse(str(path), run, workers, MAX_LINE)
-    while True:
-        try:
-            events += next(work)
-        except StopIteration as end:
-            assert end.value[0] == (0, 0, 0) and end.value[3] is not None
-            break
-    return events, run.counts.parsed()
+    return segment_helpers.in_segments("ollama", path, ParserSettings(now_year=2026), workers)
 
 
 def requests(events: list[Event]) -> list[OllamaRequest]:
