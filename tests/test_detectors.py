@@ -733,3 +733,66 @@ def test_a_memo_changes_no_tick_of_any_sample(
         assert 0 == main(["replay", "--format", "golden", "--year", "2026", str(log)])
     capsys.readouterr()
     assert len(logs) >= 40 and len(ticks) > 1000 and sum(ticks) > 100
+
+
+def _cleared_by_walking(eng: object, cfg: write_only_offload.Settings) -> bool:
+    """write_only_offload._cleared as its three walks alone (the reference for its shortcut)."""
+    from kvwatch.window import EngineWindow
+
+    assert isinstance(eng, EngineWindow)
+    if cfg.min_intervals < 1:
+        return False
+    count, oldest = 0, None
+    for point in reversed(eng.stats):
+        for prompt in reversed(point.prompts):
+            if prompt >= cfg.min_prompt_throughput:
+                count += 1
+                if count == cfg.min_intervals:
+                    oldest = point.time
+                    break
+        if oldest is not None:
+            break
+    if oldest is None:
+        return True
+    for kv in reversed(eng.kv):
+        if kv.time < oldest:
+            break
+        if kv.load > 0:
+            return True
+    for point in reversed(eng.stats):
+        if point.time < oldest:
+            break
+        if point.external_lines and point.external_max > 0:
+            return True
+    return False
+
+
+@pytest.mark.parametrize("seed", range(40))
+def test_write_only_offload_cleared_is_the_walks_verdict(seed: int) -> None:
+    """_cleared (a point of one line read without an inner loop) gives the three walks' verdict on
+    random engines: loads rare or frequent, several lines a point, times out of order."""
+    from kvwatch.window import EngineWindow, KvPoint, StatsPoint
+
+    rng = random.Random(seed)
+    verdicts = set()
+    for _ in range(60):
+        eng = EngineWindow()
+        time = 1000.0
+        shuffled = rng.random() < 0.2
+        for _ in range(rng.randint(0, 80)):
+            time += rng.choice([10.0, 10.0, 10.0, 5.0]) if not shuffled else rng.uniform(-30, 30)
+            point = StatsPoint(time)
+            for _ in range(rng.choice([1, 1, 1, 2, 3])):
+                point.prompts.append(rng.choice([0.0, 0.5, 1.0, 200.0, 3000.0]))
+            if rng.random() < 0.05:
+                point.external_lines, point.external_max = 1, rng.choice([0.0, 12.5])
+            eng.stats.append(point)
+            if rng.random() < 0.9:
+                eng.kv.append(KvPoint(time + rng.choice([0.0, 0.0, -3.0]), load=rng.choice([0] * 6 + [4096])))
+        cfg = write_only_offload.Settings(
+            min_intervals=rng.choice([0, 1, 3, 24]), min_prompt_throughput=rng.choice([1.0, 100.0])
+        )
+        expected = _cleared_by_walking(eng, cfg)
+        assert expected == write_only_offload._cleared(eng, cfg)
+        verdicts.add(expected)
+    assert verdicts == {True, False}
