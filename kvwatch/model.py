@@ -567,6 +567,7 @@ def _reduce_by_fields(cls: type) -> None:
     this halves a slots dataclass's pickling both ways (its default goes through a Python-level
     __getstate__/__setstate__ and a dict per object)."""
     names = [f.name for f in fields(cls)]
+    # (attrgetter of one name gives the value, not a 1-tuple; a field outside __init__ cannot be passed)
     if len(names) < 2 or not all(f.init for f in fields(cls)):
         return
     values = attrgetter(*names)

@@ -73,7 +73,6 @@ def _runs(levels: str) -> re.Pattern[str]:
 
 #: parse_block's runs, before the first DEBUG record (which may clear `blind`) and after.
 _RUNS = (_runs("INFO|WARN|WARNING|ERROR"), _runs(_LEVELS))
-#: A two-line record: its header's stamp and level, and its message.
 #: A two-line record: its header's stamp and level, and its message (groups 1-3); for the commonest
 #: two, also mlx-engine's cache line's numbers (4, 5), or LM Studio's model tag of a chat completion (6).
 _RECORD = re.compile(
