@@ -15,19 +15,17 @@ from collections.abc import Callable
 
 from kvwatch.engines.llamacpp import lines as ln
 from kvwatch.engines.llamacpp.slots import Pick, Stream
-from kvwatch.model import Event
+from kvwatch.model import Event, LlamaRequest
 
 # A number `to_float` reads, in ASCII digits (float() of it is to_float's answer).
 _NUMBER = r"[0-9]+(?:\.[0-9]+)?"
-# A line of the followed request: its prefix, `slot <func>:` and its tag (`untagged_run`'s test: the
-# tag starts with ` id`, which `\S*` cannot hold, so this is the tag's first place in the line), and
-# a message without `memory_seq_rm` anywhere (`_update` would read any such line as one).
-_LINE = r"(?P=p)slot +\S*:(?P=t)(?![^\n]*memory_seq_rm) +"
-# Messages that change nothing: `init sampler` and `n_gen =` are quiet (their first four letters are
-# not in READ), `prompt processing` is read by `_update` and matches none of its branches.
-_IDLE = r"(?:prompt processing|init sampler|n_gen = )[^\n]*"
-# A later `memory_seq_rm` (the request is no longer armed: read, a valid number, no change).
-_LATER_RM = r"(?P=p)slot +\S*:(?P=t) +cached n_tokens = [0-9]+, memory_seq_rm \[[0-9]+, end\)\n"
+# A line of the followed request up to its message: its prefix, `slot <func>:` and its tag
+# (`untagged_run`'s test: the tag starts with ` id`, which `\S*` cannot hold, so this is the tag's
+# first place in the line).
+_HEAD = r"(?P=p)slot +\S*:(?P=t) +"
+# No `memory_seq_rm` in the rest of the line: `_update` would read any such line as one (after the
+# words before this, which no other branch before it reads).
+_CLEAN = r"(?![^\n]*memory_seq_rm)"
 
 REQUEST = re.compile(
     # The pick, as SLOT and SELECT_LCP / SELECT_LRU read it (the prefix is the caller's: see `read`).
@@ -35,17 +33,21 @@ REQUEST = re.compile(
     rf"(?:LCP similarity, sim_best = (?P<sim>{_NUMBER}) \([^\n]*f_keep = (?P<keep>{_NUMBER})"
     r"|LRU, t_last = -?[0-9]+)\n"
     # The task on that slot (same id text): its tag, as `_follow` takes it; a quiet message.
-    r"(?P=p)slot +\S*:(?P<t> id +(?P=s) \| task (?P<task>[0-9]+) \|)(?![^\n]*memory_seq_rm)"
-    r" +processing task[^\n]*\n"
-    # NEW_PROMPT (its last `n_tokens =`: this one ends the line), then the first SEQ_RM (armed).
-    rf"{_LINE}new prompt, [^\n]*(?:n_prompt_tokens|task\.n_tokens) = (?P<prompt>[0-9]+)\n"
-    r"(?P=p)slot +\S*:(?P=t) +cached n_tokens = [0-9]+, memory_seq_rm \[(?P<reused>[0-9]+), end\)\n"
-    rf"(?:{_LINE}{_IDLE}\n|{_LATER_RM})*"
+    rf"(?P=p)slot +\S*:(?P<t> id +(?P=s) \| task (?P<task>[0-9]+) \|) +processing task{_CLEAN}[^\n]*\n"
+    # NEW_PROMPT (read first, whatever else the line holds; its last `n_tokens =` ends the line), then
+    # the first SEQ_RM (armed).
+    rf"{_HEAD}new prompt, [^\n]*(?:n_prompt_tokens|task\.n_tokens) = (?P<prompt>[0-9]+)\n"
+    rf"{_HEAD}cached n_tokens = [0-9]+, memory_seq_rm \[(?P<reused>[0-9]+), end\)\n"
+    # Lines that change nothing: `init sampler` and `n_gen =` are quiet (their first four letters are
+    # not in READ), `prompt processing` is read by `_update` and matches none of its branches, and a
+    # later SEQ_RM is read (a valid number) when the request is no longer armed.
+    rf"(?:{_HEAD}(?:(?:prompt processing|init sampler|n_gen = ){_CLEAN}[^\n]*"
+    r"|cached n_tokens = [0-9]+, memory_seq_rm \[[0-9]+, end\))\n)*"
     # PROMPT_EVAL, EVAL, `total time` (quiet: no `stop processing` before it), STOP.
-    rf"{_LINE}prompt eval time = +(?P<ms>{_NUMBER}) ms / +(?P<new>[0-9]+) tokens[^\n]*\n"
-    rf"{_LINE}eval time = +\S+ ms / +(?P<gen>[0-9]+) tokens[^\n]*\n"
-    rf"{_LINE}total time = [^\n]*\n"
-    rf"{_LINE}stop processing: (?:n_past|n_tokens) = (?P<stop>[0-9]+)(?:,[^\n]*)?(?:\n|\Z)"
+    rf"{_HEAD}prompt eval time = +(?P<ms>{_NUMBER}) ms / +(?P<new>[0-9]+) tokens{_CLEAN}[^\n]*\n"
+    rf"{_HEAD}{_CLEAN}eval time = +\S+ ms / +[0-9]+ tokens[^\n]*\n"
+    rf"{_HEAD}total time = {_CLEAN}[^\n]*\n"
+    rf"{_HEAD}stop processing: (?:n_past|n_tokens) = [0-9]+{_CLEAN}(?:,[^\n]*)?(?:\n|\Z)"
 )
 #: Lines a request may span to be read in one match (a longer one goes the general way).
 WINDOW = 64
@@ -68,31 +70,40 @@ def read(  # noqa: PLR0917  (untagged_run's arguments, passed on)
     task's first line and, unless the caller `placed` it, of the pick: as `untagged_run` asks of a slot
     line it does not follow.
 
-    What the line-by-line path does with these lines, given the checks: the pick is the slot's
-    (`_select`), the task's first line starts its request with it (`_request`, which notes the
-    question a watched stream asks), the messages fill it in as `_update` does, and `stop processing`
-    finishes it (`finish`); the clock stays at `now`, `timing` ends None.
+    What the line-by-line path does with these lines, given the checks, written out: the pick is the
+    slot's (`_select`) and the last one; the task's first line starts its request with it, replacing
+    one cut off (`_request`, which notes the question a watched stream asks); the messages fill it
+    in as `_update` does; `stop processing` finishes it (`finish`: the slot's last finished task, its
+    record as `Request.record` makes it of these fields). The clock stays at `now`, `timing` ends None.
     """
     found = REQUEST.match("\n".join(lines[start : start + WINDOW]))
     if found is None or found.end("p") != len(prefix):
         return None
-    slot, task = int(found["s"]), int(found["task"])
-    request = stream.requests.get(slot)
-    if (request is not None and request.task == task) or task <= stream.finished.get(slot, -1):
+    slot_text, task_text, sim, keep, prompt, reused, ms, new = found.group(
+        "s", "task", "sim", "keep", "prompt", "reused", "ms", "new"
+    )
+    slot, task = int(slot_text), int(task_text)
+    requests, finished = stream.requests, stream.finished
+    request = requests.get(slot)
+    if (request is not None and request.task == task) or task <= finished.get(slot, -1):
         return None  # (its lines are those of a request in progress, or late ones: read one by one)
     skip = len(prefix)
     if not (placed or mine(lines[start][skip:])) or not mine(lines[start + 1][skip:]):
         return None
-    sim = found["sim"]
-    pick = Pick("lru") if sim is None else Pick("lcp", float(sim), float(found["keep"]))
-    stream.active = True
-    stream.timing = None
-    stream.picks[slot] = stream.last_pick = pick
-    request = stream._request(slot, task)
-    assert request is not None  # (checked above: not a late task)
-    request.prompt, request.reused = int(found["prompt"]), int(found["reused"])
-    request.new = int(found["new"])
-    request.eval_seconds = ln.round_us(float(found["ms"]) / 1000.0)
-    request.n_gen, request.stop_n = int(found["gen"]), int(found["stop"])
-    count = found[0].count("\n") + (not found[0].endswith("\n"))
-    return stream.finish((slot, request), now, source), count
+    pick = Pick("lru") if sim is None else Pick("lcp", float(sim), float(keep))
+    stream.active, stream.timing, stream.last_pick = True, None, pick
+    stream.picks.pop(slot, None)
+    requests.pop(slot, None)
+    watch = stream.watch
+    if watch is not None:
+        if slot not in watch.finished:
+            watch.asked.append((slot, task))
+        watch.finished.add(slot)
+    finished[slot] = task
+    record = LlamaRequest(
+        source, now, slot, task, int(prompt), int(reused), int(new), pick.selection,
+        sim_best=pick.sim, f_keep=pick.keep, prompt_cache_rescue=False, full_reprocess=False,
+        checkpoint_restores=0, prompt_eval_seconds=ln.round_us(float(ms) / 1000.0), derived=False,
+    )  # fmt: skip
+    matched = found[0]
+    return [record], matched.count("\n") + (not matched.endswith("\n"))
