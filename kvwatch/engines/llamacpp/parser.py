@@ -187,17 +187,19 @@ class LlamacppParser:
         skip = len(prefix)
         first = lines[start]
         begin = start + 1
-        match = ln.SLOT.match(first, skip) if first.startswith("slot ", skip) else None
         whole = None
-        if match is not None and first.find("| task -1 | selected slot by ", skip) > 0:
+        if first.startswith("slot ", skip) and first.find("| task -1 | selected slot by ", skip) > 0:
             clock = wall if self._last is None or wall >= self._last else self._last  # (as _untagged's)
             whole = request_whole.read(stream, lines, start, prefix, clock, self.source, mine, placed=True)
             if whole is not None:
                 self._last = clock
+        match = None
+        if whole is None and first.startswith("slot ", skip):
+            match = ln.SLOT.match(first, skip)
         result: ParseResult
         if whole is not None:  # a request read whole from its pick: go on after its last line
             result, taken = whole
-            begin, match = start + taken, None
+            begin = start + taken
         elif match is not None:
             result = self._untagged(stream, match, wall)
         else:
