@@ -95,8 +95,14 @@ def mutate(lines: list[str], rng: random.Random) -> list[str]:
     """A request's lines with one near miss."""
     out = list(lines)
     at = rng.randrange(len(out) - 3)  # (mostly the runner's lines)
-    kind = rng.randrange(8)
-    if kind == 0:  # a character or a few put in, taken out or changed
+    kind = rng.randrange(10)
+    if kind >= 8:  # `memory_seq_rm`, torn or whole, somewhere in a line (any line holding it is read as one)
+        text = out[at]
+        i = rng.randrange(text.find("|") + 1, len(text) + 1)
+        out[at] = (
+            text[:i] + rng.choice((" memory_seq_rm", " memory_seq_rm [7, end)", "memory_seq_rm [")) + text[i:]
+        )
+    elif kind == 0:  # a character or a few put in, taken out or changed
         text = out[at]
         i = rng.randrange(len(text) + 1)
         cut = rng.choice((0, 0, 1, 2))

@@ -38,16 +38,18 @@ REQUEST = re.compile(
     # the first SEQ_RM (armed).
     rf"{_HEAD}new prompt, [^\n]*(?:n_prompt_tokens|task\.n_tokens) = (?P<prompt>[0-9]+)\n"
     rf"{_HEAD}cached n_tokens = [0-9]+, memory_seq_rm \[(?P<reused>[0-9]+), end\)\n"
-    # Lines that change nothing: `init sampler` and `n_gen =` are quiet (their first four letters are
-    # not in READ), `prompt processing` is read by `_update` and matches none of its branches, and a
-    # later SEQ_RM is read (a valid number) when the request is no longer armed.
-    rf"(?:{_HEAD}(?:(?:prompt processing|init sampler|n_gen = ){_CLEAN}[^\n]*"
+    # Lines that change nothing: `prompt processing` is read by `_update` and matches none of its
+    # branches, and a later SEQ_RM is read (a valid number) when the request is no longer armed.
+    rf"(?:{_HEAD}(?:prompt processing{_CLEAN}[^\n]*"
     r"|cached n_tokens = [0-9]+, memory_seq_rm \[[0-9]+, end\))\n)*"
-    # PROMPT_EVAL, EVAL, `total time` (quiet: no `stop processing` before it), STOP.
-    rf"{_HEAD}prompt eval time = +(?P<ms>{_NUMBER}) ms / +(?P<new>[0-9]+) tokens{_CLEAN}[^\n]*\n"
-    rf"{_HEAD}{_CLEAN}eval time = +\S+ ms / +[0-9]+ tokens[^\n]*\n"
-    rf"{_HEAD}total time = {_CLEAN}[^\n]*\n"
-    rf"{_HEAD}stop processing: (?:n_past|n_tokens) = [0-9]+{_CLEAN}(?:,[^\n]*)?(?:\n|\Z)"
+    # The rest, its lines holding no `memory_seq_rm` (`read` looks, once for them all): more that
+    # change nothing (`init sampler` and `n_gen =` are quiet, their first four letters not in READ),
+    # then PROMPT_EVAL, EVAL, `total time` (quiet: no `stop processing` before it) and STOP.
+    rf"(?P<late>(?:{_HEAD}(?:prompt processing|init sampler|n_gen = )[^\n]*\n)*"
+    rf"{_HEAD}prompt eval time = +(?P<ms>{_NUMBER}) ms / +(?P<new>[0-9]+) tokens[^\n]*\n"
+    rf"{_HEAD}eval time = +\S+ ms / +[0-9]+ tokens[^\n]*\n"
+    rf"{_HEAD}total time = [^\n]*\n"
+    rf"{_HEAD}stop processing: (?:n_past|n_tokens) = [0-9]+(?:,[^\n]*)?(?:\n|\Z))"
 )
 #: Lines a request may span to be read in one match (a longer one goes the general way).
 WINDOW = 64
@@ -77,7 +79,7 @@ def read(  # noqa: PLR0917  (untagged_run's arguments, passed on)
     record as `Request.record` makes it of these fields). The clock stays at `now`, `timing` ends None.
     """
     found = REQUEST.match("\n".join(lines[start : start + WINDOW]))
-    if found is None or found.end("p") != len(prefix):
+    if found is None or found.end("p") != len(prefix) or "memory_seq_rm" in found["late"]:
         return None
     slot_text, task_text, sim, keep, prompt, reused, ms, new = found.group(
         "s", "task", "sim", "keep", "prompt", "reused", "ms", "new"
