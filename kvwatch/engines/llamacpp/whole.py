@@ -78,8 +78,12 @@ def read(  # noqa: PLR0917  (untagged_run's arguments, passed on)
     in as `_update` does; `stop processing` finishes it (`finish`: the slot's last finished task, its
     record as `Request.record` makes it of these fields). The clock stays at `now`, `timing` ends None.
     """
-    found = REQUEST.match("\n".join(lines[start : start + WINDOW]))
-    if found is None or found.end("p") != len(prefix) or "memory_seq_rm" in found["late"]:
+    text = "\n".join(lines[start : start + WINDOW])
+    found = REQUEST.match(text)
+    if found is None or found.end("p") != len(prefix):
+        return None
+    end = found.end()
+    if text.find("memory_seq_rm", found.start("late"), end) >= 0:
         return None
     slot_text, task_text, sim, keep, prompt, reused, ms, new = found.group(
         "s", "task", "sim", "keep", "prompt", "reused", "ms", "new"
@@ -107,5 +111,4 @@ def read(  # noqa: PLR0917  (untagged_run's arguments, passed on)
         sim_best=pick.sim, f_keep=pick.keep, prompt_cache_rescue=False, full_reprocess=False,
         checkpoint_restores=0, prompt_eval_seconds=ln.round_us(float(ms) / 1000.0), derived=False,
     )  # fmt: skip
-    matched = found[0]
-    return [record], matched.count("\n") + (not matched.endswith("\n"))
+    return [record], text.count("\n", 0, end) + (text[end - 1] != "\n")  # (the last line: to `\n` or the end)
