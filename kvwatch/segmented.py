@@ -155,10 +155,11 @@ def cores() -> int:
 def boundaries(path: str, start: int, workers: int) -> list[tuple[int, int]]:
     """[start, size) cut into segments at line starts, about a quarter of it per worker; the first ones
     smaller, from an eighth of that size doubling up to it (the parent takes the segments in order:
-    it applies the first one's records while the workers parse on: on the LM Studio bench's log it
-    waited ~0.25 s for an 8 MiB first segment, ~0.1 s with the ramp); those of the last `workers` segments' worth
-    at half that size (the parent applies the last segment's records after the workers are done, and
-    they finish closer together: ~0.03 s sooner of ~1.2 s on the llama.cpp bench's log)."""
+    it applies the first one's records while the workers parse on; on the LM Studio bench's log it
+    waited ~0.25 s for an 8 MiB first segment, ~0.1 s with the ramp); those of the last `workers`
+    segments' worth at half that size (the parent applies the last segment's records after the
+    workers are done, and they finish closer together: ~0.03 s sooner of ~1.2 s on the llama.cpp
+    bench's log)."""
     size = os.path.getsize(path)
     target = min(MAX_SEGMENT, max(MIN_SEGMENT, (size - start) // (4 * workers)))
     step = max(target >> RAMP, 1)
