@@ -78,31 +78,44 @@ class EntryMatcher:
         self._heads: dict[bytes, bool] = {}  # head -> whether it is of TAG's shape
         self._seconds: dict[bytes, float | None] = {}  # stamp's second -> its epoch second (None: no date)
 
-    def __call__(self, data: bytes, span: tuple[int, int, int, int]) -> Match | None:
-        """The entry at `span` (start, end, start of its first marker, end of it) in `data` read, when it
-        is a store, a load that got what it required, or a lookup whose stamp is a date; else None."""
-        start, end, mark, _ = span
-        if data[mark] != _BRACKET:  # (another marker's line)
-            return None
-        match = RECORD.fullmatch(data, mark - STAMP_BEFORE, end)
-        if match is None:
-            return None
-        head = data[start : mark - STAMP_BEFORE]
-        known = self._heads.get(head)
-        if known is None:
-            if len(self._heads) >= _REMEMBERED:
-                self._heads.clear()
-            known = self._heads[head] = TAG.fullmatch(head) is not None
-        if not known:
-            return None
-        groups = match.groups()
-        second: bytes = groups[0]
-        when = self._seconds[second] if second in self._seconds else self._epoch(second)
-        if when is None:
-            return None
-        if groups[LOAD] is not None and int(groups[LOAD]) < int(groups[LOAD + 1]):
-            return None  # (a short load: its own event, read the general way)
-        return head, when, groups
+    def __call__(self, data: bytes, spans: list[tuple[int, int, int, int]]) -> list[Match | None]:
+        """Each entry at one of `spans` (start, end, start of its first marker, end of it) in `data` read,
+        when it is a store, a load that got what it required, or a lookup whose stamp is a date; else
+        None in its place."""
+        out: list[Match | None] = []
+        append, fullmatch = out.append, RECORD.fullmatch
+        heads, seconds = self._heads, self._seconds
+        for start, end, mark, _ in spans:
+            if data[mark] != _BRACKET:  # (another marker's line)
+                append(None)
+                continue
+            match = fullmatch(data, mark - STAMP_BEFORE, end)
+            if match is None:
+                append(None)
+                continue
+            head = data[start : mark - STAMP_BEFORE]
+            known = heads.get(head)
+            if known is None:
+                known = self._head(head)
+            groups = match.groups()
+            second: bytes = groups[0]
+            when = seconds[second] if second in seconds else self._epoch(second)
+            if (
+                not known
+                or when is None
+                or (groups[LOAD] is not None and int(groups[LOAD]) < int(groups[LOAD + 1]))
+            ):
+                append(None)  # (a short load: its own event, read the general way)
+                continue
+            append((head, when, groups))
+        return out
+
+    def _head(self, head: bytes) -> bool:
+        """Whether an entry's head up to the stamp is of TAG's shape (remembered)."""
+        if len(self._heads) >= _REMEMBERED:
+            self._heads.clear()
+        known = self._heads[head] = TAG.fullmatch(head) is not None
+        return known
 
     def _epoch(self, second: bytes) -> float | None:
         """The epoch second of `YYYY-MM-DD HH:MM:SS` in the zone (None: not a date), as the parser's own

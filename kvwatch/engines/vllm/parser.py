@@ -119,7 +119,9 @@ class VllmParser:
                     result = [*layer.drain(), *result]
         return result
 
-    def entry_matcher(self) -> Callable[[bytes, tuple[int, int, int, int]], tuple[Any, ...] | None] | None:
+    def entry_matcher(
+        self,
+    ) -> Callable[[bytes, list[tuple[int, int, int, int]]], list[tuple[Any, ...] | None]] | None:
         """Its layer's reader of json-file entries' bytes, to run where the log is framed (None: none)."""
         return None if self._reader is None else self._reader.entry_matcher()
 
