@@ -5,8 +5,9 @@ rest), parsing, then metrics and detectors. Parsing is one timeline per source a
 all of them, but neither needs the stage before it to be in the same process: `in_child` runs a
 generator in a forked child and yields its items, in order, through a pipe. A big file is framed in a
 child while the parent parses (`FramedFile`); a big dense file (llama.cpp -lv 4, where every line is
-parsed and few make an event) is framed and parsed in a child while the parent runs metrics and
-detectors (`FramedFile.parse_ahead`, see replay), or, with cores to spare, in segments by several
+parsed and few make an event) or docker json-file log (vLLM's container log, whose framing is light) is
+framed and parsed in a child while the parent runs metrics and detectors (`FramedFile.parse_ahead`, see
+replay), or, with cores to spare, in segments by several
 children (kvwatch.segmented). The parent sees exactly what the inline path gives, so the results are
 the same, only sooner. Small files, and platforms without fork, stay inline.
 """
@@ -138,15 +139,20 @@ class FramedFile:
         self.truncated = 0
         self.damage: str | None = None
         self._dense: bool | None = None
+        self._light: bool | None = None
 
     @property
     def parse_ahead(self) -> bool:
-        """Whether the caller should frame and parse this file in a child (`in_child`): a big dense log.
+        """Whether the caller should frame and parse this file in a child (`in_child`): a big dense log,
+        or a docker json-file log unless the parser's matcher reads most of its marker lines.
 
-        Every line of it goes to the parser and few make an event, so the events cross the pipe
-        cheaply where lines would not; `batches()` then frames inline (in that child).
+        Every line of a dense log goes to the parser and few make an event, so the events cross the pipe
+        cheaply where lines would not. A json-file log's framing is light next to what the parent has
+        to do (vLLM's: the metrics and windows of every stats line), so the child parses too; but where
+        the matcher reads the entries (LMCache's records) most of the parse is done in the framing
+        already, which then keeps the child busy alone. `batches()` then frames inline (in that child).
         """
-        return self.forks and self._every_line()
+        return self.forks and (self._every_line() or self._light_framing())
 
     @property
     def forks(self) -> bool:
@@ -159,7 +165,7 @@ class FramedFile:
 
     def batches(self) -> Iterator[list[Batch]]:
         """The batches of each read, in order: read inline, or from a child started now."""
-        if not self.forks or self._every_line():
+        if not self.forks or self.parse_ahead:
             return self._inline()
         return self._from_child(in_child(self._framed, "kvwatch-framer"))
 
@@ -178,6 +184,15 @@ class FramedFile:
             with open_log(self.path) as stream:
                 self._dense = self.framer.every_line(read_head(stream))
         return self._dense
+
+    def _light_framing(self) -> bool:
+        """A json-file log whose first bytes' marker lines the parser's matcher reads few of."""
+        if self._light is None:
+            self._light = self.framer.framing == "docker-json"
+            if self._light:
+                with open_log(self.path) as stream:
+                    self._light = not self.framer.reads_most(read_head(stream))
+        return self._light
 
     def _from_child(
         self, framed: Generator[list[Wire], None, tuple[int, str | None]]

@@ -186,6 +186,15 @@ class Framer:
             self._dense = self._scanner.dense(data[start:end])
         return self.framing == "plain" and (self._scanner is None or bool(self._dense))
 
+    def reads_most(self, sample: bytes) -> bool:
+        """Whether the parser's matcher (json-file) reads most of the marker lines among the sample's
+        whole lines."""
+        if self._match is None or self._scanner is None:
+            return False
+        spans = list(self._scanner.lines(sample, 0, sample.rfind(b"\n") + 1))
+        read = sum(1 for item in self._match(sample, spans) if item is not None)
+        return read * 2 > len(spans)
+
     def chunk(self, data: bytes, start: int = 0, stop: int | None = None) -> list[Batch]:
         """The whole lines in data[start:stop], each ending in `\\n` (framed in place, not copied)."""
         stop = len(data) if stop is None else stop
