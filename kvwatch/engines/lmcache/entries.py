@@ -61,9 +61,12 @@ STAMP_BEFORE = 24
 STORE, LOAD, LOOKUP = 2, 8, 14
 _BRACKET = ord("]")  # (LMCache's marker's first byte)
 
-#: What EntryMatcher makes of an entry: its head up to the stamp (TAG), the stamp's epoch second, and
-#: RECORD's groups.
-Match = tuple[bytes, float, tuple[bytes | None, ...]]
+#: What EntryMatcher makes of an entry: its head up to the stamp (TAG; one object per head), the stamp's
+#: epoch second, then for a store or load: whether a load, the request (None: not printed), the tokens,
+#: tokens offered or required, the size in 1e-4 GiB and the cost in 100 ns as printed (`%.4f`: the
+#: digits without the point); for a lookup: None, the request, total, computed (None: not printed), hit,
+#: need. Few objects, each small: it may cross a pipe.
+Match = tuple[bytes, float, bool | None, str | None, int, int | None, int, int]
 
 #: Heads and seconds remembered (each a pure function of its bytes).
 _REMEMBERED = 4096
@@ -75,7 +78,7 @@ class EntryMatcher:
 
     def __init__(self, tz: tzinfo) -> None:
         self._tz = tz
-        self._heads: dict[bytes, bool] = {}  # head -> whether it is of TAG's shape
+        self._heads: dict[bytes, bytes | None] = {}  # head -> itself where of TAG's shape, else None
         self._seconds: dict[bytes, float | None] = {}  # stamp's second -> its epoch second (None: no date)
 
     def __call__(self, data: bytes, spans: list[tuple[int, int, int, int]]) -> list[Match | None]:
@@ -94,27 +97,41 @@ class EntryMatcher:
                 append(None)
                 continue
             head = data[start : mark - STAMP_BEFORE]
-            known = heads.get(head)
-            if known is None:
-                known = self._head(head)
+            known = heads[head] if head in heads else self._head(head)
             groups = match.groups()
             second: bytes = groups[0]
             when = seconds[second] if second in seconds else self._epoch(second)
-            if (
-                not known
-                or when is None
-                or (groups[LOAD] is not None and int(groups[LOAD]) < int(groups[LOAD + 1]))
-            ):
-                append(None)  # (a short load: its own event, read the general way)
+            if known is None or when is None:
+                append(None)
                 continue
-            append((head, when, groups))
+            request = groups[1]
+            if groups[STORE] is not None:
+                tokens, asked, size, size4, cost, cost4 = groups[STORE:LOAD]
+                load = False
+            elif groups[LOAD] is not None:
+                tokens, asked, size, size4, cost, cost4 = groups[LOAD:LOOKUP]
+                if int(tokens) < int(asked):
+                    append(None)  # (a short load: its own event, read the general way)
+                    continue
+                load = True
+            else:
+                rid, total, local, hit, need = groups[LOOKUP:]
+                append((
+                    known, when, None, rid.decode("ascii"), int(total), None if local is None else int(local),
+                    int(hit), int(need),
+                ))  # fmt: skip
+                continue
+            append((
+                known, when, load, None if request is None else request.decode("ascii"), int(tokens),
+                int(asked), int(size + size4), int(cost + cost4),
+            ))  # fmt: skip
         return out
 
-    def _head(self, head: bytes) -> bool:
-        """Whether an entry's head up to the stamp is of TAG's shape (remembered)."""
+    def _head(self, head: bytes) -> bytes | None:
+        """The head itself where it is of TAG's shape, else None (remembered)."""
         if len(self._heads) >= _REMEMBERED:
             self._heads.clear()
-        known = self._heads[head] = TAG.fullmatch(head) is not None
+        known = self._heads[head] = head if TAG.fullmatch(head) is not None else None
         return known
 
     def _epoch(self, second: bytes) -> float | None:
