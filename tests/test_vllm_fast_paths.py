@@ -151,5 +151,6 @@ def test_event_values_are_the_payloads() -> None:
         assert isinstance(event.values, vllm_kv.KvValues)
         assert expected == dict(pickle.loads(pickle.dumps(event.values)))
         assert expected == dict(event.values)
+        assert expected == dict(pickle.loads(pickle.dumps(event)).values)  # (once read, too)
         checked += 1
     assert checked > 1000
