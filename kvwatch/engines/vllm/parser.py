@@ -42,7 +42,7 @@ _HEADER = re.compile(
 # in one group: with no `\r` or ANSI escape in the line (not in a message either), it is one record
 # that strip_ansi leaves alone and whose header _HEADER.search finds here. The fast path's domain.
 _PLAIN = re.compile(
-    r"(?:\(\w+ pid=\d+\) )?(?:DEBUG|INFO|WARNING|ERROR|CRITICAL) (\d\d-\d\d \d\d:\d\d:\d\d) "
+    r"(?:\(\w+ pid=\d+\) |)(?:DEBUG|INFO|WARNING|ERROR|CRITICAL) (\d\d-\d\d \d\d:\d\d:\d\d) "
     r"\[?[^\]\s]+:\d+\] "
 )
 _KV_TAG = "KV Transfer metrics: "
