@@ -18,6 +18,7 @@ from __future__ import annotations
 
 import re
 from datetime import datetime, tzinfo
+from typing import Any
 
 # A character of a JSON string that is itself: printable ASCII but `"` and `\`; then without the space
 # (what `\S` reads of such a character), and without `]` as well.
@@ -70,6 +71,8 @@ _BRACKET = ord("]")  # (LMCache's marker's first byte)
 #: need. Few objects, each small: it may cross a pipe.
 Match = tuple[bytes, float, bool | None, str | None, int, int | None, int, int]
 
+_UNSEEN: Any = object()  # (not remembered yet)
+
 #: Heads and seconds remembered (each a pure function of its bytes).
 _REMEMBERED = 4096
 
@@ -99,10 +102,13 @@ class EntryMatcher:
                 append(None)
                 continue
             head = data[start : mark - STAMP_BEFORE]
-            known = heads[head] if head in heads else self._head(head)
+            known = heads.get(head, _UNSEEN)
+            if known is _UNSEEN:
+                known = self._head(head)
             groups = match.groups()
-            second: bytes = groups[0]
-            when = seconds[second] if second in seconds else self._epoch(second)
+            when = seconds.get(groups[0], _UNSEEN)
+            if when is _UNSEEN:
+                when = self._epoch(groups[0])
             if known is None or when is None:
                 append(None)
                 continue
