@@ -80,8 +80,10 @@ def simple_entry(data: bytes, start: int, end: int) -> tuple[str, float | None, 
     return text, when, match.end(1)
 
 
-#: The last whole second _docker_time read (its text up to the fraction, and parse_rfc3339 of it).
+#: The last whole second _docker_time read (its text up to the fraction, and parse_rfc3339 of it), and
+#: the last date (its text, and parse_rfc3339 of its midnight).
 _LAST_SECOND: list[tuple[bytes, float | None]] = [(b"", None)]
+_LAST_DAY: list[tuple[bytes, float | None]] = [(b"", None)]
 
 
 def _docker_time(stamp: bytes) -> float | None:
@@ -94,11 +96,30 @@ def _docker_time(stamp: bytes) -> float | None:
         whole = stamp[:19]
         if b"." in whole:  # (parse_rfc3339 would cut it there)
             return parse_rfc3339(stamp.decode("ascii"))
-        base = parse_rfc3339(whole.decode("ascii") + "Z")
+        base = _whole_second(whole)
         _LAST_SECOND[0] = (whole, base)
     # parse_rfc3339 reads `second - offset + fraction`: the same second (no fraction), no offset, then
     # the nine digits over 1e9.
     return None if base is None else base + int(stamp[20:29]) / 1e9
+
+
+def _whole_second(whole: bytes) -> float | None:
+    """parse_rfc3339 of `YYYY-MM-DDTHH:MM:SS` + `Z` (ASCII, no `.`): within a day seen last, its midnight
+    plus the hours, minutes and seconds (what a UTC datetime's timestamp() is, exactly)."""
+    day, midnight = _LAST_DAY[0]
+    if (
+        whole[:10] == day
+        and midnight is not None
+        and whole[10:11] == b"T"
+        and whole[13:14] == whole[16:17] == b":"
+    ):
+        hh, mm, ss = whole[11:13], whole[14:16], whole[17:19]
+        if hh.isdigit() and mm.isdigit() and ss.isdigit() and hh < b"24" and mm < b"60" and ss < b"60":
+            return midnight + (int(hh) * 3600 + int(mm) * 60 + int(ss))
+    second = parse_rfc3339(whole.decode("ascii") + "Z")
+    if whole[:10] != day:
+        _LAST_DAY[0] = (whole[:10], parse_rfc3339(whole[:10].decode("ascii") + "T00:00:00Z"))
+    return second
 
 
 class EntryJoiner:
