@@ -114,6 +114,25 @@ def test_a_json_file_log_of_lmcache_lines_is_framed_in_a_child(children: list[st
     assert expected[1]["vllm-lmcache"][1] > 100  # (LMCache's records recognised)
 
 
+def test_a_json_file_log_whose_lmcache_lines_come_after_a_long_start_is_framed_in_a_child(
+    children: list[str], tmp_path: Path
+) -> None:
+    """LMCache's records only after more than the first read's worth of vLLM's own lines (a long
+    startup): the file's middle tells that the framing reads most of them; parsed here, as inline."""
+    stamp = '","stream":"stderr","time":"2026-09-14T08:00:00.5Z"}\n'
+    start = (SAMPLES / "vllm-docker.log").read_bytes()
+    start *= wholefile.HEAD // len(start) + 1
+    lines = (SAMPLES / "lmcache-0.5.6-tp2.log").read_text().splitlines() * 40
+    log = tmp_path / "vllm-lmcache-late.log"
+    log.write_bytes(
+        start + "".join('{"log":' + json.dumps(line + "\n")[:-1] + stamp for line in lines).encode()
+    )
+    expected = _inline([str(log)])
+    assert expected == outcome(plan([str(log)], "auto", None))
+    assert ["framer vllm-lmcache-late.log"] == children
+    assert expected[1]["vllm-lmcache-late"][1] > 1000
+
+
 @pytest.mark.slow
 def test_damaged_gzip_replays_what_came_before_and_says_so(children: list[str], tmp_path: Path) -> None:
     """A .gz cut short (rotated while copied) keeps the lines before the cut, in both paths; its

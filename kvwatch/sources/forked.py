@@ -14,6 +14,7 @@ the same, only sooner. Small files, and platforms without fork, stay inline.
 
 from __future__ import annotations
 
+import io
 import multiprocessing
 import os
 import signal
@@ -24,7 +25,7 @@ from typing import Any, TypeVar
 
 from kvwatch.model import LogLine
 from kvwatch.sources.framing import Batch, Framer
-from kvwatch.sources.wholefile import DAMAGED, ClosedAtEnd, batches, open_log, read_head
+from kvwatch.sources.wholefile import DAMAGED, HEAD, ClosedAtEnd, batches, open_log, read_head
 
 #: Files smaller than this stay inline: a fork and a pipe cost more than they save.
 FORK_MIN_BYTES = 32 << 20
@@ -186,12 +187,20 @@ class FramedFile:
         return self._dense
 
     def _light_framing(self) -> bool:
-        """A json-file log whose first bytes' marker lines the parser's matcher reads few of."""
+        """A json-file log whose marker lines the parser's matcher reads few of: in its first bytes, and
+        (uncompressed) in as many from its middle (a long startup may hold none of the lines it reads)."""
         if self._light is None:
             self._light = self.framer.framing == "docker-json"
             if self._light:
                 with open_log(self.path) as stream:
-                    self._light = not self.framer.reads_most(read_head(stream))
+                    head = read_head(stream)
+                    middle = b""
+                    if isinstance(stream, io.BufferedReader):
+                        stream.seek(_forkable_size(self.path) // 2)
+                        middle = stream.read(HEAD)
+                        middle = middle[middle.find(b"\n") + 1 :]  # (from a line's start)
+                reads_most = self.framer.reads_most
+                self._light = not reads_most(head) and not reads_most(middle)
         return self._light
 
     def _from_child(
