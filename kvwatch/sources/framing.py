@@ -288,23 +288,20 @@ class Framer:
         assert self._match is not None
         found = list(spans)
         items: list[LogLine | Malformed | Matched] = []
-        append, entry = items.append, self._entry
+        append, source = items.append, self.source
         for span, matched in zip(found, self._match(data, found), strict=True):
             if matched is not None:
                 append(matched)
                 continue
-            for each in entry(data, span):
+            start, end, mark, mark_end = span
+            simple = simple_entry(data, start, end)
+            if simple is not None and start + 8 <= mark and mark_end <= simple[2]:  # (as _json_chunk)
+                append(LogLine(source, simple[0], simple[1]))
+                continue
+            for each in self._feed_json(data[start:end]):
                 if type(each) is not int:  # (a line it counts without parsing: in `lines` alone)
                     append(each)  # type: ignore[arg-type]
         return [Entries(lines, items)]
-
-    def _entry(self, data: bytes, span: Span) -> list[Batch]:
-        """One marker line of a read of complete entries, as _json_chunk frames it."""
-        start, end, mark, mark_end = span
-        simple = simple_entry(data, start, end)
-        if simple is not None and start + 8 <= mark and mark_end <= simple[2]:
-            return [LogLine(self.source, simple[0], simple[1])]
-        return list(self._feed_json(data[start:end]))
 
     def finish(self) -> list[Batch]:
         """End of input: a line cut mid-way by the end of the file is still a line."""
