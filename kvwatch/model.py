@@ -57,6 +57,13 @@ class VllmStats:
     kv_device: str = "GPU"
     v0: bool = False
 
+    def __reduce__(self) -> tuple[type[VllmStats], tuple[Any, ...]]:
+        """Pickled as its fields in order (replay's parsing child sends one per stats line)."""
+        return VllmStats, _VLLMSTATS_FIELDS(self)
+
+
+_VLLMSTATS_FIELDS = attrgetter(*(f.name for f in fields(VllmStats)))
+
 
 @dataclass(slots=True)
 class VllmPrefixV0:
@@ -91,6 +98,13 @@ class VllmKvTransfer:
     load_bytes: int | None
     lookups: int | None
     values: Mapping[str, float] = field(default_factory=dict)
+
+    def __reduce__(self) -> tuple[type[VllmKvTransfer], tuple[Any, ...]]:
+        """Pickled as its fields in order (replay's parsing child sends one per KV Transfer line)."""
+        return VllmKvTransfer, _VLLMKV_FIELDS(self)
+
+
+_VLLMKV_FIELDS = attrgetter(*(f.name for f in fields(VllmKvTransfer)))
 
 
 @dataclass(slots=True)

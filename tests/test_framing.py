@@ -12,6 +12,7 @@ from pathlib import Path
 import pytest
 
 from kvwatch.model import LogLine
+from kvwatch.parsers.clock import parse_rfc3339
 from kvwatch.sources import wholefile
 from kvwatch.sources.docker_json import DOCKER_SPLIT, decode_entry, simple_entry, split_logs_t
 from kvwatch.sources.framing import Batch, Block, Framer, Malformed, sniff
@@ -184,6 +185,39 @@ def test_simple_entry_reads_what_json_loads_reads() -> None:
         assert (simple[0], simple[1]) == (exact.log[:-1], exact.time)
         assert raw[simple[2] : simple[2] + 2] == b"\\n"
     assert accepted > 200
+
+
+def test_simple_entry_reads_times_as_parse_rfc3339_does() -> None:
+    """An entry's time, read the short way where it has moby's form, equals parse_rfc3339 of it: moby's
+    stamps and mangled ones (a character changed, dropped or added; a point, `Z` or offset out of place,
+    non-ASCII; no such date or time), in runs that share a second or a day and not."""
+    rng = random.Random(11)
+    alphabet = "0123456789.:TZ-+ x\x7fé"
+    read = 0
+    for _ in range(20000):
+        day = rng.choice(["2026-08-18", "2026-08-18", "2026-12-31", "2026-02-30", "2026-8-18T"])
+        second = f"{day}T{rng.randrange(26):02d}:{rng.randrange(62):02d}:{rng.randrange(62):02d}"[:19]
+        stamp = list(f"{second}.{rng.randrange(10**9):09d}Z")
+        for _ in range(rng.choice([0, 0, 1, 1, 2, 3])):
+            at = rng.randrange(len(stamp))
+            action = rng.random()
+            if action < 0.6:
+                stamp[at] = rng.choice(alphabet)
+            elif action < 0.8:
+                del stamp[at]
+            else:
+                stamp.insert(at, rng.choice(alphabet))
+        text = "".join(stamp)
+        raw = moby("line\n", text)
+        simple = simple_entry(raw, 0, len(raw))
+        exact = decode_entry(raw)
+        if simple is None:
+            assert exact is None or exact.time is None or not text.isascii()
+            continue
+        assert exact is not None
+        assert repr(simple[1]) == repr(exact.time) == repr(parse_rfc3339(text))
+        read += simple[1] is not None
+    assert read > 5000
 
 
 def test_simple_entry_reads_ansi_colour_as_json_loads_does() -> None:

@@ -12,6 +12,7 @@ from pathlib import Path
 
 import pytest
 
+from kvwatch.detectors import DetectorSettings
 from kvwatch.engines import make_parser
 from kvwatch.engines.lmcache.entries import Match
 from kvwatch.engines.lmcache.parser import LmcacheLayer
@@ -19,6 +20,8 @@ from kvwatch.engines.vllm.parser import VllmParser
 from kvwatch.model import Event, SourceCounts
 from kvwatch.parsers.base import ParserSettings
 from kvwatch.parsers.run import SourceRun
+from kvwatch.replay import plan, replay
+from kvwatch.report.exposition import golden_lines
 from kvwatch.sources import wholefile
 from kvwatch.sources.framing import Framer
 from kvwatch.sources.wholefile import batches
@@ -203,3 +206,23 @@ def test_every_mutation_is_read_as_decoded(read_raw: list[int]) -> None:
             changed = mutate(lines[at], rng)
             both([*lines[:at], changed, *lines[at + 1 :]], read_raw)
             both([*first, changed, *lines[at + 1 :]], read_raw)
+
+
+@pytest.mark.parametrize("name", ["lmcache-0.5.6-tp2.log", "lmcache-0.5.6-mp.log"])
+def test_lmcache_s_own_log_in_json_file_form_replays_as_plain(name: str, tmp_path: Path) -> None:
+    """`engine = "lmcache"` on a json-file log (its lines read as decoded: the layer alone takes lines,
+    only a parser that carries it reads entries' bytes): what the plain log gives."""
+    plain, wrapped = tmp_path / "plain" / "lm.log", tmp_path / "json" / "lm.log"
+    plain.parent.mkdir()
+    wrapped.parent.mkdir()
+    plain.write_bytes((SAMPLES / name).read_bytes())
+    wrapped.write_bytes(b"".join(line + b"\n" for line in docker_log(name)))
+
+    def outcome(path: Path) -> tuple[list[str], tuple[int, int, int]]:
+        result = replay(plan([str(path)], "lmcache", None), ParserSettings(now_year=2026), DetectorSettings())
+        counts = result.summary.counts["lm"]
+        return golden_lines(result.registry, result.alerts), (counts.lines, counts.recognized, counts.errors)
+
+    expected = outcome(plain)
+    assert expected[1][1] > 10
+    assert expected == outcome(wrapped)

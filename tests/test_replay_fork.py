@@ -67,7 +67,8 @@ def _inline(paths: list[str]) -> tuple[list[str], dict[str, tuple[int, int, int,
 
 
 def test_forked_framing_gives_the_inline_result(children: list[str], tmp_path: Path) -> None:
-    """Docker json-file, plain and gzip'd vLLM logs replayed together: identical either way."""
+    """Docker json-file, plain and gzip'd vLLM logs replayed together: identical either way (the
+    json-file log parsed in its child too)."""
     packed = tmp_path / "vllm-docker.log.1.gz"
     packed.write_bytes(gzip.compress((SAMPLES / "vllm-docker.log").read_bytes(), mtime=0))
     plain = tmp_path / "vllm-served.log"  # `vllm serve >> file`: stats lines among many access lines
@@ -77,7 +78,7 @@ def test_forked_framing_gives_the_inline_result(children: list[str], tmp_path: P
     paths = [str(packed), str(plain)]
     expected = _inline(paths)
     assert expected == outcome(plan(paths, "auto", None))
-    assert ["framer vllm-docker.log.1.gz", "framer vllm-served.log"] == children
+    assert ["parser vllm-docker.log.1.gz", "framer vllm-served.log"] == children
     assert any("kvwatch_alert_firing" in line for line in expected[0])  # the comparison covers alerts
 
 
@@ -95,13 +96,13 @@ def test_a_dense_plain_log_is_framed_and_parsed_in_a_child(children: list[str], 
     expected = _inline(paths)
     assert expected == outcome(plan(paths, "auto", None))
     names = [Path(p).name for p in paths]
-    assert [f"parser {n}" for n in names[:3]] + [f"framer {names[3]}"] == children
+    assert [f"parser {n}" for n in names] == children
     assert all(counts[1] > 0 for counts in expected[1].values())
 
 
 def test_a_json_file_log_of_lmcache_lines_is_framed_in_a_child(children: list[str], tmp_path: Path) -> None:
-    """vLLM's container log with LMCache's lines, and vLLM's alone: framed in a child (which reads
-    LMCache's records from their bytes) and parsed here, as inline."""
+    """vLLM's container log with LMCache's lines framed in a child (which reads LMCache's records from
+    their bytes) and parsed here; vLLM's alone parsed in its child too: as inline."""
     lines = (SAMPLES / "lmcache-0.5.6-tp2.log").read_text().splitlines()
     stamp = '","stream":"stderr","time":"2026-09-14T08:00:00.5Z"}\n'
     lmcache = tmp_path / "vllm-lmcache-json.log"
@@ -109,19 +110,39 @@ def test_a_json_file_log_of_lmcache_lines_is_framed_in_a_child(children: list[st
     paths = [str(lmcache), str(SAMPLES / "vllm-docker.log")]
     expected = _inline(paths)
     assert expected == outcome(plan(paths, "auto", None))
-    assert ["framer vllm-lmcache-json.log", "framer vllm-docker.log"] == children
+    assert ["framer vllm-lmcache-json.log", "parser vllm-docker.log"] == children
     assert expected[1]["vllm-lmcache"][1] > 100  # (LMCache's records recognised)
+
+
+def test_a_json_file_log_whose_lmcache_lines_come_after_a_long_start_is_framed_in_a_child(
+    children: list[str], tmp_path: Path
+) -> None:
+    """LMCache's records only after more than the first read's worth of vLLM's own lines (a long
+    startup): the file's middle tells that the framing reads most of them; parsed here, as inline."""
+    stamp = '","stream":"stderr","time":"2026-09-14T08:00:00.5Z"}\n'
+    start = (SAMPLES / "vllm-docker.log").read_bytes()
+    start *= wholefile.HEAD // len(start) + 1
+    lines = (SAMPLES / "lmcache-0.5.6-tp2.log").read_text().splitlines() * 40
+    log = tmp_path / "vllm-lmcache-late.log"
+    log.write_bytes(
+        start + "".join('{"log":' + json.dumps(line + "\n")[:-1] + stamp for line in lines).encode()
+    )
+    expected = _inline([str(log)])
+    assert expected == outcome(plan([str(log)], "auto", None))
+    assert ["framer vllm-lmcache-late.log"] == children
+    assert expected[1]["vllm-lmcache-late"][1] > 1000
 
 
 @pytest.mark.slow
 def test_damaged_gzip_replays_what_came_before_and_says_so(children: list[str], tmp_path: Path) -> None:
-    """A .gz cut short (rotated while copied) keeps the lines before the cut, in both paths."""
+    """A .gz cut short (rotated while copied) keeps the lines before the cut, in both paths; its
+    counts and the damage note come back from the child that parsed it."""
     whole = gzip.compress((SAMPLES / "vllm-docker.log").read_bytes() * 20, mtime=0)
     cut = tmp_path / "vllm.log.2.gz"
     cut.write_bytes(whole[: len(whole) // 2])
     expected = _inline([str(cut)])
     got = outcome(plan([str(cut)], "auto", None))
-    assert expected == got and ["framer vllm.log.2.gz"] == children
+    assert expected == got and ["parser vllm.log.2.gz"] == children
     _, counts, damaged = got
     assert counts["vllm"][0] > 1000
     assert 1 == len(damaged) and "ends early or is corrupt" in damaged[0] and str(cut) in damaged[0]
@@ -131,7 +152,7 @@ def test_damaged_gzip_replays_what_came_before_and_says_so(children: list[str], 
     llama.write_bytes(whole[: len(whole) // 2])
     expected = _inline([str(llama)])
     assert expected == outcome(plan([str(llama)], "auto", None))
-    assert ["framer vllm.log.2.gz", "parser llama.log.1.gz"] == children
+    assert ["parser vllm.log.2.gz", "parser llama.log.1.gz"] == children
     assert expected[1]["llama"][1] > 100 and str(llama) in expected[2][0]
 
 
@@ -148,12 +169,16 @@ def test_an_error_in_the_child_is_raised_in_the_parent(
         outcome(plan([str(SAMPLES / "vllm-docker.log")], "vllm", None))
 
 
-def test_stopping_early_ends_the_child(children: list[str]) -> None:
+def test_stopping_early_ends_the_child(children: list[str], tmp_path: Path) -> None:
     """A parent that stops reading (an error downstream) leaves no framing process behind."""
-    path = str(SAMPLES / "vllm-docker.log")
-    framed = forked.FramedFile(path, Framer("vllm", "docker-json", ("throughput:",), 1 << 20), 1 << 20)
+    path = tmp_path / "vllm-served.log"  # stats lines among many access lines: framed in a child
+    access = '(APIServer pid=1) INFO:     10.0.0.7:4242 - "GET /health HTTP/1.1" 200 OK\n' * 6
+    lines = (SAMPLES / "vllm-write-only-offload.log").read_text().splitlines(keepends=True)
+    path.write_text("".join(line + access for line in lines))
+    framed = forked.FramedFile(str(path), Framer("vllm", "plain", ("throughput:",), 1 << 20), 1 << 20)
     reads = framed.batches()
     next(reads)
+    assert ["framer vllm-served.log"] == children
     reads.close()
     assert [] == [p for p in multiprocessing.active_children() if p.name == "kvwatch-framer"]
 
@@ -293,5 +318,5 @@ def test_a_child_starts_before_the_pipeline_is_imported(tmp_path: Path) -> None:
     )
     paths = [str(SAMPLES / "llamacpp-healthy-two-slots.log"), str(SAMPLES / "vllm-docker.log")]
     proc = subprocess.run([sys.executable, str(script), *paths], capture_output=True, text=True, check=True)
-    expected = "[('kvwatch-parser', False, False), ('kvwatch-framer', False, False)]"
+    expected = "[('kvwatch-parser', False, False), ('kvwatch-parser', False, False)]"
     assert f"{expected} ['llamacpp-healthy-two-slots', 'vllm-docker']" == proc.stdout.strip()

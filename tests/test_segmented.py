@@ -336,11 +336,11 @@ def test_replay_parses_a_big_dense_log_in_segments(
         return golden_lines(result.registry, result.alerts), counts
 
     segmented_result = outcome()
-    assert ["kvwatch-parser-0", "kvwatch-parser-1"] == children[:2] and "kvwatch-framer" in children
+    assert ["kvwatch-parser-0", "kvwatch-parser-1", "kvwatch-parser"] == children
     children.clear()
     monkeypatch.setattr(segmented, "cores", lambda: 1)  # the one-child path
     assert outcome() == segmented_result
-    assert ["kvwatch-parser", "kvwatch-framer"] == children
+    assert ["kvwatch-parser", "kvwatch-parser"] == children
     assert segmented_result[1]["llama"][0] == len(texts)
 
 
@@ -357,7 +357,7 @@ def test_a_replay_of_many_big_files_runs_few_children(
     from kvwatch.sources import forked
 
     logs = [str(write(tmp_path, f"llama{seed}.log", generated(6000, seed))) for seed in range(3)]
-    paths = [*logs, str(Path(SAMPLES[0]).parent / "vllm-docker.log")]  # (over 64 KiB: framed ahead)
+    paths = [*logs, str(Path(SAMPLES[0]).parent / "vllm-docker.log")]  # (over 64 KiB: parsed ahead)
 
     def outcome(jobs: int | None) -> tuple[list[str], dict[str, tuple[int, int, int, int]]]:
         result = replay(
@@ -372,7 +372,7 @@ def test_a_replay_of_many_big_files_runs_few_children(
     for jobs, started in (
         (1, ["kvwatch-parser"]),
         (3, [*workers, "kvwatch-parser"]),
-        (8, [*workers * 3, "kvwatch-framer"]),
+        (8, [*workers * 3, "kvwatch-parser"]),
     ):
         children.clear()
         assert expected == outcome(jobs), jobs

@@ -11,7 +11,7 @@ import pytest
 from kvwatch.engines.vllm import kv as vllm_kv
 from kvwatch.engines.vllm import parser as vllm
 from kvwatch.engines.vllm.parser import VllmParser
-from kvwatch.model import LogLine
+from kvwatch.model import LogLine, VllmKvTransfer, VllmStats
 from kvwatch.parsers.base import ParseResult, ParserSettings
 
 KEYS = (
@@ -151,5 +151,20 @@ def test_event_values_are_the_payloads() -> None:
         assert isinstance(event.values, vllm_kv.KvValues)
         assert expected == dict(pickle.loads(pickle.dumps(event.values)))
         assert expected == dict(event.values)
+        assert expected == dict(pickle.loads(pickle.dumps(event)).values)  # (once read, too)
         checked += 1
     assert checked > 1000
+
+
+def test_vllm_events_pickle_to_themselves() -> None:
+    """vLLM's stats and KV events (a replay's parsing child sends them pickled) come back equal, every
+    field set and left at its default."""
+    stats = VllmStats("v", 1.5, "all", 955.5, 60.7, 4, 1, 0.451, 0.925, 0.1, 3, "CPU", True)
+    kv = VllmKvTransfer("v", 2.5, "1", 7, None, 3, vllm_kv.KvValues("vllm:kv_offload_store_bytes=7"))
+    for event in (
+        stats,
+        VllmStats("v", 1.0, "0", 1.0, 2.0, 3, 4, None),
+        kv,
+        VllmKvTransfer("v", 1, "0", 1, 2, 3),
+    ):
+        assert event == pickle.loads(pickle.dumps(event))

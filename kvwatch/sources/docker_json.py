@@ -49,9 +49,12 @@ def decode_entry(raw: bytes | str) -> Entry | None:
 # The common entry: a log value and stamp with no escape (JSON strings hold no raw `"`, `\\` or control
 # character) but ESC's (`\\u001b`: ANSI colour, vLLM 0.8-0.11's prefixes, LMCache's every record), ending
 # in an escaped newline, from either stream.
+# (The bytes but `"`, `\\` and controls as ranges: `re` reads a class of ranges twice as fast as the
+# negated class, `[^"\\\x00-\x1f]`.)
+_PLAIN_BYTE = rb"[\x20\x21\x23-\x5b\x5d-\xff]"
 _SIMPLE = re.compile(
-    rb'\{"log":"([^"\\\x00-\x1f]*(?:\\u001b[^"\\\x00-\x1f]*)*)\\n","stream":"std(?:out|err)",'
-    rb'"time":"([^"\\\x00-\x1f]*)"\}'
+    rb'\{"log":"(' + _PLAIN_BYTE + rb"*(?:\\u001b" + _PLAIN_BYTE + rb'*)*)\\n","stream":"std(?:out|err)",'
+    rb'"time":"(' + _PLAIN_BYTE + rb'*)"\}'
 )
 
 
@@ -68,12 +71,55 @@ def simple_entry(data: bytes, start: int, end: int) -> tuple[str, float | None, 
     if match is None:
         return None
     try:
-        text, when = match.group(1).decode("utf-8"), match.group(2).decode("ascii")
+        text = match.group(1).decode("utf-8")
+        when = _docker_time(match.group(2))
     except UnicodeDecodeError:
         return None
     if "\\" in text:  # (only `\\u001b` can be there)
         text = text.replace("\\u001b", "\x1b")
-    return text, parse_rfc3339(when), match.end(1)
+    return text, when, match.end(1)
+
+
+#: The last whole second _docker_time read (its text up to the fraction, and parse_rfc3339 of it), and
+#: the last date (its text, and parse_rfc3339 of its midnight).
+_LAST_SECOND: list[tuple[bytes, float | None]] = [(b"", None)]
+_LAST_DAY: list[tuple[bytes, float | None]] = [(b"", None)]
+
+
+def _docker_time(stamp: bytes) -> float | None:
+    """parse_rfc3339() of a json-file entry's time (ASCII; UnicodeDecodeError otherwise); the form moby
+    writes (`YYYY-MM-DDTHH:MM:SS.fffffffffZ`, nine digits, UTC) in fewer steps."""
+    if len(stamp) != 30 or stamp[19] != 0x2E or stamp[29] != 0x5A or not stamp[20:29].isdigit():
+        return parse_rfc3339(stamp.decode("ascii"))
+    whole, base = _LAST_SECOND[0]
+    if stamp[:19] != whole:
+        whole = stamp[:19]
+        if b"." in whole:  # (parse_rfc3339 would cut it there)
+            return parse_rfc3339(stamp.decode("ascii"))
+        base = _whole_second(whole)
+        _LAST_SECOND[0] = (whole, base)
+    # parse_rfc3339 reads `second - offset + fraction`: the same second (no fraction), no offset, then
+    # the nine digits over 1e9.
+    return None if base is None else base + int(stamp[20:29]) / 1e9
+
+
+def _whole_second(whole: bytes) -> float | None:
+    """parse_rfc3339 of `YYYY-MM-DDTHH:MM:SS` + `Z` (ASCII, no `.`): within a day seen last, its midnight
+    plus the hours, minutes and seconds (what a UTC datetime's timestamp() is, exactly)."""
+    day, midnight = _LAST_DAY[0]
+    if (
+        whole[:10] == day
+        and midnight is not None
+        and whole[10:11] == b"T"
+        and whole[13:14] == whole[16:17] == b":"
+    ):
+        hh, mm, ss = whole[11:13], whole[14:16], whole[17:19]
+        if hh.isdigit() and mm.isdigit() and ss.isdigit() and hh < b"24" and mm < b"60" and ss < b"60":
+            return midnight + (int(hh) * 3600 + int(mm) * 60 + int(ss))
+    second = parse_rfc3339(whole.decode("ascii") + "Z")
+    if whole[:10] != day:
+        _LAST_DAY[0] = (whole[:10], parse_rfc3339(whole[:10].decode("ascii") + "T00:00:00Z"))
+    return second
 
 
 class EntryJoiner:

@@ -5,14 +5,16 @@ rest), parsing, then metrics and detectors. Parsing is one timeline per source a
 all of them, but neither needs the stage before it to be in the same process: `in_child` runs a
 generator in a forked child and yields its items, in order, through a pipe. A big file is framed in a
 child while the parent parses (`FramedFile`); a big dense file (llama.cpp -lv 4, where every line is
-parsed and few make an event) is framed and parsed in a child while the parent runs metrics and
-detectors (`FramedFile.parse_ahead`, see replay), or, with cores to spare, in segments by several
+parsed and few make an event) or docker json-file log (vLLM's container log, whose framing is light) is
+framed and parsed in a child while the parent runs metrics and detectors (`FramedFile.parse_ahead`, see
+replay), or, with cores to spare, in segments by several
 children (kvwatch.segmented). The parent sees exactly what the inline path gives, so the results are
 the same, only sooner. Small files, and platforms without fork, stay inline.
 """
 
 from __future__ import annotations
 
+import io
 import multiprocessing
 import os
 import signal
@@ -23,7 +25,7 @@ from typing import Any, TypeVar
 
 from kvwatch.model import LogLine
 from kvwatch.sources.framing import Batch, Framer
-from kvwatch.sources.wholefile import DAMAGED, ClosedAtEnd, batches, open_log, read_head
+from kvwatch.sources.wholefile import DAMAGED, HEAD, ClosedAtEnd, batches, open_log, read_head
 
 #: Files smaller than this stay inline: a fork and a pipe cost more than they save.
 FORK_MIN_BYTES = 32 << 20
@@ -138,15 +140,20 @@ class FramedFile:
         self.truncated = 0
         self.damage: str | None = None
         self._dense: bool | None = None
+        self._light: bool | None = None
 
     @property
     def parse_ahead(self) -> bool:
-        """Whether the caller should frame and parse this file in a child (`in_child`): a big dense log.
+        """Whether the caller should frame and parse this file in a child (`in_child`): a big dense log,
+        or a docker json-file log unless the parser's matcher reads most of its marker lines.
 
-        Every line of it goes to the parser and few make an event, so the events cross the pipe
-        cheaply where lines would not; `batches()` then frames inline (in that child).
+        Every line of a dense log goes to the parser and few make an event, so the events cross the pipe
+        cheaply where lines would not. A json-file log's framing is light next to what the parent has
+        to do (vLLM's: the metrics and windows of every stats line), so the child parses too; but where
+        the matcher reads the entries (LMCache's records) most of the parse is done in the framing
+        already, which then keeps the child busy alone. `batches()` then frames inline (in that child).
         """
-        return self.forks and self._every_line()
+        return self.forks and (self._every_line() or self._light_framing())
 
     @property
     def forks(self) -> bool:
@@ -159,7 +166,7 @@ class FramedFile:
 
     def batches(self) -> Iterator[list[Batch]]:
         """The batches of each read, in order: read inline, or from a child started now."""
-        if not self.forks or self._every_line():
+        if not self.forks or self.parse_ahead:
             return self._inline()
         return self._from_child(in_child(self._framed, "kvwatch-framer"))
 
@@ -178,6 +185,23 @@ class FramedFile:
             with open_log(self.path) as stream:
                 self._dense = self.framer.every_line(read_head(stream))
         return self._dense
+
+    def _light_framing(self) -> bool:
+        """A json-file log whose marker lines the parser's matcher reads few of: in its first bytes, and
+        (uncompressed) in as many from its middle (a long startup may hold none of the lines it reads)."""
+        if self._light is None:
+            self._light = self.framer.framing == "docker-json"
+            if self._light:
+                with open_log(self.path) as stream:
+                    head = read_head(stream)
+                    middle = b""
+                    if isinstance(stream, io.BufferedReader):
+                        stream.seek(_forkable_size(self.path) // 2)
+                        middle = stream.read(HEAD)
+                        middle = middle[middle.find(b"\n") + 1 :]  # (from a line's start)
+                reads_most = self.framer.reads_most
+                self._light = not reads_most(head) and not reads_most(middle)
+        return self._light
 
     def _from_child(
         self, framed: Generator[list[Wire], None, tuple[int, str | None]]

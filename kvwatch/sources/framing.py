@@ -59,8 +59,8 @@ Matched = tuple[Any, ...]
 
 @dataclass(frozen=True, slots=True)
 class Entries:
-    """A docker json-file read whose every line is one complete entry, where the parser's matcher
-    (`Framer(entries=...)`) read some: its `lines`, and its marker lines in order as `items`, each
+    """A docker json-file read whose every line is one complete entry, for a parser with a matcher
+    (`Framer(entries=...)`): its `lines`, and its marker lines in order as `items`, each
     decoded as the line-by-line framing decodes it (a LogLine or Malformed; nothing for a line it counts
     without parsing), or what the matcher read (a tuple). For a parser that takes them (`parse_entries`)."""
 
@@ -115,7 +115,7 @@ class Framer:
         markers: tuple[str, ...],
         max_line: int,
         *,
-        entries: Callable[[bytes, Span], Matched | None] | None = None,
+        entries: Callable[[bytes, list[Span]], list[Matched | None]] | None = None,
     ) -> None:
         """`entries`: the parser's matcher of json-file entries' bytes (no state of the parse: it may run
         in another process): given, a json-file read of complete entries comes as one Entries, each
@@ -185,6 +185,15 @@ class Framer:
             end = start + SAMPLE if stop is None else min(stop, start + SAMPLE)
             self._dense = self._scanner.dense(data[start:end])
         return self.framing == "plain" and (self._scanner is None or bool(self._dense))
+
+    def reads_most(self, sample: bytes) -> bool:
+        """Whether the parser's matcher (json-file) reads most of the marker lines among the sample's
+        whole lines."""
+        if self._match is None or self._scanner is None:
+            return False
+        spans = list(self._scanner.lines(sample, 0, sample.rfind(b"\n") + 1))
+        read = sum(1 for item in self._match(sample, spans) if item is not None)
+        return read * 2 > len(spans)
 
     def chunk(self, data: bytes, start: int = 0, stop: int | None = None) -> list[Batch]:
         """The whole lines in data[start:stop], each ending in `\\n` (framed in place, not copied)."""
@@ -272,43 +281,27 @@ class Framer:
     def _entries(
         self, data: bytes, first: int, stop: int, spans: Iterator[Span], lines: int
     ) -> list[Batch] | None:
-        """_json_chunk's items, each marker line read by the parser's matcher where it can: one Entries
-        when it read any (else the items as without a matcher)."""
+        """_json_chunk's items as one Entries: each marker line read by the parser's matcher where it
+        can, else decoded."""
         if count(data, b"\n", first, stop) != lines:
             return None
         assert self._match is not None
-        match, entry = self._match, self._entry
         found = list(spans)
-        read: list[Matched | list[Batch]] = []
-        for span in found:
-            matched = match(data, span)
-            read.append(entry(data, span) if matched is None else matched)
-        if any(type(item) is tuple for item in read):
-            entries: list[LogLine | Malformed | Matched] = []
-            for item in read:
-                if type(item) is tuple:
-                    entries.append(item)
-                else:
-                    entries += [each for each in item if isinstance(each, LogLine | Malformed)]
-            return [Entries(lines, entries)]
-        items: list[Batch] = []  # (none read by the matcher: the items as without one)
-        pos = first
-        for span, framed in zip(found, read, strict=True):
-            skipped = count(data, b"\n", pos, span[0])
-            if skipped:
-                items.append(skipped)
-            items += framed
-            pos = span[1] + 1
-        rest = count(data, b"\n", pos, stop)
-        return [*items, rest] if rest else items
-
-    def _entry(self, data: bytes, span: Span) -> list[Batch]:
-        """One marker line of a read of complete entries, as _json_chunk frames it."""
-        start, end, mark, mark_end = span
-        simple = simple_entry(data, start, end)
-        if simple is not None and start + 8 <= mark and mark_end <= simple[2]:
-            return [LogLine(self.source, simple[0], simple[1])]
-        return list(self._feed_json(data[start:end]))
+        items: list[LogLine | Malformed | Matched] = []
+        append, source = items.append, self.source
+        for span, matched in zip(found, self._match(data, found), strict=True):
+            if matched is not None:
+                append(matched)
+                continue
+            start, end, mark, mark_end = span
+            simple = simple_entry(data, start, end)
+            if simple is not None and start + 8 <= mark and mark_end <= simple[2]:  # (as _json_chunk)
+                append(LogLine(source, simple[0], simple[1]))
+                continue
+            for each in self._feed_json(data[start:end]):
+                if type(each) is not int:  # (a line it counts without parsing: in `lines` alone)
+                    append(each)  # type: ignore[arg-type]
+        return [Entries(lines, items)]
 
     def finish(self) -> list[Batch]:
         """End of input: a line cut mid-way by the end of the file is still a line."""

@@ -18,15 +18,18 @@ from __future__ import annotations
 
 import re
 from datetime import datetime, tzinfo
+from typing import Any
 
 # A character of a JSON string that is itself: printable ASCII but `"` and `\`; then without the space
 # (what `\S` reads of such a character), and without `]` as well.
 _CHAR = rb"[\x20\x21\x23-\x5b\x5d-\x7e]"
 _WORD = rb"[\x21\x23-\x5b\x5d-\x7e]"
 _ID = rb"[\x21\x23-\x5b\x5e-\x7e]"
-# A log value's stretch of such characters and ESCs; the same without a space.
+# A log value's stretch of such characters and ESCs; the same without a space, and at most one ESC (the
+# file's: a narrower pattern only sends more entries the decoded way). Optional parts below are written
+# `(?:...|)`, which `re` reads faster than `(?:...)?`: the same matches, tried in the same order.
 _TEXT = _CHAR + rb"*(?:\\u001b" + _CHAR + rb"*)*"
-_FILE = _WORD + rb"*(?:\\u001b" + _WORD + rb"*)*"
+_FILE = _WORD + rb"*(?:\\u001b" + _WORD + rb"*|)"
 # A `%.4f` size or cost: its whole part and its four decimals (up to 9 digits: record() reads it through a
 # float, exact below 2^53 units of 1e-4).
 _DECIMAL = rb"(\d{1,9})\.(\d{4})"
@@ -39,18 +42,18 @@ TAG = re.compile(rb'\{"log":"' + _TEXT)
 #: `_F_STORED` or `_F_RETRIEVED` (request, tokens, asked, size and cost digits) or of `_F_LOOKUP`
 #: (request, total, computed, hit, need), then the file, the newline, stream and time.
 RECORD = re.compile(
-    rb"\[(\d{4}-\d\d-\d\d \d\d:\d\d:\d\d),\d{3}\] LMCache INFO:(?:\\u001b\[0m)? (?:"
-    rb"(?:\[req_id=(" + _ID + rb"+)\] )?(?:"
+    rb"\[(\d{4}-\d\d-\d\d \d\d:\d\d:\d\d),\d{3}\] LMCache INFO:(?:\\u001b\[0m|) (?:"
+    rb"(?:\[req_id=(" + _ID + rb"+)\] |)(?:"
     rb"Stored (\d+) out of total (\d+) tokens\. "
     rb"size: " + _DECIMAL + rb" (?:gb|GB), cost " + _DECIMAL + rb" ms, "
     rb"throughput: " + _WORD + rb"+ GB/s"
-    rb"(?:; offload_time: " + _WORD + rb"+ ms, put_time: " + _WORD + rb"+ ms)?"
+    rb"(?:; offload_time: " + _WORD + rb"+ ms, put_time: " + _WORD + rb"+ ms|)"
     rb"|Retrieved (\d+) out of (\d+) required tokens \(from \d+ total tokens\)\. "
     rb"size: " + _DECIMAL + rb" gb, "
     rb"cost " + _DECIMAL + rb" ms, throughput: " + _WORD + rb"+ GB/s;)"
-    rb"|Reqid: (" + _WORD + rb"+?), Total tokens (\d+), (?:Inference Engine computed tokens: (\d+), )?"
+    rb"|Reqid: (" + _WORD + rb"+?), Total tokens (\d+), (?:Inference Engine computed tokens: (\d+), |)"
     rb"LMCache hit tokens: (\d+), need to load: (-?\d+))"
-    rb" (?:\\u001b\[3m)?\(" + _FILE + rb'\\n","stream":"std(?:out|err)","time":"' + _CHAR + rb'*"\}'
+    rb" (?:\\u001b\[3m|)\(" + _FILE + rb'\\n","stream":"std(?:out|err)","time":"' + _CHAR + rb'*"\}'
 )
 
 #: Where the record's `[stamp] LMCache INFO:` starts, before its `] LMCache ` marker.
@@ -61,9 +64,14 @@ STAMP_BEFORE = 24
 STORE, LOAD, LOOKUP = 2, 8, 14
 _BRACKET = ord("]")  # (LMCache's marker's first byte)
 
-#: What EntryMatcher makes of an entry: its head up to the stamp (TAG), the stamp's epoch second, and
-#: RECORD's groups.
-Match = tuple[bytes, float, tuple[bytes | None, ...]]
+#: What EntryMatcher makes of an entry: its head up to the stamp (TAG; one object per head), the stamp's
+#: epoch second, then for a store or load: whether a load, the request (None: not printed), the tokens,
+#: tokens offered or required, the size in 1e-4 GiB and the cost in 100 ns as printed (`%.4f`: the
+#: digits without the point); for a lookup: None, the request, total, computed (None: not printed), hit,
+#: need. Few objects, each small: it may cross a pipe.
+Match = tuple[bytes, float, bool | None, str | None, int, int | None, int, int]
+
+_UNSEEN: Any = object()  # (not remembered yet)
 
 #: Heads and seconds remembered (each a pure function of its bytes).
 _REMEMBERED = 4096
@@ -75,34 +83,64 @@ class EntryMatcher:
 
     def __init__(self, tz: tzinfo) -> None:
         self._tz = tz
-        self._heads: dict[bytes, bool] = {}  # head -> whether it is of TAG's shape
+        self._heads: dict[bytes, bytes | None] = {}  # head -> itself where of TAG's shape, else None
         self._seconds: dict[bytes, float | None] = {}  # stamp's second -> its epoch second (None: no date)
 
-    def __call__(self, data: bytes, span: tuple[int, int, int, int]) -> Match | None:
-        """The entry at `span` (start, end, start of its first marker, end of it) in `data` read, when it
-        is a store, a load that got what it required, or a lookup whose stamp is a date; else None."""
-        start, end, mark, _ = span
-        if data[mark] != _BRACKET:  # (another marker's line)
-            return None
-        match = RECORD.fullmatch(data, mark - STAMP_BEFORE, end)
-        if match is None:
-            return None
-        head = data[start : mark - STAMP_BEFORE]
-        known = self._heads.get(head)
-        if known is None:
-            if len(self._heads) >= _REMEMBERED:
-                self._heads.clear()
-            known = self._heads[head] = TAG.fullmatch(head) is not None
-        if not known:
-            return None
-        groups = match.groups()
-        second: bytes = groups[0]
-        when = self._seconds[second] if second in self._seconds else self._epoch(second)
-        if when is None:
-            return None
-        if groups[LOAD] is not None and int(groups[LOAD]) < int(groups[LOAD + 1]):
-            return None  # (a short load: its own event, read the general way)
-        return head, when, groups
+    def __call__(self, data: bytes, spans: list[tuple[int, int, int, int]]) -> list[Match | None]:
+        """Each entry at one of `spans` (start, end, start of its first marker, end of it) in `data` read,
+        when it is a store, a load that got what it required, or a lookup whose stamp is a date; else
+        None in its place."""
+        out: list[Match | None] = []
+        append, fullmatch = out.append, RECORD.fullmatch
+        heads, seconds = self._heads, self._seconds
+        for start, end, mark, _ in spans:
+            if data[mark] != _BRACKET:  # (another marker's line)
+                append(None)
+                continue
+            match = fullmatch(data, mark - STAMP_BEFORE, end)
+            if match is None:
+                append(None)
+                continue
+            head = data[start : mark - STAMP_BEFORE]
+            known = heads.get(head, _UNSEEN)
+            if known is _UNSEEN:
+                known = self._head(head)
+            groups = match.groups()
+            when = seconds.get(groups[0], _UNSEEN)
+            if when is _UNSEEN:
+                when = self._epoch(groups[0])
+            if known is None or when is None:
+                append(None)
+                continue
+            request = groups[1]
+            if groups[STORE] is not None:
+                tokens, asked, size, size4, cost, cost4 = groups[STORE:LOAD]
+                load = False
+            elif groups[LOAD] is not None:
+                tokens, asked, size, size4, cost, cost4 = groups[LOAD:LOOKUP]
+                if int(tokens) < int(asked):
+                    append(None)  # (a short load: its own event, read the general way)
+                    continue
+                load = True
+            else:
+                rid, total, local, hit, need = groups[LOOKUP:]
+                append((
+                    known, when, None, rid.decode("ascii"), int(total), None if local is None else int(local),
+                    int(hit), int(need),
+                ))  # fmt: skip
+                continue
+            append((
+                known, when, load, None if request is None else request.decode("ascii"), int(tokens),
+                int(asked), int(size + size4), int(cost + cost4),
+            ))  # fmt: skip
+        return out
+
+    def _head(self, head: bytes) -> bytes | None:
+        """The head itself where it is of TAG's shape, else None (remembered)."""
+        if len(self._heads) >= _REMEMBERED:
+            self._heads.clear()
+        known = self._heads[head] = head if TAG.fullmatch(head) is not None else None
+        return known
 
     def _epoch(self, second: bytes) -> float | None:
         """The epoch second of `YYYY-MM-DD HH:MM:SS` in the zone (None: not a date), as the parser's own

@@ -16,7 +16,7 @@ from typing import Any
 
 from kvwatch.engines.lmcache import lines as lm
 from kvwatch.engines.lmcache.blind import SEEN
-from kvwatch.engines.lmcache.entries import LOAD, LOOKUP, STORE, EntryMatcher, Match
+from kvwatch.engines.lmcache.entries import EntryMatcher, Match
 from kvwatch.engines.lmcache.sums import Sums
 from kvwatch.model import (
     EngineFact,
@@ -92,8 +92,8 @@ class LmcacheLayer:
         self._pending: dict[str, tuple[float, str]] = {}
         self._seen_any = False  # (the fact SEEN said once, with the first line read)
         self._sums = Sums(source)
-        # json-file entries' heads up to the stamp (TAG) -> the sums' keys of its worker, stores and loads
-        self._tags: dict[bytes, tuple[tuple[str, bool], tuple[str, bool]]] = {}
+        # json-file entries' heads up to the stamp (TAG) -> its worker
+        self._tags: dict[bytes, str] = {}
 
     def parse(self, line: LogLine) -> ParseResult:
         """Every LMCache record of a physical line (None: none of LMCache's, or none known)."""
@@ -161,41 +161,36 @@ class LmcacheLayer:
         worker = self._workers.get(tag) or self._worker(tag)
         return self._sums.transfer(when, worker, load, got, required, int(gib + gib4), int(ms + ms4))
 
-    def entry_matcher(self) -> EntryMatcher:
+    def reader(self) -> EntryMatcher:
         """What reads the commonest records from json-file entries' bytes, with no state of this parse
-        (run where the log is framed; what it read comes to take_entry)."""
+        (run where the log is framed; what it read comes to take_entry). For the parser that carries this
+        layer: its own (alone, the layer takes lines)."""
         return EntryMatcher(self._tz)
 
     def take_entry(self, match: Match) -> list[Event]:
         """What parse() makes of an entry the matcher read: what _fast() makes of the decoded line, and
         for the source's first LMCache record what record() makes of it (the same events: the matcher
         reads no entry where the two differ), with the fact that LMCache lines are read."""
-        head, when, groups = match
-        keys = self._tags.get(head) or self._keys(head)
-        if groups[STORE] is not None:
-            key, digits = keys[0], groups[STORE:LOAD]
-        elif groups[LOAD] is not None:
-            key, digits = keys[1], groups[LOAD:LOOKUP]
-        else:
-            rid, total, local, hit, need = groups[LOOKUP:]
-            result = self._counted(rid.decode("ascii"), when, (int(total), int(hit), int(need), local))  # type: ignore[arg-type, union-attr]
+        head, when, load, request, first, second, third, fourth = match
+        if load is None:  # a lookup: request, total, computed, hit, need
+            result = self._counted(request, when, (first, third, fourth, second))  # type: ignore[arg-type]
             return result if self._seen_any else self._first(result, when)  # type: ignore[return-value]
-        if groups[1] and self._seen:  # (_ran: the request ran)
-            self._seen.pop(groups[1].decode("ascii"), None)
-        result = self._sums.add_digits(when, key, digits)  # type: ignore[arg-type]
+        if request and self._seen:  # (_ran: the request ran)
+            self._seen.pop(request, None)
+        worker = self._tags.get(head) or self._tag(head)
+        result = self._sums.transfer(when, worker, load, first, second, third, fourth)
         if not self._seen_any:
             return self._first(result, when)  # type: ignore[return-value]
         if self._hold or not self._sums.held:
             return result
         return [*result, *self._sums.drain()]
 
-    def _keys(self, head: bytes) -> tuple[tuple[str, bool], tuple[str, bool]]:
-        """The sums' keys (worker, load) of an entry's head up to the stamp (of TAG's shape)."""
+    def _tag(self, head: bytes) -> str:
+        """The worker of an entry's head up to the stamp (of TAG's shape)."""
         if len(self._tags) >= MAX_TAGS:
             self._tags.clear()
-        worker = self._worker(head[8:].decode("ascii").replace("\\u001b", "\x1b"))  # (the line's text)
-        keys = self._tags[head] = ((worker, False), (worker, True))
-        return keys
+        worker = self._tags[head] = self._worker(head[8:].decode("ascii").replace("\\u001b", "\x1b"))
+        return worker
 
     def drain(self) -> list[Event]:
         """The sums held back (kvwatch.engines.lmcache.sums), as events: the carrying parser asks before

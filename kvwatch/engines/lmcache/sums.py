@@ -13,10 +13,6 @@ from __future__ import annotations
 
 from kvwatch.model import Event, LmcacheLookup, LmcacheStoreRequest, LmcacheTransfer
 
-#: A store or load line's numbers as printed: tokens, tokens offered or required, the size's whole GiB and
-#: its 4 decimals, the cost's whole ms and its 4 decimals (`%d`, `%.4f`).
-Digits = tuple[bytes, bytes, bytes, bytes, bytes, bytes]
-
 #: Longest stretch of event time summed into one event.
 STRETCH = 10.0
 _GIB = float(1 << 30)
@@ -26,7 +22,6 @@ class Sums:
     """The sums held back for one source."""
 
     __slots__ = (
-        "_digits",
         "_last",
         "_local",
         "_lookup",
@@ -48,8 +43,6 @@ class Sums:
         # (worker, load) -> [lines, tokens, asked, has asked, size in 1e-4 GiB, has size, seconds in 100 ns,
         # has seconds]
         self._transfers: dict[tuple[str, bool], list[int]] = {}
-        # (worker, load) -> the lines added by their digits (add_digits), not yet summed into _transfers
-        self._digits: dict[tuple[str, bool], list[Digits]] = {}
         self._storing: dict[str, list[int]] = {}  # worker -> [tokens, total] of `Storing KV cache` lines
 
     def _open(self, when: float) -> list[Event]:
@@ -120,40 +113,6 @@ class Sums:
             sums[7] = 1
         return done
 
-    def add_digits(self, when: float, key: tuple[str, bool], digits: Digits) -> list[Event]:
-        """transfer() of a line that prints every field, `key` its (worker, load), its numbers as printed
-        digits (summed by _fold() when the stretch is handed on); the events of a stretch it ends."""
-        done: list[Event] = []
-        if not self.held:
-            self.held, self._start, self._last = True, when, when
-        elif when - self._start >= STRETCH:
-            done = self.drain()
-            self.held, self._start, self._last = True, when, when
-        elif when > self._last:
-            self._last = when
-        if key not in self._transfers:  # (a new key comes last, as in transfer())
-            self._transfers[key] = [0, 0, 0, 0, 0, 0, 0, 0]
-        rows = self._digits.get(key)
-        if rows is None:
-            self._digits[key] = [digits]
-        else:
-            rows.append(digits)
-        return done
-
-    def _fold(self) -> None:
-        """Sum the lines held as digits into their keys' sums: the same integers as transfer() adds."""
-        for key, rows in self._digits.items():
-            tokens, asked, size, size_decimals, cost, cost_decimals = zip(*rows, strict=True)
-            sums = self._transfers[key]
-            sums[0] += len(rows)
-            sums[1] += sum(map(int, tokens))
-            sums[2] += sum(map(int, asked))
-            # `%.4f` in units of 1e-4: the whole part's digits, then exactly four decimals
-            sums[4] += 10_000 * sum(map(int, size)) + sum(map(int, size_decimals))
-            sums[6] += 10_000 * sum(map(int, cost)) + sum(map(int, cost_decimals))
-            sums[3] = sums[5] = sums[7] = 1
-        self._digits = {}
-
     def storing(self, when: float, worker: str, tokens: int, total: int) -> list[Event]:
         """Add a `Storing KV cache for N out of M tokens` line; the events of a stretch it ends."""
         done = self._open(when)
@@ -171,8 +130,6 @@ class Sums:
         self.held = False
         when, source = self._last, self._source
         out: list[Event] = []
-        if self._digits:
-            self._fold()
         sums = self._lookup
         if sums is not None:
             out.append(LmcacheLookup(source, when, sums[1], sums[2], sums[3], self._local, sums[0], sums[4]))

@@ -216,6 +216,11 @@ class KvValues(Mapping[str, float]):
     def __repr__(self) -> str:
         return repr(self._read())
 
+    def __reduce__(self) -> tuple[type[KvValues], tuple[str]]:
+        """Pickled as its payload (a replay's child hands its events on so): fewer steps than the
+        slots' state, and the values read again only if asked."""
+        return KvValues, (self._payload,)
+
 
 def parse_kv_payload(text: str) -> KvPayload:
     """Parse the text after `KV Transfer metrics: `."""

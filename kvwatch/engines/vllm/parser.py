@@ -42,7 +42,7 @@ _HEADER = re.compile(
 # in one group: with no `\r` or ANSI escape in the line (not in a message either), it is one record
 # that strip_ansi leaves alone and whose header _HEADER.search finds here. The fast path's domain.
 _PLAIN = re.compile(
-    r"(?:\(\w+ pid=\d+\) )?(?:DEBUG|INFO|WARNING|ERROR|CRITICAL) (\d\d-\d\d \d\d:\d\d:\d\d) "
+    r"(?:\(\w+ pid=\d+\) |)(?:DEBUG|INFO|WARNING|ERROR|CRITICAL) (\d\d-\d\d \d\d:\d\d:\d\d) "
     r"\[?[^\]\s]+:\d+\] "
 )
 _KV_TAG = "KV Transfer metrics: "
@@ -86,7 +86,7 @@ class VllmParser:
         self._layer_hint = _common([m for layer in self._layers for m in layer.markers]) or None
         # The layers that hold sums back (`held`, `drain()`: kvwatch.engines.lmcache.sums).
         self._drainers: list[Any] = [layer for layer in self._layers if hasattr(layer, "drain")]
-        # The layer that reads its commonest json-file entries from their bytes (`entry_matcher`,
+        # The layer that reads its commonest json-file entries from their bytes (`reader`,
         # `take_entry`): with one layer only, which parse() would ask first about such a line.
         self._reader: Any = None
         if len(self._layers) == 1 and hasattr(self._layers[0], "take_entry"):
@@ -119,9 +119,11 @@ class VllmParser:
                     result = [*layer.drain(), *result]
         return result
 
-    def entry_matcher(self) -> Callable[[bytes, tuple[int, int, int, int]], tuple[Any, ...] | None] | None:
+    def entry_matcher(
+        self,
+    ) -> Callable[[bytes, list[tuple[int, int, int, int]]], list[tuple[Any, ...] | None]] | None:
         """Its layer's reader of json-file entries' bytes, to run where the log is framed (None: none)."""
-        return None if self._reader is None else self._reader.entry_matcher()
+        return None if self._reader is None else self._reader.reader()
 
     def parse_entries(self, entries: Entries) -> BlockResult:
         """parse() over the marker lines of a json-file read, in order, counted up: its layer takes the

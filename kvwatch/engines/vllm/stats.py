@@ -65,12 +65,13 @@ def _fields(body: str) -> dict[str, str]:
 # The same line with an `Engine NNN: ` label and plain numbers, every value read by the regex: what
 # parse_stats makes of it is then known without its general steps (see common_stats). The vLLM parser
 # matches it behind the header, in one regex with it (a pattern, not compiled here).
-_NUM = r"([0-9]{1,20}(?:\.[0-9]{1,20})?)"
+# (Optional parts as `(?:...|)`: re reads them faster than `(?:...)?`, the same matches in the same order.)
+_NUM = r"([0-9]{1,20}(?:\.[0-9]{1,20}|))"
 COMMON = (
     rf"Engine ([0-9]{{1,9}}): Avg prompt throughput: {_NUM} tokens/s, Avg generation throughput: {_NUM} "
-    r"tokens/s, Running: ([0-9]{1,12}) reqs, Waiting: ([0-9]{1,12}) reqs(?:, Preemptions: ([0-9]{1,12}))?, "
+    r"tokens/s, Running: ([0-9]{1,12}) reqs, Waiting: ([0-9]{1,12}) reqs(?:, Preemptions: ([0-9]{1,12})|), "
     rf"GPU KV cache usage: {_NUM}%, Prefix cache hit rate: {_NUM}%"
-    rf"(?:, External prefix cache hit rate: {_NUM}%)?"
+    rf"(?:, External prefix cache hit rate: {_NUM}%|)"
 )
 
 
