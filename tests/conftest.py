@@ -40,8 +40,8 @@ def _no_daemon_left_behind() -> Iterator[None]:
 
 @pytest.fixture
 def small(monkeypatch: pytest.MonkeyPatch) -> list[int]:
-    """Segments of 64 KiB, a 16 KiB stretch to rebuild the state, a 1 KiB head; records the segment
-    at which each parse fell back to one go."""
+    """Segments of 64 KiB (the first ones too: no ramp), a 16 KiB stretch to rebuild the state, a 1 KiB
+    head; records the segment at which each parse fell back to one go."""
     fallbacks: list[int] = []
     real = segmented._Job._rest
 
@@ -53,6 +53,7 @@ def small(monkeypatch: pytest.MonkeyPatch) -> list[int]:
     monkeypatch.setattr(segmented, "MAX_SEGMENT", 64 << 10)
     monkeypatch.setattr(segmented, "WARM_UP", 16 << 10)
     monkeypatch.setattr(segmented, "HEAD", 1 << 10)
+    monkeypatch.setattr(segmented, "RAMP", 0)
     monkeypatch.setattr(segmented._Job, "_rest", spy)
     monkeypatch.setattr(segmented, "cores", lambda: 2)
     return fallbacks

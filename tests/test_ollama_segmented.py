@@ -10,6 +10,7 @@ from __future__ import annotations
 import io
 import re
 import sys
+from itertools import pairwise
 from pathlib import Path
 
 import pytest
@@ -252,6 +253,27 @@ def test_a_runner_idle_since_before_the_stretch_fails_a_guess_and_still_agrees(
     expected = one_go(path)
     assert expected == in_segments(path)
     assert len(rounds) > 1 or small  # (a new round of workers, or one child, after a wrong guess)
+
+
+def test_a_runner_started_just_before_a_cut_and_replaced_within_its_segment_agrees(
+    monkeypatch: pytest.MonkeyPatch, tmp_path: Path
+) -> None:
+    """Segments cut right after runners' start-up lines: the runner serving a segment started with no
+    request before it (the guess has no finished task of its slot), finishes tasks and is replaced
+    within the segment; its questions are checked without an end state of its own (it is gone)."""
+    monkeypatch.setattr(segmented, "WARM_UP", 64 << 10)
+    text = generated(1.2)
+    path = write(tmp_path, "ollama.log", text)
+    data = text.encode()
+    starts = [m.end() for m in re.finditer(rb"server is listening on [^\n]*\n[^\n]*\n", data)]
+    cuts = [at for at in starts[::2] if at > segmented.HEAD + (4 << 10)]
+    assert len(cuts) > 4
+    bounds = list(pairwise([0, *cuts, len(data)]))
+    monkeypatch.setattr(
+        segmented, "boundaries", lambda path, start, workers: [(start, bounds[0][1]), *bounds[1:]]
+    )
+    expected = one_go(path)
+    assert expected == in_segments(path)
 
 
 def _with_mlx(text: str, every: int) -> str:

@@ -191,6 +191,38 @@ def test_segments_are_cut_at_line_starts_the_last_stretch_at_half_size(
         assert 2 * workers - 1 <= len(halves) <= 2 * workers and sizes[-len(halves) :] == halves
 
 
+def test_the_first_segments_ramp_up(
+    small: list[int], tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """With the ramp, the first segments are an eighth, a quarter and half of the target (the parent
+    gets its first records early), then as without it; all at line starts, the file covered."""
+    monkeypatch.setattr(segmented, "RAMP", 3)
+    path = write(tmp_path, "busy.log", generated(8000, 3))
+    data = path.read_bytes()
+    cuts = segmented.boundaries(str(path), 100, 2)
+    assert cuts[0][0] == 100 and cuts[-1][1] == len(data)
+    assert all(stop == start for (_, stop), (start, _) in pairwise(cuts))
+    assert all(data[start - 1 : start] == b"\n" for start, _ in cuts[1:])
+    sizes = [stop - start for start, stop in cuts]
+    for size, want in zip(sizes[:4], (8 << 10, 16 << 10, 32 << 10, 64 << 10), strict=True):
+        assert want <= size < want + 200
+    assert len(sizes) > 8 and all(size < (64 << 10) + 200 for size in sizes)
+
+
+@pytest.mark.parametrize("workers", [2, 3])
+def test_ramped_segments_agree(
+    small: list[int], tmp_path: Path, monkeypatch: pytest.MonkeyPatch, workers: int
+) -> None:
+    """The first segments ramped up (stretches longer than them start where the worker is): every
+    guess holds, and the results are the one-go ones."""
+    monkeypatch.setattr(segmented, "RAMP", 3)
+    path = write(tmp_path, "busy.log", generated(8000, 4))
+    expected = one_go(path)
+    assert segmented.boundaries(str(path), 1 << 10, workers)[0][1] < (10 << 10) + 1024
+    assert expected == in_segments(path, workers)
+    assert [] == small
+
+
 @pytest.mark.slow
 def test_a_second_server_run_agrees(
     small: list[int], rounds: list[int], tmp_path: Path, monkeypatch: pytest.MonkeyPatch

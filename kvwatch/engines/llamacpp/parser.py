@@ -32,6 +32,7 @@ from typing import Any
 
 from kvwatch.engines.llamacpp import legacy as lg
 from kvwatch.engines.llamacpp import lines as ln
+from kvwatch.engines.llamacpp import whole as request_whole
 from kvwatch.engines.llamacpp.slots import READ, Questions, Request, Stream
 from kvwatch.model import Event, LogLine, ServerRestart
 from kvwatch.parsers.base import BlockResult, ParseError, ParseResult, ParserSettings, tally
@@ -174,6 +175,8 @@ class LlamacppParser:
         the slot, is taken without asking: the caller's router sends it to a runner with the task in
         progress, the first such one, which this parser is. All at transport time `wall`; the
         caller knows that no line holds an ANSI escape or `\\r` (Ollama's runner output in a block).
+        A run that starts with a request's pick, its lines as b9452 writes them, reads that request in
+        one match (kvwatch.engines.llamacpp.whole).
 
         Returns their events, lines recognised, lines in error, and the index of the first line not
         read; None when the first line is not one `untagged_slot` or `untagged_srv` takes (`parse`
@@ -183,8 +186,21 @@ class LlamacppParser:
             return None
         skip = len(prefix)
         first = lines[start]
-        match = ln.SLOT.match(first, skip) if first.startswith("slot ", skip) else None
-        if match is not None:
+        begin = start + 1
+        whole = None
+        if first.startswith("slot ", skip) and first.find("| task -1 | selected slot by ", skip) > 0:
+            clock = wall if self._last is None or wall >= self._last else self._last  # (as _untagged's)
+            whole = request_whole.read(stream, lines, start, prefix, clock, self.source, mine, placed=True)
+            if whole is not None:
+                self._last = clock
+        match = None
+        if whole is None and first.startswith("slot ", skip):
+            match = ln.SLOT.match(first, skip)
+        result: ParseResult
+        if whole is not None:  # a request read whole from its pick: go on after its last line
+            result, taken = whole
+            begin = start + taken
+        elif match is not None:
             result = self._untagged(stream, match, wall)
         else:
             result = self.untagged_srv(first[skip:], wall) if first.startswith("srv ", skip) else None
@@ -202,7 +218,7 @@ class LlamacppParser:
         if match is not None:
             tag, slot, request, ids = _follow(stream, match)
         cut = len(tag)
-        for index in range(start + 1, len(lines)):
+        for index in range(begin, len(lines)):
             line = lines[index]
             at = line.find(tag, skip) if cut else -1
             if at > 0 and line.startswith(prefix) and ((func := line[skip:at]) in funcs or _known_func(func)):

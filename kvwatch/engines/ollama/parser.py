@@ -257,9 +257,10 @@ class OllamaParser:
         cores: dict[str, object] = dict(cast("tuple[tuple[str, object], ...]", guess[0][1]))
         runner = _segmentable(self._reused())  # (its reconcile, for each runner's loose part)
         for name, (questions, kept) in watched.items():
-            # (a runner replaced or gone since answered its questions before: they are checked too)
+            # (a runner replaced or gone since answered its questions before: they are checked too,
+            # and it has no end state: nothing of it is kept)
             core = cores[name]
-            finished = ended[name] if kept else mine[name]
+            finished = ended[name] if kept else {}
             fixed = runner.reconcile((core, mine[name]), (core, theirs[name]), questions, (core, finished))
             if fixed is None:
                 return None
