@@ -225,6 +225,12 @@ class EngineWindow:
     kv: deque[KvPoint] = field(default_factory=lambda: deque(maxlen=MAX_POINTS))
     store_total: int = 0
     load_total: int = 0
+    #: Kept by Windows.observe for write_only_offload: how many adjacent points (of stats, of kv) are out
+    #: of time order (0: both strictly increasing), the newest kv point that loaded bytes and the newest
+    #: stats point with an External prefix cache hit rate above 0 (None: none kept).
+    disorder: int = 0
+    loaded: KvPoint | None = None
+    external: StatsPoint | None = None
 
 
 @dataclass
@@ -243,6 +249,17 @@ class SourceWindow:
     prefetches: deque[CachePrefetch] = field(default_factory=deque)  # cache-tier prefetches that ended
     adapters: dict[str, RequestAdapter | None] = field(default_factory=dict)  # engine -> its (or none)
     offload: OffloadHistory | None = None  # an external tier's (offload layer's) history, once it logs
+
+
+def _drop(engine: EngineWindow, points: deque[StatsPoint] | deque[KvPoint]) -> None:
+    """Drop the oldest of an engine's stats or KV points, keeping its order count and newest marks."""
+    gone = points.popleft()
+    if points and gone.time > points[0].time:
+        engine.disorder -= 1
+    if gone is engine.loaded:  # (the newest that loaded: none kept after it loaded either)
+        engine.loaded = None
+    elif gone is engine.external:
+        engine.external = None
 
 
 class Windows:
@@ -317,24 +334,21 @@ class Windows:
             engine = window.engines.get(event.engine) or self._engine(window, event.engine)
             stats = engine.stats
             time = event.time
-            if not stats or stats[-1].time != time:
-                stats.append(StatsPoint(time))
-                oldest = time - self.horizon
-                while stats[0].time < oldest:  # drop what left the horizon
-                    stats.popleft()
-            stats[-1].add(event)
+            point = stats[-1] if stats and stats[-1].time == time else self._stats_point(engine, time)
+            point.add(event)
+            external = event.external_hit
+            if external is not None and external > 0:
+                engine.external = point
             window.last_stats = event
             self.changes += 1
         elif isinstance(event, VllmKvTransfer):
             engine = window.engines.get(event.engine) or self._engine(window, event.engine)
             kv = engine.kv
             time = event.time
-            if not kv or kv[-1].time != time:
-                kv.append(KvPoint(time))
-                oldest = time - self.horizon
-                while kv[0].time < oldest:
-                    kv.popleft()
-            kv[-1].add(event)
+            spot = kv[-1] if kv and kv[-1].time == time else self._kv_point(engine, time)
+            spot.add(event)
+            if spot.load > 0:
+                engine.loaded = spot
             engine.store_total += event.store_bytes or 0
             engine.load_total += event.load_bytes or 0
             self.changes += 1
@@ -377,6 +391,34 @@ class Windows:
             history.lookup(event, self.horizon)
         else:
             history.failure(event, self.horizon)
+
+    def _stats_point(self, engine: EngineWindow, time: float) -> StatsPoint:
+        """A new newest stats point at `time`; those that leave the count or the horizon dropped."""
+        stats = engine.stats
+        if len(stats) == stats.maxlen:
+            _drop(engine, stats)
+        if stats and time < stats[-1].time:
+            engine.disorder += 1
+        point = StatsPoint(time)
+        stats.append(point)
+        oldest = time - self.horizon
+        while stats[0].time < oldest:
+            _drop(engine, stats)
+        return point
+
+    def _kv_point(self, engine: EngineWindow, time: float) -> KvPoint:
+        """A new newest KV point at `time`; those that leave the count or the horizon dropped."""
+        kv = engine.kv
+        if len(kv) == kv.maxlen:
+            _drop(engine, kv)
+        if kv and time < kv[-1].time:
+            engine.disorder += 1
+        point = KvPoint(time)
+        kv.append(point)
+        oldest = time - self.horizon
+        while kv[0].time < oldest:
+            _drop(engine, kv)
+        return point
 
     @staticmethod
     def _engine(window: SourceWindow, name: str) -> EngineWindow:

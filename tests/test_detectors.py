@@ -4,7 +4,9 @@ from __future__ import annotations
 
 import random
 from collections import Counter
+from collections.abc import Iterable
 from dataclasses import replace
+from itertools import pairwise
 from pathlib import Path
 
 import pytest
@@ -21,7 +23,7 @@ from kvwatch.model import (
     VllmKvTransfer,
     VllmStats,
 )
-from kvwatch.window import RequestPoint, Windows
+from kvwatch.window import KvPoint, RequestPoint, StatsPoint, Windows
 
 T0 = 1_787_000_000.0
 
@@ -796,3 +798,58 @@ def test_write_only_offload_cleared_is_the_walks_verdict(seed: int) -> None:
         assert expected == write_only_offload._cleared(eng, cfg)
         verdicts.add(expected)
     assert verdicts == {True, False}
+
+
+def _inversions(points: Iterable[StatsPoint] | Iterable[KvPoint]) -> int:
+    """How many adjacent points of a deque are out of time order."""
+    return sum(1 for a, b in pairwise(points) if b.time < a.time)
+
+
+@pytest.mark.parametrize("seed", range(30))
+def test_write_only_offload_in_order_verdict_is_the_walks(monkeypatch: pytest.MonkeyPatch, seed: int) -> None:
+    """Engines fed through Windows.observe (lines in time order or not, several a second, loads and
+    External hits rare or frequent, points leaving by the horizon and by the count, restarts): the
+    order count and the newest marks the windows keep are right, and write_only_offload's verdict
+    from them is the three walks' at every line."""
+    import kvwatch.window
+
+    rng = random.Random(seed)
+    monkeypatch.setattr(kvwatch.window, "MAX_POINTS", rng.choice((6, 40, 4096)))
+    windows = Windows(horizon=rng.choice((60.0, 400.0, 3600.0)))
+    cfgs = [
+        write_only_offload.Settings(min_intervals=n, min_prompt_throughput=p)
+        for n in (0, 1, 3, 24)
+        for p in (1.0, 100.0)
+    ]
+    loads, hits, shuffled = rng.random() * 0.3, rng.random() * 0.2, rng.random() < 0.3
+    time, verdicts = T0, set()
+    for _ in range(600):
+        time += rng.uniform(-40, 30) if shuffled and rng.random() < 0.3 else rng.choice((0.0, 1.0, 10.0))
+        engine = rng.choice(("0", "0", "1"))
+        pick = rng.random()
+        if pick < 0.5:
+            external = rng.choice((None, 0.0, 0.0, -1.0)) if rng.random() >= hits else 12.5
+            windows.observe(stats(time, rng.choice((0.0, 0.5, 1.0, 200.0, 3000.0)), external, engine))
+        elif pick < 0.995:
+            load = rng.choice((0, None)) if rng.random() >= loads else rng.choice((4096, -4096))
+            windows.observe(kv(time, rng.choice((2_500_000_000, None)), load, engine))
+        else:
+            windows.observe(ServerRestart("v", time, "vllm"))
+        for eng in windows.sources["v"].engines.values():
+            assert eng.disorder == _inversions(eng.stats) + _inversions(eng.kv)
+            loaded = [k for k in eng.kv if k.load > 0]
+            if eng.loaded is None:
+                assert not loaded
+            elif eng.loaded.load > 0:
+                assert eng.loaded is loaded[-1]
+            else:  # (negative bytes took its load back: the verdict walks then)
+                assert any(k is eng.loaded for k in eng.kv)
+            hit = [s for s in eng.stats if s.external_lines and s.external_max > 0]
+            assert eng.external is (hit[-1] if hit else None)
+            assert all(isinstance(p, StatsPoint) for p in eng.stats)
+            assert all(isinstance(k, KvPoint) for k in eng.kv)
+            for cfg in cfgs:
+                expected = _cleared_by_walking(eng, cfg)
+                assert write_only_offload._clear(eng, cfg) == expected
+                verdicts.add((expected, eng.disorder == 0))
+    assert (True, True) in verdicts and (False, True) in verdicts

@@ -14,6 +14,7 @@ meanwhile, and no stats line of the span shows an External prefix cache hit rate
 
 from __future__ import annotations
 
+import math
 from dataclasses import dataclass
 from itertools import takewhile
 
@@ -119,6 +120,48 @@ def _cleared(eng: EngineWindow, cfg: Settings) -> bool:
         if point.external_lines and point.external_max > 0:
             return True
     return False
+
+
+def _cleared_in_order(eng: EngineWindow, cfg: Settings) -> bool:
+    """_cleared's verdict for an engine whose stats and KV points are each in time order (as
+    Windows.observe keeps them, with the newest that loaded and the newest with an External hit).
+
+    In time order, the walks' "a load or an External hit at or after the oldest busy line" holds
+    exactly when the newer of those two marks is at or after it: so only the stats points after that
+    mark are counted, and a healthy tier has a few of them (not `min_intervals`, nor the KV walk)."""
+    loaded, external = eng.loaded, eng.external
+    if loaded is not None and loaded.load <= 0:  # (negative bytes took its load back: walk instead)
+        return _cleared(eng, cfg)
+    if cfg.min_intervals < 1:
+        return False
+    mark = -math.inf
+    if loaded is not None:
+        mark = loaded.time
+    if external is not None and external.time > mark:
+        mark = external.time
+    count = 0
+    threshold, wanted = cfg.min_prompt_throughput, cfg.min_intervals
+    for point in reversed(eng.stats):
+        if point.time <= mark:  # the oldest busy line, if any, is at or before the mark
+            return True
+        prompts = point.prompts
+        if len(prompts) == 1:
+            if prompts[0] >= threshold:
+                count += 1
+                if count == wanted:  # the oldest busy line is after the mark
+                    return False
+            continue
+        for prompt in prompts:
+            if prompt >= threshold:
+                count += 1
+                if count == wanted:
+                    return False
+    return True
+
+
+def _clear(eng: EngineWindow, cfg: Settings) -> bool:
+    """_cleared's verdict, from the engine's marks while its points are in time order."""
+    return _cleared_in_order(eng, cfg) if not eng.disorder else _cleared(eng, cfg)
 
 
 def _judge(
@@ -240,7 +283,7 @@ def detect(windows: Windows, now: float, cfg: Settings) -> list[Finding]:
         if tier is not None:
             findings.append(tier)
         for engine, eng in sorted(win.engines.items()):
-            if _cleared(eng, cfg):  # the common verdict, without _judge's call
+            if _clear(eng, cfg):  # the common verdict, without _judge's call
                 continue
             finding = _judge(source, engine, eng, win, now=now, cfg=cfg)
             if finding is not None:
