@@ -275,6 +275,9 @@ class Windows:
         #: What each group's points come to (kept as they come and go).
         self.tallies: dict[Labels, Tally] = {}
         self.usage: dict[tuple[str, str], deque[UsageRecord]] = {}
+        #: The sources that logged a cache tier's prefetch or an offload layer's line: those whose
+        #: windows may hold prefetches or offload history (what the cache-tier detectors read).
+        self.tiers: set[str] = set()
         #: Changes whenever a request group or a source's kind or facts change: what the request detectors
         #: read (kvwatch.detectors.Memo keeps their findings while it stays the same).
         self.version = 0
@@ -301,6 +304,7 @@ class Windows:
         self.shape += 1
         self.changes += 1
         self.sources.pop(source, None)
+        self.tiers.discard(source)
         for labels in [k for k in self.requests if dict(k).get("source") == source]:
             del self.requests[labels]
             self.slots.pop(labels, None)
@@ -364,6 +368,7 @@ class Windows:
         elif isinstance(event, CachePrefetch):
             prefetches = window.prefetches
             prefetches.append(event)
+            self.tiers.add(event.source)
             oldest = event.time - self.horizon
             while prefetches and prefetches[0].time < oldest:
                 prefetches.popleft()
@@ -385,6 +390,7 @@ class Windows:
         history = window.offload
         if history is None:
             history = window.offload = OffloadHistory()
+            self.tiers.add(event.source)
         if isinstance(event, OffloadTransfer):
             history.transfer(event, self.horizon)
         elif isinstance(event, OffloadLookup):

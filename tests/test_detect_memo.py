@@ -11,6 +11,7 @@ from prometheus_client import CollectorRegistry
 
 from kvwatch.alerts import AlertBook
 from kvwatch.detectors import (
+    DETECTORS,
     DetectorSettings,
     Memo,
     detect_all,
@@ -19,7 +20,8 @@ from kvwatch.detectors import (
     no_signal,
     offload_retrieve_failed,
 )
-from kvwatch.detectors.stable import before
+from kvwatch.detectors.advice import advised
+from kvwatch.detectors.stable import NEVER, before
 from kvwatch.metrics import Metrics
 from kvwatch.model import (
     Alert,
@@ -106,6 +108,35 @@ def test_a_memo_changes_no_tick_of_the_timed_detectors() -> None:
             if rng.random() < 0.002:
                 windows.forget(rng.choice(("v", "s", "o", "g")))
     assert {"no_signal", "hicache_storage_unused", "offload_retrieve_failed", "prefix_hit_rate_low"} <= fired
+
+
+@pytest.mark.parametrize("seed", range(6))
+def test_a_detector_not_asked_finds_nothing_at_any_time(seed: int) -> None:
+    """A detector whose `reads` is empty (say, the cache-tier ones on sources that logged no tier) finds
+    nothing and its findings hold forever: at every tick of sessions with some sources left out, asked
+    anyway, it says so; detect_all's findings are those of every detector asked."""
+    rng = random.Random(seed)
+    left_out = set(rng.sample(["v", "s", "o", "g"], rng.randrange(1, 4)))
+    windows, memo, skipped = Windows(), Memo(), set()
+    now, chosen = T0, SETTINGS[seed % len(SETTINGS)]
+    for event in timed_session(rng, 600):
+        while now + 10 <= event.time:
+            now += 10
+            asked = []
+            for detector in DETECTORS:
+                cfg = getattr(chosen, detector.name)
+                found = detector.detect(windows, now, cfg)
+                asked += found
+                if not getattr(windows, detector.reads):
+                    skipped.add(detector.name)
+                    assert found == []
+                    assert detector.until is None or detector.until(windows, now, cfg) == NEVER
+            assert advised(asked, windows) == detect_all(windows, now, chosen, memo)
+        if event.source not in left_out:
+            windows.observe(event)
+        if rng.random() < 0.002:
+            windows.forget(rng.choice(("v", "s", "o", "g")))
+    assert skipped
 
 
 class Unmemoised(Pipeline):

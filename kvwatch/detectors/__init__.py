@@ -71,7 +71,8 @@ class Detector:
 
     name: str  # its settings field
     detect: Callable[[Windows, float, Any], list[Finding]]
-    #: The Windows attribute it reads its subjects from (empty: it finds nothing and is not asked).
+    #: A Windows attribute that holds its subjects or names them (empty: it finds nothing and its
+    #: findings hold forever, so it is not asked).
     reads: str
     #: Whether it reads request groups (its findings then follow Windows.version; else Windows.shape
     #: and Windows.changes, which cover everything else a detector reads).
@@ -89,16 +90,18 @@ DETECTORS: tuple[Detector, ...] = (
     Detector("no_signal", no_signal.detect, "sources", False, no_signal.until),
     Detector("prefix_hit_rate_low", hit_rate_low.detect, "sources", False, hit_rate_low.until),
     Detector("prefix_cache_disabled", prefix_cache_disabled.detect, "sources", True),
-    Detector("hicache_storage_unused", hicache.detect, "sources", False, hicache.until),
-    Detector("offload_retrieve_failed", retrieve_failed.detect, "sources", False, retrieve_failed.until),
+    Detector("hicache_storage_unused", hicache.detect, "tiers", False, hicache.until),
+    Detector("offload_retrieve_failed", retrieve_failed.detect, "tiers", False, retrieve_failed.until),
     Detector("hit_rate_gap", hit_rate_gap.detect, "usage", False, hit_rate_gap.until),
     Detector("usage_double_counting", double_counting.detect, "usage", False, double_counting.until),
 )
 
-#: Each detector with its place in DETECTORS, as detect_all walks them; and those that read request groups.
-_ALL = tuple(enumerate(DETECTORS))
-_REQUESTS = tuple((i, detector) for i, detector in _ALL if detector.requests)
-_OTHERS = tuple(i for i, detector in _ALL if not detector.requests)
+#: Each detector as detect_all asks it: its place in DETECTORS, detect, reads and until; those that read
+#: request groups (their findings follow Windows.version) and the others (Windows.shape and .changes).
+_Step = tuple[int, Callable[[Windows, float, Any], list[Finding]], str, Callable[..., float] | None]
+_Plan = tuple[_Step, ...]
+_REQUESTS: _Plan = tuple((i, d.detect, d.reads, d.until) for i, d in enumerate(DETECTORS) if d.requests)
+_OTHERS: _Plan = tuple((i, d.detect, d.reads, d.until) for i, d in enumerate(DETECTORS) if not d.requests)
 
 
 class Memo:
@@ -109,6 +112,8 @@ class Memo:
     def __init__(self) -> None:
         self.windows: Windows | None = None
         self.settings: DetectorSettings | None = None
+        #: Each detector's settings, in DETECTORS' order (those of `settings`).
+        self.cfgs: list[Any] = []
         self._forget()
 
     def start(self, windows: Windows, settings: DetectorSettings) -> None:
@@ -116,6 +121,7 @@ class Memo:
         if self.windows is not windows or self.settings != settings:
             self._forget()
         self.windows, self.settings = windows, settings
+        self.cfgs = [getattr(settings, detector.name) for detector in DETECTORS]
 
     def _forget(self) -> None:
         """Keep nothing."""
@@ -166,25 +172,31 @@ def detect_all(
     if last is not None and last[0] == counters and now < last[1]:
         return last[2]
     version, rest = counters[0], counters[1:]
+    found = memo.found
     # Most often only request groups changed: the others' findings hold, and they are not even looked at.
-    held = rest == memo.rest and now < memo.rest_until
-    keys, untils, found = memo.keys, memo.until, memo.found
-    for i, detector in _REQUESTS if held else _ALL:
-        key = version if detector.requests else rest
-        if keys[i] == key and now < untils[i]:
-            continue
-        if getattr(windows, detector.reads):
-            cfg = getattr(settings, detector.name)
-            found[i] = detector.detect(windows, now, cfg)
-            untils[i] = stable.NEVER if detector.until is None else detector.until(windows, now, cfg)
-        else:  # (it finds nothing in windows it does not read: not asked)
-            found[i], untils[i] = [], stable.NEVER
-        keys[i] = key
-    if not held:
-        memo.rest = rest
-        memo.rest_until = min([untils[i] for i in _OTHERS], default=stable.NEVER)
+    if rest != memo.rest or now >= memo.rest_until:
+        memo.rest, memo.rest_until = rest, _ask(_OTHERS, rest, windows, now, memo)
+    soonest = min(memo.rest_until, _ask(_REQUESTS, version, windows, now, memo))
     findings = advised([finding for kept in found for finding in kept], windows) if any(found) else []
     if last is not None and findings == last[2]:  # (the same findings: the same list, which says so)
         findings = last[2]
-    memo.last = (counters, min(untils), findings)
+    memo.last = (counters, soonest, findings)
     return findings
+
+
+def _ask(plan: _Plan, key: object, windows: Windows, now: float, memo: Memo) -> float:
+    """Ask the detectors of `plan` whose findings may have changed since the memo last asked them (at
+    other counters `key`, or past their `until`); the earliest `until` of their findings."""
+    keys, untils, found, cfgs = memo.keys, memo.until, memo.found, memo.cfgs
+    soonest = stable.NEVER
+    for i, detect, reads, until in plan:
+        if keys[i] != key or now >= untils[i]:
+            if getattr(windows, reads):
+                cfg = cfgs[i]
+                found[i] = detect(windows, now, cfg)
+                untils[i] = stable.NEVER if until is None else until(windows, now, cfg)
+            else:  # (it finds nothing in windows it does not read: not asked)
+                found[i], untils[i] = [], stable.NEVER
+            keys[i] = key
+        soonest = min(soonest, untils[i])
+    return soonest
