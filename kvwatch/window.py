@@ -251,6 +251,16 @@ class SourceWindow:
     offload: OffloadHistory | None = None  # an external tier's (offload layer's) history, once it logs
 
 
+def _turns(last: VllmStats, line: VllmStats) -> bool:
+    """Whether a stats line after `last` reads otherwise as no_signal reads a source's last one: with
+    prompt throughput, or idle (neither throughput above 0)."""
+    prompt, generation = line.prompt_throughput, line.generation_throughput
+    before, then = last.prompt_throughput, last.generation_throughput
+    return (prompt > 0) is not (before > 0) or (prompt <= 0 and generation <= 0) is not (
+        before <= 0 and then <= 0
+    )
+
+
 def _drop(engine: EngineWindow, points: deque[StatsPoint] | deque[KvPoint]) -> None:
     """Drop the oldest of an engine's stats or KV points, keeping its order count and newest marks."""
     gone = points.popleft()
@@ -281,11 +291,17 @@ class Windows:
         #: Changes whenever a request group or a source's kind or facts change: what the request detectors
         #: read (kvwatch.detectors.Memo keeps their findings while it stays the same).
         self.version = 0
-        #: Changes whenever the set of sources or a source's kind or facts change (a restart too).
+        #: Changes whenever the set of sources or a source's kind or facts change (a restart too), and
+        #: whenever a request or usage group or a source's cache tier first shows up (so the attributes
+        #: detectors read their subjects from turn empty or not only as it moves).
         self.shape = 0
         #: Changes whenever anything else the detectors read changes: an engine's stats and KV points,
         #: a source's last stats line, request tallies, prefetches, offload history, usage records.
         self.changes = 0
+        #: Changes whenever something no_signal reads changes besides the shape and event time (and with
+        #: `changes`): a source's first stats line, one that turns it busy or idle (see `_turns`) or
+        #: goes back in time, its request counts, its prefetches.
+        self.signals = 0
         # event type -> (the engine that makes it ("": none), whether a window keeps something of it)
         self._owners: dict[type, tuple[str, bool]] = {}
 
@@ -343,6 +359,9 @@ class Windows:
             external = event.external_hit
             if external is not None and external > 0:
                 engine.external = point
+            last = window.last_stats
+            if last is None or time < last.time or _turns(last, event):
+                self.signals += 1
             window.last_stats = event
             self.changes += 1
         elif isinstance(event, VllmKvTransfer):
@@ -368,7 +387,10 @@ class Windows:
         elif isinstance(event, CachePrefetch):
             prefetches = window.prefetches
             prefetches.append(event)
-            self.tiers.add(event.source)
+            self.signals += 1
+            if event.source not in self.tiers:
+                self.tiers.add(event.source)
+                self.shape += 1
             oldest = event.time - self.horizon
             while prefetches and prefetches[0].time < oldest:
                 prefetches.popleft()
@@ -390,7 +412,9 @@ class Windows:
         history = window.offload
         if history is None:
             history = window.offload = OffloadHistory()
-            self.tiers.add(event.source)
+            if event.source not in self.tiers:
+                self.tiers.add(event.source)
+                self.shape += 1
         if isinstance(event, OffloadTransfer):
             history.transfer(event, self.horizon)
         elif isinstance(event, OffloadLookup):
@@ -444,12 +468,15 @@ class Windows:
         if basis == "exact":
             window.exact_requests += 1
             self.changes += 1
+            self.signals += 1
         elif basis == "joined":
             window.joined_requests += 1
             self.changes += 1
+            self.signals += 1
         elif basis == "derived":
             window.derived_requests += 1
             self.changes += 1
+            self.signals += 1
         if record is not None:
             self._record(record)
 
@@ -474,6 +501,7 @@ class Windows:
         points = self.requests.get(labels)
         if points is None:
             points = self.requests[labels] = deque(maxlen=self.max_requests)
+            self.shape += 1
             self.slots[labels] = {}
             self.tallies[labels] = Tally()
         slots = self.slots[labels]
@@ -509,6 +537,7 @@ class Windows:
                 stale = min(self.usage, key=lambda k: self.usage[k][-1].time if self.usage[k] else 0.0)
                 del self.usage[stale]
             records = self.usage[key] = deque(maxlen=MAX_USAGE)
+            self.shape += 1
         records.append(event)
         oldest = event.time - self.horizon
         while records and records[0].time < oldest:
