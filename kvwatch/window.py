@@ -96,7 +96,8 @@ class Tally:
     often: dict[int, int] = field(default_factory=dict)  # count -> how many lengths occur that often
     top: int = 0
     conversations: int = 0
-    #: conversation -> its kept points, oldest first, each with its number (`added` when it came)
+    #: conversation -> its kept points, oldest first, each with its number (`added` when it came); the
+    #: conversations in the order of their newest points
     turns: dict[str, deque[tuple[int, RequestPoint]]] = field(default_factory=dict)
     added: int = 0  # points counted in since the last clear (the next point's number)
 
@@ -105,9 +106,11 @@ class Tally:
         name = point.conversation
         if name:
             self.conversations += 1
-            turns = self.turns.get(name)
+            # (moved to the end: `turns` stays in the order of each conversation's newest turn)
+            turns = self.turns.pop(name, None)
             if turns is None:
-                turns = self.turns[name] = deque()
+                turns = deque()
+            self.turns[name] = turns
             turns.append((self.added, point))
         self.added += 1
         cached = point.cached

@@ -271,6 +271,8 @@ def test_a_groups_tally_is_a_count_of_its_points() -> None:
                 counts = Counter(p.cached for p in points if p.cached > 0)
                 assert max(counts.values(), default=0) == tally.top
                 assert sum(bool(p.conversation) for p in points) == tally.conversations
+                newest = [turns[-1][0] for turns in tally.turns.values()]
+                assert newest == sorted(newest)
 
 
 def test_prefix_reuse_prechecks_never_hide_a_finding() -> None:

@@ -212,9 +212,11 @@ def _numbered_run(size: int, tally: Tally, cfg: Settings, tolerance: int) -> Run
     """conversation_run read from each conversation's numbered turns: only the newest of each."""
     first = tally.added - min(size, cfg.max_requests)  # the number of the oldest recent point
     runs: list[tuple[str, tuple[RequestPoint, ...]]] = []
-    for name, turns in tally.turns.items():
+    for name, turns in reversed(tally.turns.items()):  # (newest last turn first)
         number, point = turns[-1]
-        if number < first or point.cached <= 0 or point.cached >= point.prompt:  # (no recent turn or run)
+        if number < first:  # no recent turn, nor has any conversation before it in the tally's order
+            break
+        if point.cached <= 0 or point.cached >= point.prompt:  # (no run)
             continue
         run = [point]
         low = high = point.cached
