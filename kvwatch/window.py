@@ -62,7 +62,8 @@ def newest(points: Sequence[RequestPoint], count: int) -> list[RequestPoint]:
     size = len(points)
     if count <= 0 or size <= count:
         return list(points)[-count:]
-    return list(islice(points, size - count, None))
+    # (read from the newest end: islice from the oldest would step over every point before them)
+    return list(islice(reversed(points), count))[::-1]
 
 
 def ordered(mapping: Mapping[K, V]) -> list[tuple[K, V]]:
@@ -100,6 +101,9 @@ class Tally:
     #: conversations in the order of their newest points
     turns: dict[str, deque[tuple[int, RequestPoint]]] = field(default_factory=dict)
     added: int = 0  # points counted in since the last clear (the next point's number)
+    #: What a request detector noted of the group at its last full judgement, by its name (each says
+    #: what its note holds and why it stays true as points come): dropped with the points.
+    notes: dict[str, object] = field(default_factory=dict)
 
     def add(self, point: RequestPoint) -> None:
         """Count a point in (the group's newest)."""
@@ -152,6 +156,7 @@ class Tally:
         self.counts.clear()
         self.often.clear()
         self.turns.clear()
+        self.notes.clear()
         self.top = self.conversations = self.added = 0
 
 

@@ -4,10 +4,11 @@ from __future__ import annotations
 
 import random
 from collections import Counter
-from collections.abc import Iterable
+from collections.abc import Callable, Iterable
 from dataclasses import replace
 from itertools import pairwise
 from pathlib import Path
+from typing import Any
 
 import pytest
 
@@ -16,6 +17,7 @@ from kvwatch.detectors import hit_rate_low, no_signal, pinned_cache, prefix_reus
 from kvwatch.model import (
     EngineFact,
     Event,
+    Finding,
     LlamaRequest,
     RequestRecord,
     ServerRestart,
@@ -855,3 +857,45 @@ def test_write_only_offload_in_order_verdict_is_the_walks(monkeypatch: pytest.Mo
                 assert write_only_offload._clear(eng, cfg) == expected
                 verdicts.add((expected, eng.disorder == 0))
     assert (True, True) in verdicts and (False, True) in verdicts
+
+
+def _without_notes(
+    windows: Windows, detect: Callable[[Windows, float, Any], list[Finding]], now: float, cfg: object
+) -> list[Finding]:
+    """What `detect` finds judging every group in full (the tallies' notes put aside meanwhile)."""
+    kept = {labels: tally.notes for labels, tally in windows.tallies.items()}
+    for tally in windows.tallies.values():
+        tally.notes = {}
+    try:
+        return detect(windows, now, cfg)
+    finally:
+        for labels, notes in kept.items():
+            windows.tallies[labels].notes = notes
+
+
+@pytest.mark.parametrize("seed", range(8))
+def test_prefix_reuse_notes_never_hide_a_finding(seed: int) -> None:
+    """prefix_reuse_broken with its notes (a group found healthy is judged again only when the points
+    since could make it fire) finds after every request what judging every group in full finds:
+    phases of broken, pinned and healthy reuse on several slots, large and small prompts, restarts,
+    groups that keep fewer points than the rules read, settings that change."""
+    rng = random.Random(seed)
+    windows = Windows(max_requests=rng.choice((4, 20, 500)))
+    configs = [
+        prefix_reuse.Settings(),
+        prefix_reuse.Settings(requests=4, waste_requests=2, large_prompt=3000, min_prompt=1500),
+        prefix_reuse.Settings(requests=1, waste_requests=1, min_share=0.5),
+        prefix_reuse.Settings(requests=9, max_reuse=0.3),
+    ]
+    cfg, fired = rng.choice(configs), Counter[str]()
+    for logged in random_session(rng, 1500):
+        event = logged
+        if isinstance(logged, LlamaRequest) and rng.random() < 0.3:
+            event = replace(logged, prompt_tokens=rng.choice((100, 2000, 5000, 30000)))
+        windows.observe(event)
+        if rng.random() < 0.02:
+            cfg = rng.choice(configs)
+        found = prefix_reuse.detect(windows, event.time, cfg)
+        assert found == _without_notes(windows, prefix_reuse.detect, event.time, cfg)
+        fired.update(str(f.evidence["rule"]) for f in found)
+    assert fired["share"] and fired["waste"]
