@@ -899,3 +899,45 @@ def test_prefix_reuse_notes_never_hide_a_finding(seed: int) -> None:
         assert found == _without_notes(windows, prefix_reuse.detect, event.time, cfg)
         fired.update(str(f.evidence["rule"]) for f in found)
     assert fired["share"] and fired["waste"]
+
+
+@pytest.mark.parametrize("seed", range(8))
+def test_pinned_cache_notes_never_hide_a_conversation_run(seed: int) -> None:
+    """pinned_cache_length with its notes (a group without a long enough run is judged again only for
+    the conversations of the points since) finds after every request what judging every group in full
+    finds: conversations pinned and healthy, interleaved, slots, restarts, block sizes, groups that keep
+    few points, settings that change."""
+    rng = random.Random(seed)
+    windows = Windows(max_requests=rng.choice((6, 40, 500)))
+    configs = [
+        pinned_cache.Settings(),
+        pinned_cache.Settings(max_requests=8, conversation_requests=2),
+        pinned_cache.Settings(max_requests=3, same_within=40),
+        pinned_cache.Settings(block_size=16, conversation_requests=4),
+    ]
+    cfg, fired = rng.choice(configs), Counter[str]()
+    prompts: dict[str, int] = {}
+    pinned: dict[str, int] = {}
+    t = T0
+    for i in range(1500):
+        t += rng.choice((0.0, 5.0, 30.0))
+        name = rng.choice(("a", "b", "c", "d", "e", "f", ""))
+        if rng.random() < 0.1:
+            pinned[name] = rng.choice((0, 512, 1024)) if name not in pinned else pinned.pop(name)
+        prompts[name] = prompts.get(name, 800) + rng.choice((300, 600, -100)) if rng.random() < 0.95 else 800
+        cached = pinned.get(name) or max(0, prompts[name] - rng.choice((20, 300, 2000)))
+        cached += rng.choice((0, 0, 0, 1, 3))
+        pick = rng.random()
+        if pick < 0.01:
+            windows.observe(ServerRestart("l", t, "llamacpp"))
+        elif pick < 0.03:
+            windows.observe(EngineFact("l", t, "block_size", rng.choice(("16", "64"))))
+        else:
+            slot = rng.choice((0, 1))
+            windows.observe(RequestRecord("l", t, prompts[name], cached, slot=slot, conversation=name))
+        if rng.random() < 0.02:
+            cfg = rng.choice(configs)
+        found = pinned_cache.detect(windows, t, cfg)
+        assert found == _without_notes(windows, pinned_cache.detect, t, cfg), i
+        fired.update(str(f.evidence["rule"]) for f in found)
+    assert fired["conversation"]
