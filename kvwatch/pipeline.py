@@ -94,7 +94,8 @@ class Pipeline:
                 break
             if not self.next_tick < (inner if idle and following <= time else anywhere):
                 alerts.extend(self.tick(self.next_tick))
-                anywhere, inner = self._quiet()
+                if following <= time:  # (another grid point is due in this call)
+                    anywhere, inner = self._quiet()
             self.next_tick = following
             idle += 1
         return alerts

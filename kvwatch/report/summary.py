@@ -39,6 +39,9 @@ class Summary:
         self.sources: dict[str, SourceView] = {}
         self._owners: dict[type, Owner] = {}
         self._layers: dict[str, Layers] = {}  # source's engine -> the layers gathering unowned events
+        #: (source, event type) -> the observe of the gathering its engine owns (a source's parts are
+        #: only ever added to, so the one found first stays its own)
+        self._gathers: dict[tuple[str, type], Callable[[Any], None]] = {}
 
     @property
     def counts(self) -> dict[str, SourceCounts]:
@@ -62,13 +65,18 @@ class Summary:
         if view.last is None or time > view.last:
             view.last = time
         kind = type(event)
+        gather = self._gathers.get((event.source, kind))
+        if gather is not None:  # (nearly every event: its source's engine's gathering, found before)
+            gather(event)
+            return
         owner = self._owners[kind] if kind in self._owners else self._owner(kind)
         if owner is not None:
             name, start = owner
             part = view.parts.get(name)
             if part is None:
                 part = view.parts[name] = start()
-            part.observe(event)
+            gather = self._gathers[event.source, kind] = part.observe
+            gather(event)
             return
         layers = self._layers[view.engine] if view.engine in self._layers else self._layers_of(view.engine)
         for name, start in layers:
