@@ -13,7 +13,14 @@ from typing import Any
 import pytest
 
 from kvwatch.cli import main
-from kvwatch.detectors import hit_rate_low, no_signal, pinned_cache, prefix_reuse, write_only_offload
+from kvwatch.detectors import (
+    hit_rate_low,
+    no_signal,
+    pinned_cache,
+    prefix_cache_disabled,
+    prefix_reuse,
+    write_only_offload,
+)
 from kvwatch.model import (
     EngineFact,
     Event,
@@ -941,3 +948,35 @@ def test_pinned_cache_notes_never_hide_a_conversation_run(seed: int) -> None:
         assert found == _without_notes(windows, pinned_cache.detect, t, cfg), i
         fired.update(str(f.evidence["rule"]) for f in found)
     assert fired["conversation"]
+
+
+def _never_hits_plainly(windows: Windows, cfg: prefix_cache_disabled.Settings) -> list[str]:
+    """The sources prefix_cache_disabled's `never_hits` rule finds, as its text reads it (no precheck)."""
+    found = []
+    for source, win in sorted(windows.sources.items()):
+        points = windows.requests.get((("source", source),))
+        if win.facts.get("prefix_cache") != "enabled" or not points or len(points) < cfg.min_requests:
+            continue
+        recent = list(points)[-cfg.min_requests :]
+        if not any(p.cached for p in recent) and all(p.prompt >= cfg.min_prompt for p in recent):
+            found.append(source)
+    return found
+
+
+@pytest.mark.parametrize("seed", range(5))
+def test_prefix_cache_disabled_precheck_never_hides_a_finding(seed: int) -> None:
+    """The newest request's precheck leaves prefix_cache_disabled's never-hits verdict as reading the
+    recent requests finds it (cached or short requests rare or frequent, small or no minimums)."""
+    rng = random.Random(seed)
+    windows = Windows(max_requests=rng.choice((5, 50)))
+    windows.observe(EngineFact("o", T0, "prefix_cache", "enabled"))
+    hits, short, verdicts = rng.random() * 0.2, rng.random() * 0.2, Counter[bool]()
+    for i in range(600):
+        cached = rng.choice((0, 512)) if rng.random() < hits else 0
+        prompt = 100 if rng.random() < short else 4000
+        windows.observe(RequestRecord("o", T0 + i, prompt, cached))
+        cfg = prefix_cache_disabled.Settings(min_requests=rng.choice((0, 1, 5, 20)), min_prompt=1024)
+        found = [dict(f.labels)["source"] for f in prefix_cache_disabled.detect(windows, T0 + i, cfg)]
+        assert found == _never_hits_plainly(windows, cfg)
+        verdicts[bool(found)] += 1
+    assert verdicts[True] and verdicts[False]

@@ -265,7 +265,8 @@ def _no_run_since(points: Sequence[RequestPoint], tally: Tally, cfg: Settings, g
     if came > len(points) or not 0 < cfg.max_requests or len(tally.turns) > cfg.max_requests:
         return False
     first = tally.added - min(len(points), cfg.max_requests)
-    for name in {point.conversation for point in newest(points, came)} if came else ():
+    came_in = (points[-1],) if came == 1 else newest(points, came) if came else ()
+    for name in {point.conversation for point in came_in}:
         if name and len(_turn_run(tally.turns[name], first, group)) >= cfg.conversation_requests:
             return False
     note.added = tally.added

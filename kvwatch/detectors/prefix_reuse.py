@@ -243,7 +243,7 @@ def _still_healthy(points: Sequence[RequestPoint], tally: Tally, cfg: Settings) 
     if came > len(points):  # (more came than the group keeps: which left is not known)
         return False
     poor, wasted = note.poor, note.wasted
-    for point in newest(points, came) if came else ():
+    for point in (points[-1],) if came == 1 else newest(points, came) if came else ():
         if _poor(point, cfg):
             poor += point.prompt >= cfg.min_prompt
             wasted += point.prompt >= cfg.large_prompt
@@ -271,13 +271,13 @@ def detect(windows: Windows, now: float, cfg: Settings) -> list[Finding]:
         return []
     findings = []
     for labels, points in ordered(windows.requests):
+        tally = windows.tallies[labels]
+        if _still_healthy(points, tally, cfg):  # (first: nothing found either way, and it costs least)
+            continue
         if len(labels) != 1:
             continue
         source = dict(labels)["source"]
         if "server_requests" not in signals_of(windows.source(source).kind):
-            continue
-        tally = windows.tallies[labels]
-        if _still_healthy(points, tally, cfg):
             continue
         slots = windows.slots[labels]
         finding = _judge(source, points, cfg) or _waste(source, slots, cfg)
