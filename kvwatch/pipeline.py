@@ -80,7 +80,8 @@ class Pipeline:
             return []
         if time < self.next_tick:  # nearly every event (replay calls this per event): no tick is due
             return []
-        limit = max(self.book.resolve_after, self.settings.no_signal.silence) / self.tick_every + 2
+        resolve, silence = self.book.resolve_after, self.settings.no_signal.silence
+        limit = (silence if silence > resolve else resolve) / self.tick_every + 2  # (max(), without the call)
         alerts: list[Alert] = []
         idle = 0
         anywhere, inner = self._quiet()

@@ -20,12 +20,12 @@ from kvwatch.detectors import (
     prefix_cache_disabled,
     prefix_reuse,
     probe_prefix_miss,
-    stable,
     write_only_offload,
 )
 from kvwatch.detectors import hicache_storage_unused as hicache
 from kvwatch.detectors import offload_retrieve_failed as retrieve_failed
 from kvwatch.detectors.advice import advised
+from kvwatch.detectors.stable import NEVER
 from kvwatch.model import Finding
 from kvwatch.window import Windows
 
@@ -135,7 +135,7 @@ class Memo:
         #: The counters each half was last asked at (None: never), and the earliest `until` of its findings.
         self.rest: tuple[int, int] | None = None
         self.version: int | None = None
-        self.rest_until = self.version_until = stable.NEVER
+        self.rest_until = self.version_until = NEVER
         self._forget()
 
     def start(self, windows: Windows, settings: DetectorSettings) -> None:
@@ -155,7 +155,7 @@ class Memo:
         ]
         for i in range(len(DETECTORS)):
             if i not in asked:
-                self.found[i], self.until[i], self.keys[i] = [], stable.NEVER, None
+                self.found[i], self.until[i], self.keys[i] = [], NEVER, None
         self.others = tuple(step for step in _OTHERS if step[0] in asked)
         self.requests = tuple(step for step in _REQUESTS if step[0] in asked)
         self.shape, self.rest, self.version = windows.shape, None, None
@@ -165,10 +165,10 @@ class Memo:
         # Per detector, in DETECTORS' order: the counters its findings were found at (None: never
         # asked), their `until`, and the findings.
         self.keys: list[object] = [None] * len(DETECTORS)
-        self.until = [stable.NEVER] * len(DETECTORS)
+        self.until = [NEVER] * len(DETECTORS)
         self.found: list[list[Finding]] = [[] for _ in DETECTORS]
         self.rest = self.version = None
-        self.rest_until = self.version_until = stable.NEVER
+        self.rest_until = self.version_until = NEVER
         #: detect_all's last result: the windows' three counters, its `until`, the list.
         self.last: tuple[tuple[int, int, int], float, list[Finding]] | None = None
 
@@ -218,7 +218,8 @@ def detect_all(
     findings = advised([finding for kept in found for finding in kept], windows) if any(found) else []
     if last is not None and findings == last[2]:  # (the same findings: the same list, which says so)
         findings = last[2]
-    memo.last = (counters, min(memo.rest_until, memo.version_until), findings)
+    rest_until, version_until = memo.rest_until, memo.version_until
+    memo.last = (counters, rest_until if rest_until < version_until else version_until, findings)
     return findings
 
 
@@ -226,13 +227,14 @@ def _ask(plan: _Plan, windows: Windows, now: float, memo: Memo) -> float:
     """Ask the detectors of `plan` whose findings may have changed since the memo last asked them (at
     other counters, or past their `until`); the earliest `until` of their findings."""
     keys, untils, found, cfgs = memo.keys, memo.until, memo.found, memo.cfgs
-    soonest = stable.NEVER
+    soonest = NEVER
     for i, follows, detect, _, until in plan:
         key = follows(windows)
-        if keys[i] != key or now >= untils[i]:
+        held = untils[i]
+        if now >= held or keys[i] != key:
             cfg = cfgs[i]
             found[i] = detect(windows, now, cfg)
-            untils[i] = stable.NEVER if until is None else until(windows, now, cfg)
+            held = untils[i] = NEVER if until is None else until(windows, now, cfg)
             keys[i] = key
-        soonest = min(soonest, untils[i])
+        soonest = held if held < soonest else soonest
     return soonest
