@@ -126,7 +126,8 @@ class Tally:
             often[count] -= 1
         counts[cached] = count + 1
         often[count + 1] = often.get(count + 1, 0) + 1
-        self.top = max(self.top, count + 1)
+        if count >= self.top:  # (max(), without the call: it runs per request)
+            self.top = count + 1
 
     def remove(self, point: RequestPoint) -> None:
         """Count a point out (the group's oldest)."""

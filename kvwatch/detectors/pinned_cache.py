@@ -236,7 +236,8 @@ def _turn_run(turns: Sequence[tuple[int, RequestPoint]], first: int, cfg: Settin
     low = high = point.cached
     for back in range(len(turns) - 2, -1, -1):  # (a deque's ends are read in constant time)
         number, point = turns[back]
-        low, high = min(low, point.cached), max(high, point.cached)
+        cached = point.cached
+        low, high = cached if cached < low else low, cached if cached > high else high  # (min, max)
         if number < first or point.prompt >= run[-1].prompt or not _same(low, high, cfg):
             break
         run.append(point)
@@ -265,8 +266,14 @@ def _no_run_since(points: Sequence[RequestPoint], tally: Tally, cfg: Settings, g
     if came > len(points) or not 0 < cfg.max_requests or len(tally.turns) > cfg.max_requests:
         return False
     first = tally.added - min(len(points), cfg.max_requests)
-    came_in = (points[-1],) if came == 1 else newest(points, came) if came else ()
-    for name in {point.conversation for point in came_in}:
+    names = (
+        (points[-1].conversation,)
+        if came == 1
+        else {p.conversation for p in newest(points, came)}
+        if came
+        else ()
+    )
+    for name in names:
         if name and len(_turn_run(tally.turns[name], first, group)) >= cfg.conversation_requests:
             return False
     note.added = tally.added
