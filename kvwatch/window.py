@@ -177,6 +177,17 @@ class StatsPoint:
     rate_max: float = 0.0
     rate_last: float = 0.0
 
+    @classmethod
+    def of(cls, line: VllmStats) -> StatsPoint:
+        """`StatsPoint(line.time)` with `line` added, built at once (most points hold one line)."""
+        prompt, external, rate = line.prompt_throughput, line.external_hit, line.prefix_hit
+        point = cls(line.time, 1, array("d", (prompt,)), usage_last=line.kv_cache_usage)
+        if external is not None:
+            point.external_lines, point.external_max = 1, external
+        if rate is not None and prompt > 0:
+            point.rate_lines, point.rate_max, point.rate_last = 1, rate, rate
+        return point
+
     def add(self, line: VllmStats) -> None:
         """Take one more line of this time in."""
         self.lines += 1
@@ -363,8 +374,11 @@ class Windows:
             engine = window.engines.get(event.engine) or self._engine(window, event.engine)
             stats = engine.stats
             time = event.time
-            point = stats[-1] if stats and stats[-1].time == time else self._stats_point(engine, time)
-            point.add(event)
+            if stats and stats[-1].time == time:
+                point = stats[-1]
+                point.add(event)
+            else:
+                point = self._stats_point(engine, event)
             external = event.external_hit
             if external is not None and external > 0:
                 engine.external = point
@@ -431,14 +445,15 @@ class Windows:
         else:
             history.failure(event, self.horizon)
 
-    def _stats_point(self, engine: EngineWindow, time: float) -> StatsPoint:
-        """A new newest stats point at `time`; those that leave the count or the horizon dropped."""
+    def _stats_point(self, engine: EngineWindow, line: VllmStats) -> StatsPoint:
+        """A new newest stats point of `line`; those that leave the count or the horizon dropped."""
         stats = engine.stats
+        time = line.time
         if len(stats) == stats.maxlen:
             _drop(engine, stats)
         if stats and time < stats[-1].time:
             engine.disorder += 1
-        point = StatsPoint(time)
+        point = StatsPoint.of(line)
         stats.append(point)
         oldest = time - self.horizon
         while stats[0].time < oldest:  # (_drop inlined: a point leaves with nearly every new one)

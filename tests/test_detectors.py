@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import math
 import random
 from collections import Counter
 from collections.abc import Callable, Iterable
@@ -980,3 +981,18 @@ def test_prefix_cache_disabled_precheck_never_hides_a_finding(seed: int) -> None
         assert found == _never_hits_plainly(windows, cfg)
         verdicts[bool(found)] += 1
     assert verdicts[True] and verdicts[False]
+
+
+def test_a_stats_point_of_one_line_is_one_with_the_line_added() -> None:
+    """StatsPoint.of(line) holds what StatsPoint(line.time) holds after add(line) (random lines: fields
+    missing, zero, negative or NaN)."""
+    rng = random.Random(13)
+    values = (None, 0.0, -1.0, 0.4, 1.0, 250.0, math.nan)
+    for _ in range(3000):
+        prompt = rng.choice((0.0, -2.0, 3.5, 900.0, math.nan))
+        line = VllmStats(
+            "v", T0, "0", prompt, 5.0, 1, 0, rng.choice(values), rng.choice(values), rng.choice(values)
+        )
+        added = StatsPoint(line.time)
+        added.add(line)
+        assert repr(StatsPoint.of(line)) == repr(added)
