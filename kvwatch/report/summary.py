@@ -30,6 +30,8 @@ class SourceView:
     first: float | None = None
     last: float | None = None
     parts: dict[str, Any] = field(default_factory=dict)  # engine name -> its gathering (Engine.gather)
+    #: event type -> the observe of the part its engine owns, once found (parts are only added to)
+    gathers: dict[type, Callable[[Any], None]] = field(default_factory=dict, repr=False, compare=False)
 
 
 class Summary:
@@ -39,9 +41,6 @@ class Summary:
         self.sources: dict[str, SourceView] = {}
         self._owners: dict[type, Owner] = {}
         self._layers: dict[str, Layers] = {}  # source's engine -> the layers gathering unowned events
-        #: (source, event type) -> the observe of the gathering its engine owns (a source's parts are
-        #: only ever added to, so the one found first stays its own)
-        self._gathers: dict[tuple[str, type], Callable[[Any], None]] = {}
 
     @property
     def counts(self) -> dict[str, SourceCounts]:
@@ -65,7 +64,7 @@ class Summary:
         if view.last is None or time > view.last:
             view.last = time
         kind = type(event)
-        gather = self._gathers.get((event.source, kind))
+        gather = view.gathers.get(kind)
         if gather is not None:  # (nearly every event: its source's engine's gathering, found before)
             gather(event)
             return
@@ -75,7 +74,7 @@ class Summary:
             part = view.parts.get(name)
             if part is None:
                 part = view.parts[name] = start()
-            gather = self._gathers[event.source, kind] = part.observe
+            gather = view.gathers[kind] = part.observe
             gather(event)
             return
         layers = self._layers[view.engine] if view.engine in self._layers else self._layers_of(view.engine)
