@@ -57,8 +57,9 @@ class Pipeline:
         self.windows.observe(event)
         for observe in self.observers:
             observe(event)
-        if self.last_time is None or event.time > self.last_time:
-            self.last_time = event.time
+        time, last = event.time, self.last_time
+        if last is None or time > last:
+            self.last_time = time
 
     def forget(self, source: str) -> None:
         """Drop the series and windows of a source removed from the config (its alerts: LiveAlerts)."""

@@ -353,7 +353,7 @@ class Windows:
         window = self.sources.get(event.source)
         if window is None:
             window = self.source(event.source)
-        window.last_event = event.time
+        time = window.last_event = event.time
         known = self._owners.get(type(event))
         if known is None:
             kind = type(event)
@@ -373,7 +373,6 @@ class Windows:
             # (_engine's call only for a new engine: these two branches run for nearly every event)
             engine = window.engines.get(event.engine) or self._engine(window, event.engine)
             stats = engine.stats
-            time = event.time
             if stats and stats[-1].time == time:
                 point = stats[-1]
                 point.add(event)
@@ -390,7 +389,6 @@ class Windows:
         elif isinstance(event, VllmKvTransfer):
             engine = window.engines.get(event.engine) or self._engine(window, event.engine)
             kv = engine.kv
-            time = event.time
             spot = kv[-1] if kv and kv[-1].time == time else self._kv_point(engine, time)
             spot.add(event)
             if spot.load > 0:

@@ -19,7 +19,7 @@ from dataclasses import dataclass
 from itertools import takewhile
 
 from kvwatch.model import Finding
-from kvwatch.window import EngineWindow, SourceWindow, Windows
+from kvwatch.window import EngineWindow, SourceWindow, Windows, ordered
 
 CAUSE_HYBRID = (
     "The startup log shows KV groups excluded from offloading ({groups}). vLLM's OffloadingConnector "
@@ -278,11 +278,11 @@ def detect(windows: Windows, now: float, cfg: Settings) -> list[Finding]:
     if not cfg.enabled:
         return []
     findings = []
-    for source, win in sorted(windows.sources.items()):
+    for source, win in ordered(windows.sources):
         tier = _judge_tier(source, win, cfg) if win.offload is not None else None
         if tier is not None:
             findings.append(tier)
-        for engine, eng in sorted(win.engines.items()):
+        for engine, eng in ordered(win.engines):
             if _clear(eng, cfg):  # the common verdict, without _judge's call
                 continue
             finding = _judge(source, engine, eng, win, now=now, cfg=cfg)
