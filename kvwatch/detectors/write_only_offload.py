@@ -122,15 +122,16 @@ def _cleared(eng: EngineWindow, cfg: Settings) -> bool:
     return False
 
 
-def _cleared_in_order(eng: EngineWindow, cfg: Settings) -> bool:
-    """_cleared's verdict for an engine whose stats and KV points are each in time order (as
-    Windows.observe keeps them, with the newest that loaded and the newest with an External hit).
+def _clear(eng: EngineWindow, cfg: Settings) -> bool:
+    """_cleared's verdict, from the engine's marks while its stats and KV points are each in time
+    order (as Windows.observe keeps them, with the newest that loaded and the newest with an External
+    hit; out of order: _cleared's walks).
 
     In time order, the walks' "a load or an External hit at or after the oldest busy line" holds
     exactly when the newer of those two marks is at or after it: so only the stats points after that
     mark are counted, and a healthy tier has a few of them (not `min_intervals`, nor the KV walk)."""
     loaded, external = eng.loaded, eng.external
-    if loaded is not None and loaded.load <= 0:  # (negative bytes took its load back: walk instead)
+    if eng.disorder or (loaded is not None and loaded.load <= 0):  # (negative bytes took a load back)
         return _cleared(eng, cfg)
     if cfg.min_intervals < 1:
         return False
@@ -157,11 +158,6 @@ def _cleared_in_order(eng: EngineWindow, cfg: Settings) -> bool:
                 if count == wanted:
                     return False
     return True
-
-
-def _clear(eng: EngineWindow, cfg: Settings) -> bool:
-    """_cleared's verdict, from the engine's marks while its points are in time order."""
-    return _cleared_in_order(eng, cfg) if not eng.disorder else _cleared(eng, cfg)
 
 
 def _judge(
