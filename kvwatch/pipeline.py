@@ -57,8 +57,9 @@ class Pipeline:
         self.windows.observe(event)
         for observe in self.observers:
             observe(event)
-        if self.last_time is None or event.time > self.last_time:
-            self.last_time = event.time
+        time, last = event.time, self.last_time
+        if last is None or time > last:
+            self.last_time = time
 
     def forget(self, source: str) -> None:
         """Drop the series and windows of a source removed from the config (its alerts: LiveAlerts)."""
@@ -80,7 +81,8 @@ class Pipeline:
             return []
         if time < self.next_tick:  # nearly every event (replay calls this per event): no tick is due
             return []
-        limit = max(self.book.resolve_after, self.settings.no_signal.silence) / self.tick_every + 2
+        resolve, silence = self.book.resolve_after, self.settings.no_signal.silence
+        limit = (silence if silence > resolve else resolve) / self.tick_every + 2  # (max(), without the call)
         alerts: list[Alert] = []
         idle = 0
         anywhere, inner = self._quiet()
@@ -94,7 +96,8 @@ class Pipeline:
                 break
             if not self.next_tick < (inner if idle and following <= time else anywhere):
                 alerts.extend(self.tick(self.next_tick))
-                anywhere, inner = self._quiet()
+                if following <= time:  # (another grid point is due in this call)
+                    anywhere, inner = self._quiet()
             self.next_tick = following
             idle += 1
         return alerts

@@ -62,7 +62,8 @@ def newest(points: Sequence[RequestPoint], count: int) -> list[RequestPoint]:
     size = len(points)
     if count <= 0 or size <= count:
         return list(points)[-count:]
-    return list(islice(points, size - count, None))
+    # (read from the newest end: islice from the oldest would step over every point before them)
+    return list(islice(reversed(points), count))[::-1]
 
 
 def ordered(mapping: Mapping[K, V]) -> list[tuple[K, V]]:
@@ -96,18 +97,24 @@ class Tally:
     often: dict[int, int] = field(default_factory=dict)  # count -> how many lengths occur that often
     top: int = 0
     conversations: int = 0
-    #: conversation -> its kept points, oldest first, each with its number (`added` when it came)
+    #: conversation -> its kept points, oldest first, each with its number (`added` when it came); the
+    #: conversations in the order of their newest points
     turns: dict[str, deque[tuple[int, RequestPoint]]] = field(default_factory=dict)
     added: int = 0  # points counted in since the last clear (the next point's number)
+    #: What a request detector noted of the group at its last full judgement, by its name (each says
+    #: what its note holds and why it stays true as points come): dropped with the points.
+    notes: dict[str, object] = field(default_factory=dict)
 
     def add(self, point: RequestPoint) -> None:
         """Count a point in (the group's newest)."""
         name = point.conversation
         if name:
             self.conversations += 1
-            turns = self.turns.get(name)
+            # (moved to the end: `turns` stays in the order of each conversation's newest turn)
+            turns = self.turns.pop(name, None)
             if turns is None:
-                turns = self.turns[name] = deque()
+                turns = deque()
+            self.turns[name] = turns
             turns.append((self.added, point))
         self.added += 1
         cached = point.cached
@@ -119,7 +126,8 @@ class Tally:
             often[count] -= 1
         counts[cached] = count + 1
         often[count + 1] = often.get(count + 1, 0) + 1
-        self.top = max(self.top, count + 1)
+        if count >= self.top:  # (max(), without the call: it runs per request)
+            self.top = count + 1
 
     def remove(self, point: RequestPoint) -> None:
         """Count a point out (the group's oldest)."""
@@ -149,6 +157,7 @@ class Tally:
         self.counts.clear()
         self.often.clear()
         self.turns.clear()
+        self.notes.clear()
         self.top = self.conversations = self.added = 0
 
 
@@ -167,6 +176,17 @@ class StatsPoint:
     rate_lines: int = 0
     rate_max: float = 0.0
     rate_last: float = 0.0
+
+    @classmethod
+    def of(cls, line: VllmStats) -> StatsPoint:
+        """`StatsPoint(line.time)` with `line` added, built at once (most points hold one line)."""
+        prompt, external, rate = line.prompt_throughput, line.external_hit, line.prefix_hit
+        point = cls(line.time, 1, array("d", (prompt,)), usage_last=line.kv_cache_usage)
+        if external is not None:
+            point.external_lines, point.external_max = 1, external
+        if rate is not None and prompt > 0:
+            point.rate_lines, point.rate_max, point.rate_last = 1, rate, rate
+        return point
 
     def add(self, line: VllmStats) -> None:
         """Take one more line of this time in."""
@@ -225,6 +245,12 @@ class EngineWindow:
     kv: deque[KvPoint] = field(default_factory=lambda: deque(maxlen=MAX_POINTS))
     store_total: int = 0
     load_total: int = 0
+    #: Kept by Windows.observe for write_only_offload: how many adjacent points (of stats, of kv) are out
+    #: of time order (0: both strictly increasing), the newest kv point that loaded bytes and the newest
+    #: stats point with an External prefix cache hit rate above 0 (None: none kept).
+    disorder: int = 0
+    loaded: KvPoint | None = None
+    external: StatsPoint | None = None
 
 
 @dataclass
@@ -245,6 +271,27 @@ class SourceWindow:
     offload: OffloadHistory | None = None  # an external tier's (offload layer's) history, once it logs
 
 
+def _turns(last: VllmStats, line: VllmStats) -> bool:
+    """Whether a stats line after `last` reads otherwise as no_signal reads a source's last one: with
+    prompt throughput, or idle (neither throughput above 0)."""
+    prompt, generation = line.prompt_throughput, line.generation_throughput
+    before, then = last.prompt_throughput, last.generation_throughput
+    return (prompt > 0) is not (before > 0) or (prompt <= 0 and generation <= 0) is not (
+        before <= 0 and then <= 0
+    )
+
+
+def _drop(engine: EngineWindow, points: deque[StatsPoint] | deque[KvPoint]) -> None:
+    """Drop the oldest of an engine's stats or KV points, keeping its order count and newest marks."""
+    gone = points.popleft()
+    if points and gone.time > points[0].time:
+        engine.disorder -= 1
+    if gone is engine.loaded:  # (the newest that loaded: none kept after it loaded either)
+        engine.loaded = None
+    elif gone is engine.external:
+        engine.external = None
+
+
 class Windows:
     """All sources' windows, fed with events in event-time order."""
 
@@ -258,14 +305,23 @@ class Windows:
         #: What each group's points come to (kept as they come and go).
         self.tallies: dict[Labels, Tally] = {}
         self.usage: dict[tuple[str, str], deque[UsageRecord]] = {}
+        #: The sources that logged a cache tier's prefetch or an offload layer's line: those whose
+        #: windows may hold prefetches or offload history (what the cache-tier detectors read).
+        self.tiers: set[str] = set()
         #: Changes whenever a request group or a source's kind or facts change: what the request detectors
         #: read (kvwatch.detectors.Memo keeps their findings while it stays the same).
         self.version = 0
-        #: Changes whenever the set of sources or a source's kind or facts change (a restart too).
+        #: Changes whenever the set of sources or a source's kind or facts change (a restart too), and
+        #: whenever a request or usage group or a source's cache tier first shows up (so the attributes
+        #: detectors read their subjects from turn empty or not only as it moves).
         self.shape = 0
         #: Changes whenever anything else the detectors read changes: an engine's stats and KV points,
         #: a source's last stats line, request tallies, prefetches, offload history, usage records.
         self.changes = 0
+        #: Changes whenever something no_signal reads changes besides the shape and event time (and with
+        #: `changes`): a source's first stats line, one that turns it busy or idle (see `_turns`) or
+        #: goes back in time, its request counts, its prefetches.
+        self.signals = 0
         # event type -> (the engine that makes it ("": none), whether a window keeps something of it)
         self._owners: dict[type, tuple[str, bool]] = {}
 
@@ -284,6 +340,7 @@ class Windows:
         self.shape += 1
         self.changes += 1
         self.sources.pop(source, None)
+        self.tiers.discard(source)
         for labels in [k for k in self.requests if dict(k).get("source") == source]:
             del self.requests[labels]
             self.slots.pop(labels, None)
@@ -296,7 +353,7 @@ class Windows:
         window = self.sources.get(event.source)
         if window is None:
             window = self.source(event.source)
-        window.last_event = event.time
+        time = window.last_event = event.time
         known = self._owners.get(type(event))
         if known is None:
             kind = type(event)
@@ -316,25 +373,26 @@ class Windows:
             # (_engine's call only for a new engine: these two branches run for nearly every event)
             engine = window.engines.get(event.engine) or self._engine(window, event.engine)
             stats = engine.stats
-            time = event.time
-            if not stats or stats[-1].time != time:
-                stats.append(StatsPoint(time))
-                oldest = time - self.horizon
-                while stats[0].time < oldest:  # drop what left the horizon
-                    stats.popleft()
-            stats[-1].add(event)
+            if stats and stats[-1].time == time:
+                point = stats[-1]
+                point.add(event)
+            else:
+                point = self._stats_point(engine, event)
+            external = event.external_hit
+            if external is not None and external > 0:
+                engine.external = point
+            last = window.last_stats
+            if last is None or time < last.time or _turns(last, event):
+                self.signals += 1
             window.last_stats = event
             self.changes += 1
         elif isinstance(event, VllmKvTransfer):
             engine = window.engines.get(event.engine) or self._engine(window, event.engine)
             kv = engine.kv
-            time = event.time
-            if not kv or kv[-1].time != time:
-                kv.append(KvPoint(time))
-                oldest = time - self.horizon
-                while kv[0].time < oldest:
-                    kv.popleft()
-            kv[-1].add(event)
+            spot = kv[-1] if kv and kv[-1].time == time else self._kv_point(engine, time)
+            spot.add(event)
+            if spot.load > 0:
+                engine.loaded = spot
             engine.store_total += event.store_bytes or 0
             engine.load_total += event.load_bytes or 0
             self.changes += 1
@@ -350,6 +408,10 @@ class Windows:
         elif isinstance(event, CachePrefetch):
             prefetches = window.prefetches
             prefetches.append(event)
+            self.signals += 1
+            if event.source not in self.tiers:
+                self.tiers.add(event.source)
+                self.shape += 1
             oldest = event.time - self.horizon
             while prefetches and prefetches[0].time < oldest:
                 prefetches.popleft()
@@ -371,12 +433,52 @@ class Windows:
         history = window.offload
         if history is None:
             history = window.offload = OffloadHistory()
+            if event.source not in self.tiers:
+                self.tiers.add(event.source)
+                self.shape += 1
         if isinstance(event, OffloadTransfer):
             history.transfer(event, self.horizon)
         elif isinstance(event, OffloadLookup):
             history.lookup(event, self.horizon)
         else:
             history.failure(event, self.horizon)
+
+    def _stats_point(self, engine: EngineWindow, line: VllmStats) -> StatsPoint:
+        """A new newest stats point of `line`; those that leave the count or the horizon dropped."""
+        stats = engine.stats
+        time = line.time
+        if len(stats) == stats.maxlen:
+            _drop(engine, stats)
+        if stats and time < stats[-1].time:
+            engine.disorder += 1
+        point = StatsPoint.of(line)
+        stats.append(point)
+        oldest = time - self.horizon
+        while stats[0].time < oldest:  # (_drop inlined: a point leaves with nearly every new one)
+            gone = stats.popleft()
+            if gone.time > stats[0].time:
+                engine.disorder -= 1
+            if gone is engine.external:
+                engine.external = None
+        return point
+
+    def _kv_point(self, engine: EngineWindow, time: float) -> KvPoint:
+        """A new newest KV point at `time`; those that leave the count or the horizon dropped."""
+        kv = engine.kv
+        if len(kv) == kv.maxlen:
+            _drop(engine, kv)
+        if kv and time < kv[-1].time:
+            engine.disorder += 1
+        point = KvPoint(time)
+        kv.append(point)
+        oldest = time - self.horizon
+        while kv[0].time < oldest:  # (as in _stats_point)
+            gone = kv.popleft()
+            if gone.time > kv[0].time:
+                engine.disorder -= 1
+            if gone is engine.loaded:
+                engine.loaded = None
+        return point
 
     @staticmethod
     def _engine(window: SourceWindow, name: str) -> EngineWindow:
@@ -396,12 +498,15 @@ class Windows:
         if basis == "exact":
             window.exact_requests += 1
             self.changes += 1
+            self.signals += 1
         elif basis == "joined":
             window.joined_requests += 1
             self.changes += 1
+            self.signals += 1
         elif basis == "derived":
             window.derived_requests += 1
             self.changes += 1
+            self.signals += 1
         if record is not None:
             self._record(record)
 
@@ -426,6 +531,7 @@ class Windows:
         points = self.requests.get(labels)
         if points is None:
             points = self.requests[labels] = deque(maxlen=self.max_requests)
+            self.shape += 1
             self.slots[labels] = {}
             self.tallies[labels] = Tally()
         slots = self.slots[labels]
@@ -461,6 +567,7 @@ class Windows:
                 stale = min(self.usage, key=lambda k: self.usage[k][-1].time if self.usage[k] else 0.0)
                 del self.usage[stale]
             records = self.usage[key] = deque(maxlen=MAX_USAGE)
+            self.shape += 1
         records.append(event)
         oldest = event.time - self.horizon
         while records and records[0].time < oldest:

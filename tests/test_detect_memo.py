@@ -3,6 +3,7 @@ the detectors whose verdicts move with event time alone (their `until`) included
 
 from __future__ import annotations
 
+import math
 import random
 from dataclasses import replace
 
@@ -11,6 +12,7 @@ from prometheus_client import CollectorRegistry
 
 from kvwatch.alerts import AlertBook
 from kvwatch.detectors import (
+    DETECTORS,
     DetectorSettings,
     Memo,
     detect_all,
@@ -19,7 +21,8 @@ from kvwatch.detectors import (
     no_signal,
     offload_retrieve_failed,
 )
-from kvwatch.detectors.stable import before
+from kvwatch.detectors.advice import advised
+from kvwatch.detectors.stable import NEVER, before
 from kvwatch.metrics import Metrics
 from kvwatch.model import (
     Alert,
@@ -27,7 +30,9 @@ from kvwatch.model import (
     EngineFact,
     Event,
     Finding,
+    LlamaRequest,
     OffloadFailure,
+    RequestRecord,
     ServerRestart,
     UsageRecord,
     VllmKvTransfer,
@@ -106,6 +111,106 @@ def test_a_memo_changes_no_tick_of_the_timed_detectors() -> None:
             if rng.random() < 0.002:
                 windows.forget(rng.choice(("v", "s", "o", "g")))
     assert {"no_signal", "hicache_storage_unused", "offload_retrieve_failed", "prefix_hit_rate_low"} <= fired
+
+
+@pytest.mark.parametrize("seed", range(10))
+def test_a_detector_not_asked_finds_nothing_at_any_time(seed: int) -> None:
+    """A detector switched off, or whose `reads` is empty (say, the cache-tier ones on sources that logged
+    no tier), finds nothing and its findings hold forever: at every tick of sessions with some sources
+    left out and settings that change, asked anyway, it says so; detect_all's findings are those of
+    every detector asked."""
+    rng = random.Random(seed)
+    left_out = set(rng.sample(["v", "s", "o", "g"], rng.randrange(1, 4)))
+    windows, memo, skipped, fired = Windows(), Memo(), set(), set()
+    off = {
+        detector.name: replace(getattr(DetectorSettings(), detector.name), enabled=False)
+        for detector in DETECTORS
+    }
+    every = [*SETTINGS, DetectorSettings(**dict(rng.sample(sorted(off.items()), 5)))]
+    now, chosen = T0, every[seed % len(every)]
+    start = rng.uniform(0, 20000)  # (requests of a pinned cached length, which pinned_cache_length finds)
+    session = [EngineFact("l", T0, "version", "b1"), *timed_session(rng, 600)] + [
+        RequestRecord("l", T0 + start + 5 * n, 2000 + 300 * n, 1024) for n in range(40)
+    ]
+    for event in sorted(session, key=lambda e: e.time):
+        while now + 10 <= event.time:
+            now += 10
+            asked = []
+            for detector in DETECTORS:
+                cfg = getattr(chosen, detector.name)
+                found = detector.detect(windows, now, cfg)
+                asked += found
+                if not getattr(windows, detector.reads) or not cfg.enabled:  # (at this tick and every one)
+                    skipped.add(detector.name)
+                    assert found == []
+                if not cfg.enabled:
+                    assert detector.until is None or detector.until(windows, now, cfg) == NEVER
+            assert advised(asked, windows) == detect_all(windows, now, chosen, memo)
+            fired |= {f.alert for f in asked}
+        if event.source not in left_out:
+            windows.observe(event)
+        if rng.random() < 0.002:
+            windows.forget(rng.choice(("v", "s", "o", "g", "l")))
+        if rng.random() < 0.01:
+            chosen = rng.choice(every)
+    assert skipped and "pinned_cache_length" in fired
+
+
+def blind_session(rng: random.Random, count: int) -> list[Event]:
+    """What no_signal reads, moving: vLLM stats lines busy, idle, with only one throughput or NaN,
+    now and then back in time; its stats switched off and on, an LMCache connector; llama.cpp requests
+    derived and exact; an SGLang storage tier's prefetches; restarts."""
+    events: list[Event] = [EngineFact("s", T0, "cache_storage_backend", "file")]
+    t = 0.0
+    for i in range(count):
+        t += rng.choice((0.0, 3.0, 10.0, 10.0, 45.0, 130.0, 310.0))
+        pick = rng.random()
+        if pick < 0.5:
+            prompt, generation = rng.choice(((900.0, 50.0), (0.0, 0.0), (0.0, 50.0), (900.0, 0.0)))
+            if rng.random() < 0.05:
+                prompt = math.nan
+            back = rng.choice((60.0, 400.0)) if rng.random() < 0.1 else 0.0  # (a line out of time order)
+            events.append(VllmStats("v", T0 + t - back, "0", prompt, generation, 2, 0, 0.3, 0.1, 0.0))
+        elif pick < 0.6:
+            key, value = rng.choice(
+                (
+                    ("connector", "LMCacheConnectorV1"),
+                    ("connector", "OffloadingConnector"),
+                    ("stats_disabled", "--disable-log-stats"),
+                    ("api_server_count", rng.choice(("1", "2", ""))),
+                )
+            )
+            events.append(EngineFact("v", T0 + t, key, value))
+        elif pick < 0.85:
+            derived = rng.random() < 0.8
+            events.append(LlamaRequest("l", T0 + t, 0, i, 900, 100, 800, "lcp", derived=derived))
+        elif pick < 0.95:
+            events.append(CachePrefetch("s", T0 + t, "storage", "dropped", 512))
+        else:
+            events.append(
+                ServerRestart(rng.choice(("v", "l", "s")), T0 + t, rng.choice(("vllm", "llamacpp")))
+            )
+    return events
+
+
+@pytest.mark.parametrize("seed", range(6))
+def test_no_signal_is_asked_again_whenever_what_it_reads_moves(seed: int) -> None:
+    """no_signal follows Windows.signals (not every change): at every tick its findings with the memo
+    are those without, stats lines out of time order and NaN throughputs included."""
+    rng = random.Random(seed)
+    windows, memo = Windows(), Memo()
+    settings = [DetectorSettings(), DetectorSettings(no_signal=no_signal.Settings(silence=45.0))]
+    chosen, now, seen = settings[seed % 2], T0, set()
+    for event in blind_session(rng, 1500):
+        while now + 10 <= event.time:
+            now += 10
+            expected = detect_all(windows, now, chosen)
+            assert expected == detect_all(windows, now, chosen, memo), now
+            seen |= {(f.labels, f.summary[:20]) for f in expected if f.alert == "no_signal"}
+        windows.observe(event)
+        if rng.random() < 0.005:
+            chosen = rng.choice(settings)
+    assert len(seen) >= 5
 
 
 class Unmemoised(Pipeline):

@@ -2,18 +2,30 @@
 
 from __future__ import annotations
 
+import math
 import random
 from collections import Counter
+from collections.abc import Callable, Iterable
 from dataclasses import replace
+from itertools import pairwise
 from pathlib import Path
+from typing import Any
 
 import pytest
 
 from kvwatch.cli import main
-from kvwatch.detectors import hit_rate_low, no_signal, pinned_cache, prefix_reuse, write_only_offload
+from kvwatch.detectors import (
+    hit_rate_low,
+    no_signal,
+    pinned_cache,
+    prefix_cache_disabled,
+    prefix_reuse,
+    write_only_offload,
+)
 from kvwatch.model import (
     EngineFact,
     Event,
+    Finding,
     LlamaRequest,
     RequestRecord,
     ServerRestart,
@@ -21,7 +33,7 @@ from kvwatch.model import (
     VllmKvTransfer,
     VllmStats,
 )
-from kvwatch.window import RequestPoint, Windows
+from kvwatch.window import KvPoint, RequestPoint, StatsPoint, Windows
 
 T0 = 1_787_000_000.0
 
@@ -269,6 +281,8 @@ def test_a_groups_tally_is_a_count_of_its_points() -> None:
                 counts = Counter(p.cached for p in points if p.cached > 0)
                 assert max(counts.values(), default=0) == tally.top
                 assert sum(bool(p.conversation) for p in points) == tally.conversations
+                newest = [turns[-1][0] for turns in tally.turns.values()]
+                assert newest == sorted(newest)
 
 
 def test_prefix_reuse_prechecks_never_hide_a_finding() -> None:
@@ -796,3 +810,189 @@ def test_write_only_offload_cleared_is_the_walks_verdict(seed: int) -> None:
         assert expected == write_only_offload._cleared(eng, cfg)
         verdicts.add(expected)
     assert verdicts == {True, False}
+
+
+def _inversions(points: Iterable[StatsPoint] | Iterable[KvPoint]) -> int:
+    """How many adjacent points of a deque are out of time order."""
+    return sum(1 for a, b in pairwise(points) if b.time < a.time)
+
+
+@pytest.mark.parametrize("seed", range(30))
+def test_write_only_offload_in_order_verdict_is_the_walks(monkeypatch: pytest.MonkeyPatch, seed: int) -> None:
+    """Engines fed through Windows.observe (lines in time order or not, several a second, loads and
+    External hits rare or frequent, points leaving by the horizon and by the count, restarts): the
+    order count and the newest marks the windows keep are right, and write_only_offload's verdict
+    from them is the three walks' at every line."""
+    import kvwatch.window
+
+    rng = random.Random(seed)
+    monkeypatch.setattr(kvwatch.window, "MAX_POINTS", rng.choice((6, 40, 4096)))
+    windows = Windows(horizon=rng.choice((60.0, 400.0, 3600.0)))
+    cfgs = [
+        write_only_offload.Settings(min_intervals=n, min_prompt_throughput=p)
+        for n in (0, 1, 3, 24)
+        for p in (1.0, 100.0)
+    ]
+    loads, hits, shuffled = rng.random() * 0.3, rng.random() * 0.2, rng.random() < 0.3
+    time, verdicts = T0, set()
+    for _ in range(600):
+        time += rng.uniform(-40, 30) if shuffled and rng.random() < 0.3 else rng.choice((0.0, 1.0, 10.0))
+        engine = rng.choice(("0", "0", "1"))
+        pick = rng.random()
+        if pick < 0.5:
+            external = rng.choice((None, 0.0, 0.0, -1.0)) if rng.random() >= hits else 12.5
+            windows.observe(stats(time, rng.choice((0.0, 0.5, 1.0, 200.0, 3000.0)), external, engine))
+        elif pick < 0.995:
+            load = rng.choice((0, None)) if rng.random() >= loads else rng.choice((4096, -4096))
+            windows.observe(kv(time, rng.choice((2_500_000_000, None)), load, engine))
+        else:
+            windows.observe(ServerRestart("v", time, "vllm"))
+        for eng in windows.sources["v"].engines.values():
+            assert eng.disorder == _inversions(eng.stats) + _inversions(eng.kv)
+            loaded = [k for k in eng.kv if k.load > 0]
+            if eng.loaded is None:
+                assert not loaded
+            elif eng.loaded.load > 0:
+                assert eng.loaded is loaded[-1]
+            else:  # (negative bytes took its load back: the verdict walks then)
+                assert any(k is eng.loaded for k in eng.kv)
+            hit = [s for s in eng.stats if s.external_lines and s.external_max > 0]
+            assert eng.external is (hit[-1] if hit else None)
+            assert all(isinstance(p, StatsPoint) for p in eng.stats)
+            assert all(isinstance(k, KvPoint) for k in eng.kv)
+            for cfg in cfgs:
+                expected = _cleared_by_walking(eng, cfg)
+                assert write_only_offload._clear(eng, cfg) == expected
+                verdicts.add((expected, eng.disorder == 0))
+    assert (True, True) in verdicts and (False, True) in verdicts
+
+
+def _without_notes(
+    windows: Windows, detect: Callable[[Windows, float, Any], list[Finding]], now: float, cfg: object
+) -> list[Finding]:
+    """What `detect` finds judging every group in full (the tallies' notes put aside meanwhile)."""
+    kept = {labels: tally.notes for labels, tally in windows.tallies.items()}
+    for tally in windows.tallies.values():
+        tally.notes = {}
+    try:
+        return detect(windows, now, cfg)
+    finally:
+        for labels, notes in kept.items():
+            windows.tallies[labels].notes = notes
+
+
+@pytest.mark.parametrize("seed", range(8))
+def test_prefix_reuse_notes_never_hide_a_finding(seed: int) -> None:
+    """prefix_reuse_broken with its notes (a group found healthy is judged again only when the points
+    since could make it fire) finds after every request what judging every group in full finds:
+    phases of broken, pinned and healthy reuse on several slots, large and small prompts, restarts,
+    groups that keep fewer points than the rules read, settings that change."""
+    rng = random.Random(seed)
+    windows = Windows(max_requests=rng.choice((4, 20, 500)))
+    configs = [
+        prefix_reuse.Settings(),
+        prefix_reuse.Settings(requests=4, waste_requests=2, large_prompt=3000, min_prompt=1500),
+        prefix_reuse.Settings(requests=1, waste_requests=1, min_share=0.5),
+        prefix_reuse.Settings(requests=9, max_reuse=0.3),
+    ]
+    cfg, fired = rng.choice(configs), Counter[str]()
+    for logged in random_session(rng, 1500):
+        event = logged
+        if isinstance(logged, LlamaRequest) and rng.random() < 0.3:
+            event = replace(logged, prompt_tokens=rng.choice((100, 2000, 5000, 30000)))
+        windows.observe(event)
+        if rng.random() < 0.02:
+            cfg = rng.choice(configs)
+        found = prefix_reuse.detect(windows, event.time, cfg)
+        assert found == _without_notes(windows, prefix_reuse.detect, event.time, cfg)
+        fired.update(str(f.evidence["rule"]) for f in found)
+    assert fired["share"] and fired["waste"]
+
+
+@pytest.mark.parametrize("seed", range(8))
+def test_pinned_cache_notes_never_hide_a_conversation_run(seed: int) -> None:
+    """pinned_cache_length with its notes (a group without a long enough run is judged again only for
+    the conversations of the points since) finds after every request what judging every group in full
+    finds: conversations pinned and healthy, interleaved, slots, restarts, block sizes, groups that keep
+    few points, settings that change."""
+    rng = random.Random(seed)
+    windows = Windows(max_requests=rng.choice((6, 40, 500)))
+    configs = [
+        pinned_cache.Settings(),
+        pinned_cache.Settings(max_requests=8, conversation_requests=2),
+        pinned_cache.Settings(max_requests=3, same_within=40),
+        pinned_cache.Settings(block_size=16, conversation_requests=4),
+    ]
+    cfg, fired = rng.choice(configs), Counter[str]()
+    prompts: dict[str, int] = {}
+    pinned: dict[str, int] = {}
+    t = T0
+    for i in range(1500):
+        t += rng.choice((0.0, 5.0, 30.0))
+        name = rng.choice(("a", "b", "c", "d", "e", "f", ""))
+        if rng.random() < 0.1:
+            pinned[name] = rng.choice((0, 512, 1024)) if name not in pinned else pinned.pop(name)
+        prompts[name] = prompts.get(name, 800) + rng.choice((300, 600, -100)) if rng.random() < 0.95 else 800
+        cached = pinned.get(name) or max(0, prompts[name] - rng.choice((20, 300, 2000)))
+        cached += rng.choice((0, 0, 0, 1, 3))
+        pick = rng.random()
+        if pick < 0.01:
+            windows.observe(ServerRestart("l", t, "llamacpp"))
+        elif pick < 0.03:
+            windows.observe(EngineFact("l", t, "block_size", rng.choice(("16", "64"))))
+        else:
+            slot = rng.choice((0, 1))
+            windows.observe(RequestRecord("l", t, prompts[name], cached, slot=slot, conversation=name))
+        if rng.random() < 0.02:
+            cfg = rng.choice(configs)
+        found = pinned_cache.detect(windows, t, cfg)
+        assert found == _without_notes(windows, pinned_cache.detect, t, cfg), i
+        fired.update(str(f.evidence["rule"]) for f in found)
+    assert fired["conversation"]
+
+
+def _never_hits_plainly(windows: Windows, cfg: prefix_cache_disabled.Settings) -> list[str]:
+    """The sources prefix_cache_disabled's `never_hits` rule finds, as its text reads it (no precheck)."""
+    found = []
+    for source, win in sorted(windows.sources.items()):
+        points = windows.requests.get((("source", source),))
+        if win.facts.get("prefix_cache") != "enabled" or not points or len(points) < cfg.min_requests:
+            continue
+        recent = list(points)[-cfg.min_requests :]
+        if not any(p.cached for p in recent) and all(p.prompt >= cfg.min_prompt for p in recent):
+            found.append(source)
+    return found
+
+
+@pytest.mark.parametrize("seed", range(5))
+def test_prefix_cache_disabled_precheck_never_hides_a_finding(seed: int) -> None:
+    """The newest request's precheck leaves prefix_cache_disabled's never-hits verdict as reading the
+    recent requests finds it (cached or short requests rare or frequent, small or no minimums)."""
+    rng = random.Random(seed)
+    windows = Windows(max_requests=rng.choice((5, 50)))
+    windows.observe(EngineFact("o", T0, "prefix_cache", "enabled"))
+    hits, short, verdicts = rng.random() * 0.2, rng.random() * 0.2, Counter[bool]()
+    for i in range(600):
+        cached = rng.choice((0, 512)) if rng.random() < hits else 0
+        prompt = 100 if rng.random() < short else 4000
+        windows.observe(RequestRecord("o", T0 + i, prompt, cached))
+        cfg = prefix_cache_disabled.Settings(min_requests=rng.choice((0, 1, 5, 20)), min_prompt=1024)
+        found = [dict(f.labels)["source"] for f in prefix_cache_disabled.detect(windows, T0 + i, cfg)]
+        assert found == _never_hits_plainly(windows, cfg)
+        verdicts[bool(found)] += 1
+    assert verdicts[True] and verdicts[False]
+
+
+def test_a_stats_point_of_one_line_is_one_with_the_line_added() -> None:
+    """StatsPoint.of(line) holds what StatsPoint(line.time) holds after add(line) (random lines: fields
+    missing, zero, negative or NaN)."""
+    rng = random.Random(13)
+    values = (None, 0.0, -1.0, 0.4, 1.0, 250.0, math.nan)
+    for _ in range(3000):
+        prompt = rng.choice((0.0, -2.0, 3.5, 900.0, math.nan))
+        line = VllmStats(
+            "v", T0, "0", prompt, 5.0, 1, 0, rng.choice(values), rng.choice(values), rng.choice(values)
+        )
+        added = StatsPoint(line.time)
+        added.add(line)
+        assert repr(StatsPoint.of(line)) == repr(added)

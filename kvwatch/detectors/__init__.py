@@ -6,6 +6,7 @@ import dataclasses
 import math
 from collections.abc import Callable
 from dataclasses import dataclass, field
+from operator import attrgetter
 from typing import Any
 
 from kvwatch.detectors import (
@@ -19,12 +20,12 @@ from kvwatch.detectors import (
     prefix_cache_disabled,
     prefix_reuse,
     probe_prefix_miss,
-    stable,
     write_only_offload,
 )
 from kvwatch.detectors import hicache_storage_unused as hicache
 from kvwatch.detectors import offload_retrieve_failed as retrieve_failed
 from kvwatch.detectors.advice import advised
+from kvwatch.detectors.stable import NEVER
 from kvwatch.model import Finding
 from kvwatch.window import Windows
 
@@ -71,14 +72,18 @@ class Detector:
 
     name: str  # its settings field
     detect: Callable[[Windows, float, Any], list[Finding]]
-    #: The Windows attribute it reads its subjects from (empty: it finds nothing and is not asked).
+    #: A Windows attribute that holds its subjects or names them (empty: it finds nothing and its
+    #: findings hold forever, so it is not asked).
     reads: str
     #: Whether it reads request groups (its findings then follow Windows.version; else Windows.shape
-    #: and Windows.changes, which cover everything else a detector reads).
+    #: and `follows`).
     requests: bool
     #: `until(windows, now, cfg)`: the event time before which, the windows unchanged, its findings stay
     #: those at `now` (kvwatch.detectors.stable); None for a detector that never reads `now`.
     until: Callable[[Windows, float, Any], float] | None = None
+    #: The Windows counter that moves whenever what it reads changes, besides the shape: `changes`
+    #: covers everything; a narrower one must move only with `changes` (detect_all reads that first).
+    follows: str = "changes"
 
 
 #: detect_all's detectors, in the order of their findings.
@@ -86,19 +91,29 @@ DETECTORS: tuple[Detector, ...] = (
     Detector("write_only_offload", write_only_offload.detect, "sources", False),
     Detector("pinned_cache_length", pinned_cache.detect, "requests", True),
     Detector("prefix_reuse_broken", prefix_reuse.detect, "requests", True),
-    Detector("no_signal", no_signal.detect, "sources", False, no_signal.until),
+    Detector("no_signal", no_signal.detect, "sources", False, no_signal.until, "signals"),
     Detector("prefix_hit_rate_low", hit_rate_low.detect, "sources", False, hit_rate_low.until),
     Detector("prefix_cache_disabled", prefix_cache_disabled.detect, "sources", True),
-    Detector("hicache_storage_unused", hicache.detect, "sources", False, hicache.until),
-    Detector("offload_retrieve_failed", retrieve_failed.detect, "sources", False, retrieve_failed.until),
+    Detector("hicache_storage_unused", hicache.detect, "tiers", False, hicache.until),
+    Detector("offload_retrieve_failed", retrieve_failed.detect, "tiers", False, retrieve_failed.until),
     Detector("hit_rate_gap", hit_rate_gap.detect, "usage", False, hit_rate_gap.until),
     Detector("usage_double_counting", double_counting.detect, "usage", False, double_counting.until),
 )
 
-#: Each detector with its place in DETECTORS, as detect_all walks them; and those that read request groups.
-_ALL = tuple(enumerate(DETECTORS))
-_REQUESTS = tuple((i, detector) for i, detector in _ALL if detector.requests)
-_OTHERS = tuple(i for i, detector in _ALL if not detector.requests)
+#: Each detector as detect_all asks it: its place in DETECTORS, the counters its findings follow, detect,
+#: reads and until; those that read request groups (Windows.version) and the others (Windows.shape and
+#: their `follows`).
+_Detect = Callable[[Windows, float, Any], list[Finding]]
+_Step = tuple[int, Callable[[Windows], object], _Detect, str, Callable[..., float] | None]
+_Plan = tuple[_Step, ...]
+_REQUESTS: _Plan = tuple(
+    (i, attrgetter("version"), d.detect, d.reads, d.until) for i, d in enumerate(DETECTORS) if d.requests
+)
+_OTHERS: _Plan = tuple(
+    (i, attrgetter("shape", d.follows), d.detect, d.reads, d.until)
+    for i, d in enumerate(DETECTORS)
+    if not d.requests
+)
 
 
 class Memo:
@@ -109,6 +124,18 @@ class Memo:
     def __init__(self) -> None:
         self.windows: Windows | None = None
         self.settings: DetectorSettings | None = None
+        #: Each detector's settings, in DETECTORS' order (those of `settings`).
+        self.cfgs: list[Any] = []
+        #: The detectors asked at all, of each half: those enabled whose `reads` holds something at
+        #: Windows.shape `shape` (it moves whenever one turns empty or not: see Windows.shape); the
+        #: others find nothing at any time.
+        self.shape: int | None = None
+        self.others: _Plan = ()
+        self.requests: _Plan = ()
+        #: The counters each half was last asked at (None: never), and the earliest `until` of its findings.
+        self.rest: tuple[int, int] | None = None
+        self.version: int | None = None
+        self.rest_until = self.version_until = NEVER
         self._forget()
 
     def start(self, windows: Windows, settings: DetectorSettings) -> None:
@@ -116,18 +143,32 @@ class Memo:
         if self.windows is not windows or self.settings != settings:
             self._forget()
         self.windows, self.settings = windows, settings
+        self.cfgs = [getattr(settings, detector.name) for detector in DETECTORS]
+        self.shape = None
+
+    def plan(self, windows: Windows) -> None:
+        """Choose the detectors asked at the windows' shape; those left out find nothing."""
+        asked = [
+            i
+            for i, detector in enumerate(DETECTORS)
+            if self.cfgs[i].enabled and getattr(windows, detector.reads)
+        ]
+        for i in range(len(DETECTORS)):
+            if i not in asked:
+                self.found[i], self.until[i], self.keys[i] = [], NEVER, None
+        self.others = tuple(step for step in _OTHERS if step[0] in asked)
+        self.requests = tuple(step for step in _REQUESTS if step[0] in asked)
+        self.shape, self.rest, self.version = windows.shape, None, None
 
     def _forget(self) -> None:
         """Keep nothing."""
         # Per detector, in DETECTORS' order: the counters its findings were found at (None: never
         # asked), their `until`, and the findings.
         self.keys: list[object] = [None] * len(DETECTORS)
-        self.until = [stable.NEVER] * len(DETECTORS)
+        self.until = [NEVER] * len(DETECTORS)
         self.found: list[list[Finding]] = [[] for _ in DETECTORS]
-        #: The counters the detectors that read no request group were last asked at (None: never),
-        #: and the earliest `until` of their findings.
-        self.rest: tuple[int, int] | None = None
-        self.rest_until = stable.NEVER
+        self.rest = self.version = None
+        self.rest_until = self.version_until = NEVER
         #: detect_all's last result: the windows' three counters, its `until`, the list.
         self.last: tuple[tuple[int, int, int], float, list[Finding]] | None = None
 
@@ -165,26 +206,35 @@ def detect_all(
     last = memo.last
     if last is not None and last[0] == counters and now < last[1]:
         return last[2]
+    if counters[1] != memo.shape:
+        memo.plan(windows)
     version, rest = counters[0], counters[1:]
-    # Most often only request groups changed: the others' findings hold, and they are not even looked at.
-    held = rest == memo.rest and now < memo.rest_until
-    keys, untils, found = memo.keys, memo.until, memo.found
-    for i, detector in _REQUESTS if held else _ALL:
-        key = version if detector.requests else rest
-        if keys[i] == key and now < untils[i]:
-            continue
-        if getattr(windows, detector.reads):
-            cfg = getattr(settings, detector.name)
-            found[i] = detector.detect(windows, now, cfg)
-            untils[i] = stable.NEVER if detector.until is None else detector.until(windows, now, cfg)
-        else:  # (it finds nothing in windows it does not read: not asked)
-            found[i], untils[i] = [], stable.NEVER
-        keys[i] = key
-    if not held:
-        memo.rest = rest
-        memo.rest_until = min([untils[i] for i in _OTHERS], default=stable.NEVER)
+    # Most often only one half's counters changed: the other's findings hold, and are not looked at.
+    if rest != memo.rest or now >= memo.rest_until:
+        memo.rest, memo.rest_until = rest, _ask(memo.others, windows, now, memo)
+    if version != memo.version or now >= memo.version_until:
+        memo.version, memo.version_until = version, _ask(memo.requests, windows, now, memo)
+    found = memo.found
     findings = advised([finding for kept in found for finding in kept], windows) if any(found) else []
     if last is not None and findings == last[2]:  # (the same findings: the same list, which says so)
         findings = last[2]
-    memo.last = (counters, min(untils), findings)
+    rest_until, version_until = memo.rest_until, memo.version_until
+    memo.last = (counters, rest_until if rest_until < version_until else version_until, findings)
     return findings
+
+
+def _ask(plan: _Plan, windows: Windows, now: float, memo: Memo) -> float:
+    """Ask the detectors of `plan` whose findings may have changed since the memo last asked them (at
+    other counters, or past their `until`); the earliest `until` of their findings."""
+    keys, untils, found, cfgs = memo.keys, memo.until, memo.found, memo.cfgs
+    soonest = NEVER
+    for i, follows, detect, _, until in plan:
+        key = follows(windows)
+        held = untils[i]
+        if now >= held or keys[i] != key:
+            cfg = cfgs[i]
+            found[i] = detect(windows, now, cfg)
+            held = untils[i] = NEVER if until is None else until(windows, now, cfg)
+            keys[i] = key
+        soonest = held if held < soonest else soonest
+    return soonest

@@ -212,18 +212,10 @@ def _numbered_run(size: int, tally: Tally, cfg: Settings, tolerance: int) -> Run
     """conversation_run read from each conversation's numbered turns: only the newest of each."""
     first = tally.added - min(size, cfg.max_requests)  # the number of the oldest recent point
     runs: list[tuple[str, tuple[RequestPoint, ...]]] = []
-    for name, turns in tally.turns.items():
-        number, point = turns[-1]
-        if number < first or point.cached <= 0 or point.cached >= point.prompt:  # (no recent turn or run)
-            continue
-        run = [point]
-        low = high = point.cached
-        for back in range(len(turns) - 2, -1, -1):  # (a deque's ends are read in constant time)
-            number, point = turns[back]
-            low, high = min(low, point.cached), max(high, point.cached)
-            if number < first or point.prompt >= run[-1].prompt or not _same(low, high, cfg):
-                break
-            run.append(point)
+    for name, turns in reversed(tally.turns.items()):  # (newest last turn first)
+        if turns[-1][0] < first:  # no recent turn, nor has any conversation before it in the tally's order
+            break
+        run = _turn_run(turns, first, cfg)
         if len(run) >= cfg.conversation_requests:
             runs.append((name, tuple(run[::-1])))
     if not runs:
@@ -233,6 +225,59 @@ def _numbered_run(size: int, tally: Tally, cfg: Settings, tolerance: int) -> Run
     if len(tied) > 1:  # the conversation shown first among the recent points wins, as gathered
         tied.sort(key=lambda item: next(n for n, _ in tally.turns[item[0]] if n >= first))
     return Run(tied[0][0], tied[0][1], tolerance)
+
+
+def _turn_run(turns: Sequence[tuple[int, RequestPoint]], first: int, cfg: Settings) -> list[RequestPoint]:
+    """A conversation's pinned run (newest first) from its numbered turns, those numbered `first` on."""
+    number, point = turns[-1]
+    if number < first or point.cached <= 0 or point.cached >= point.prompt:  # (no recent turn or run)
+        return []
+    run = [point]
+    low = high = point.cached
+    for back in range(len(turns) - 2, -1, -1):  # (a deque's ends are read in constant time)
+        number, point = turns[back]
+        cached = point.cached
+        low, high = cached if cached < low else low, cached if cached > high else high  # (min, max)
+        if number < first or point.prompt >= run[-1].prompt or not _same(low, high, cfg):
+            break
+        run.append(point)
+    return run
+
+
+@dataclass(slots=True)
+class RunNote:
+    """A group with no conversation run long enough under `cfg` (and the source's `block` size) when
+    it had counted `added` points. A conversation's run ends with its newest turn and reads back no
+    further than the group's recent points: a conversation that gains no turn keeps its run or loses
+    some of it as points come, so only those of the points since can have grown one."""
+
+    cfg: Settings
+    block: int
+    added: int
+
+
+def _no_run_since(points: Sequence[RequestPoint], tally: Tally, cfg: Settings, group: Settings) -> bool:
+    """Whether the group's note, with the conversations of the points since judged, says no
+    conversation run is long enough (the note then counts them)."""
+    note = tally.notes.get(__name__)
+    if not isinstance(note, RunNote) or note.cfg is not cfg or note.block != group.block_size:
+        return False
+    came = tally.added - note.added
+    if came > len(points) or not 0 < cfg.max_requests or len(tally.turns) > cfg.max_requests:
+        return False
+    first = tally.added - min(len(points), cfg.max_requests)
+    names = (
+        (points[-1].conversation,)
+        if came == 1
+        else {p.conversation for p in newest(points, came)}
+        if came
+        else ()
+    )
+    for name in names:
+        if name and len(_turn_run(tally.turns[name], first, group)) >= cfg.conversation_requests:
+            return False
+    note.added = tally.added
+    return True
 
 
 def _tail(turns: Iterable[RequestPoint], cfg: Settings) -> tuple[RequestPoint, ...]:
@@ -329,7 +374,11 @@ def detect(windows: Windows, now: float, cfg: Settings) -> list[Finding]:
         if not tally.conversations:  # (no recent point carries one either)
             continue
         group_cfg = group_settings(windows, labels, cfg)
+        if _no_run_since(points, tally, cfg, group_cfg):
+            continue
         run = conversation_run(points, group_cfg, tally)
         if run is not None:
             findings.append(_conversation_finding(labels, run, group_cfg))
+        else:
+            tally.notes[__name__] = RunNote(cfg, group_cfg.block_size, tally.added)
     return findings

@@ -64,6 +64,8 @@ def detect(windows: Windows, now: float, cfg: Settings) -> list[Finding]:
         points = windows.requests.get(labels)
         if not points or len(points) < cfg.min_requests:
             continue
+        if points[-1].cached or points[-1].prompt < cfg.min_prompt:  # (the newest is one of the recent)
+            continue
         recent = newest(points, cfg.min_requests)
         if any(p.cached for p in recent) or any(p.prompt < cfg.min_prompt for p in recent):
             continue

@@ -19,7 +19,7 @@ from dataclasses import dataclass
 
 from kvwatch.engines import signals_of
 from kvwatch.model import Finding
-from kvwatch.window import RequestPoint, Windows, ordered
+from kvwatch.window import RequestPoint, Tally, Windows, newest, ordered
 
 CAUSE_REPROCESS = (
     "llama.cpp forces full prompt re-processing: on SWA / hybrid / recurrent models the cache can only "
@@ -218,6 +218,52 @@ def _waste(source: str, slots: Mapping[int | None, Sequence[RequestPoint]], cfg:
     )
 
 
+@dataclass(slots=True)
+class Note:
+    """A group found healthy under `cfg` when it had counted `added` points: at most `poor` poor ones
+    among its last `requests` sizeable ones, and on any slot at most `wasted` wasted ones among its own.
+
+    Each point that comes adds at most one to either count (it enters those last ones, pushing the
+    oldest out; a point leaving the group only takes one out): while both stay under what fires the
+    rules (the share of `requests`, `waste_requests`), neither rule can fire, without a look at the rest."""
+
+    cfg: Settings
+    added: int
+    poor: int
+    wasted: int
+
+
+def _still_healthy(points: Sequence[RequestPoint], tally: Tally, cfg: Settings) -> bool:
+    """Whether the group's note, with the points that came since counted in, says it is still healthy
+    (the note then counts them)."""
+    note = tally.notes.get(__name__)
+    if not isinstance(note, Note) or note.cfg is not cfg:
+        return False
+    came = tally.added - note.added
+    if came > len(points):  # (more came than the group keeps: which left is not known)
+        return False
+    poor, wasted = note.poor, note.wasted
+    for point in (points[-1],) if came == 1 else newest(points, came) if came else ():
+        if _poor(point, cfg):
+            poor += point.prompt >= cfg.min_prompt
+            wasted += point.prompt >= cfg.large_prompt
+    if poor < cfg.min_share * cfg.requests and wasted < cfg.waste_requests:
+        note.added, note.poor, note.wasted = tally.added, poor, wasted
+        return True
+    return False
+
+
+def _note(
+    points: Sequence[RequestPoint], slots: Mapping[int | None, Sequence[RequestPoint]], cfg: Settings
+) -> Note:
+    """The counts of a Note, of a group neither rule fires on."""
+    poor = sum(_poor(p, cfg) for p in _last_sizeable(points, cfg))
+    wasted = max(
+        (sum(_wasted(p, cfg) for p in recent) for recent in _per_slot(slots, cfg).values()), default=0
+    )
+    return Note(cfg, 0, poor, wasted)
+
+
 def detect(windows: Windows, now: float, cfg: Settings) -> list[Finding]:
     """A finding for every source of server request records whose prefix reuse is broken right now."""
     # (`now` unread: kvwatch.detectors.Memo reuses the findings while the windows' version holds)
@@ -225,12 +271,19 @@ def detect(windows: Windows, now: float, cfg: Settings) -> list[Finding]:
         return []
     findings = []
     for labels, points in ordered(windows.requests):
+        tally = windows.tallies[labels]
+        if _still_healthy(points, tally, cfg):  # (first: nothing found either way, and it costs least)
+            continue
         if len(labels) != 1:
             continue
         source = dict(labels)["source"]
         if "server_requests" not in signals_of(windows.source(source).kind):
             continue
-        finding = _judge(source, points, cfg) or _waste(source, windows.slots[labels], cfg)
+        slots = windows.slots[labels]
+        finding = _judge(source, points, cfg) or _waste(source, slots, cfg)
         if finding is not None:
             findings.append(finding)
+        elif cfg.requests >= 1:  # (the rules' own reading of fewer: see _last_sizeable)
+            note = tally.notes[__name__] = _note(points, slots, cfg)
+            note.added = tally.added
     return findings

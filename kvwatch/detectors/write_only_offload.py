@@ -14,11 +14,12 @@ meanwhile, and no stats line of the span shows an External prefix cache hit rate
 
 from __future__ import annotations
 
+import math
 from dataclasses import dataclass
 from itertools import takewhile
 
 from kvwatch.model import Finding
-from kvwatch.window import EngineWindow, SourceWindow, Windows
+from kvwatch.window import EngineWindow, SourceWindow, Windows, ordered
 
 CAUSE_HYBRID = (
     "The startup log shows KV groups excluded from offloading ({groups}). vLLM's OffloadingConnector "
@@ -119,6 +120,44 @@ def _cleared(eng: EngineWindow, cfg: Settings) -> bool:
         if point.external_lines and point.external_max > 0:
             return True
     return False
+
+
+def _clear(eng: EngineWindow, cfg: Settings) -> bool:
+    """_cleared's verdict, from the engine's marks while its stats and KV points are each in time
+    order (as Windows.observe keeps them, with the newest that loaded and the newest with an External
+    hit; out of order: _cleared's walks).
+
+    In time order, the walks' "a load or an External hit at or after the oldest busy line" holds
+    exactly when the newer of those two marks is at or after it: so only the stats points after that
+    mark are counted, and a healthy tier has a few of them (not `min_intervals`, nor the KV walk)."""
+    loaded, external = eng.loaded, eng.external
+    if eng.disorder or (loaded is not None and loaded.load <= 0):  # (negative bytes took a load back)
+        return _cleared(eng, cfg)
+    if cfg.min_intervals < 1:
+        return False
+    mark = -math.inf
+    if loaded is not None:
+        mark = loaded.time
+    if external is not None and external.time > mark:
+        mark = external.time
+    count = 0
+    threshold, wanted = cfg.min_prompt_throughput, cfg.min_intervals
+    for point in reversed(eng.stats):
+        if point.time <= mark:  # the oldest busy line, if any, is at or before the mark
+            return True
+        prompts = point.prompts
+        if len(prompts) == 1:
+            if prompts[0] >= threshold:
+                count += 1
+                if count == wanted:  # the oldest busy line is after the mark
+                    return False
+            continue
+        for prompt in prompts:
+            if prompt >= threshold:
+                count += 1
+                if count == wanted:
+                    return False
+    return True
 
 
 def _judge(
@@ -235,12 +274,12 @@ def detect(windows: Windows, now: float, cfg: Settings) -> list[Finding]:
     if not cfg.enabled:
         return []
     findings = []
-    for source, win in sorted(windows.sources.items()):
+    for source, win in ordered(windows.sources):
         tier = _judge_tier(source, win, cfg) if win.offload is not None else None
         if tier is not None:
             findings.append(tier)
-        for engine, eng in sorted(win.engines.items()):
-            if _cleared(eng, cfg):  # the common verdict, without _judge's call
+        for engine, eng in ordered(win.engines):
+            if _clear(eng, cfg):  # the common verdict, without _judge's call
                 continue
             finding = _judge(source, engine, eng, win, now=now, cfg=cfg)
             if finding is not None:

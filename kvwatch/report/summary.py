@@ -30,6 +30,8 @@ class SourceView:
     first: float | None = None
     last: float | None = None
     parts: dict[str, Any] = field(default_factory=dict)  # engine name -> its gathering (Engine.gather)
+    #: event type -> the observe of the part its engine owns, once found (parts are only added to)
+    gathers: dict[type, Callable[[Any], None]] = field(default_factory=dict, repr=False, compare=False)
 
 
 class Summary:
@@ -62,13 +64,18 @@ class Summary:
         if view.last is None or time > view.last:
             view.last = time
         kind = type(event)
+        gather = view.gathers.get(kind)
+        if gather is not None:  # (nearly every event: its source's engine's gathering, found before)
+            gather(event)
+            return
         owner = self._owners[kind] if kind in self._owners else self._owner(kind)
         if owner is not None:
             name, start = owner
             part = view.parts.get(name)
             if part is None:
                 part = view.parts[name] = start()
-            part.observe(event)
+            gather = view.gathers[kind] = part.observe
+            gather(event)
             return
         layers = self._layers[view.engine] if view.engine in self._layers else self._layers_of(view.engine)
         for name, start in layers:
