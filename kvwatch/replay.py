@@ -152,6 +152,9 @@ def _events(
             _tally(notes, item.path, before, run.counts.parsed())
             return _outcome(work, item, run, notes, child=False)
         framed.fork = bool(children.take(1))  # (one child frames it, or parses it too; none left: inline)
+        # (and a json-file log parsed in a child is framed in its own, if one is left: three stages, as
+        # many processes, on as many cores as there are)
+        framed.framed_apart = framed.splits and children.take(1) > 0
     if framed.parse_ahead:  # a child frames and parses; only its events and counts come here
         return _outcome(
             in_child(lambda: _parsed(framed.batches(), framed, run, flush, child=True), "kvwatch-parser"),

@@ -216,7 +216,7 @@ def test_ctrl_c_ends_replay_and_its_child_quietly(tmp_path: Path) -> None:
     child = _children_of(proc.pid)[0]
     os.killpg(proc.pid, signal.SIGINT)
     _, err = proc.communicate(timeout=30)
-    assert (130, b"kvwatch: interrupted\n") == (proc.returncode, err)
+    assert (130, b"kvwatch: interrupted\n") == (proc.returncode, err), err
     assert not Path(f"/proc/{child}").exists() or "Z" in Path(f"/proc/{child}/stat").read_text()
 
 
@@ -320,3 +320,71 @@ def test_a_child_starts_before_the_pipeline_is_imported(tmp_path: Path) -> None:
     proc = subprocess.run([sys.executable, str(script), *paths], capture_output=True, text=True, check=True)
     expected = "[('kvwatch-parser', False, False), ('kvwatch-parser', False, False)]"
     assert f"{expected} ['llamacpp-healthy-two-slots', 'vllm-docker']" == proc.stdout.strip()
+
+
+def _spied(monkeypatch: pytest.MonkeyPatch, seen: Path) -> None:
+    """Record every child started, and by which process, in `seen` (children write to it too)."""
+    real = forked.in_child
+
+    def spy(work: Callable[[], Generator[object, None, object]], name: str) -> object:
+        with seen.open("a") as out:
+            out.write(f"{name} {os.getpid()}\n")
+        return real(work, name)
+
+    monkeypatch.setattr(forked, "FORK_MIN_BYTES", 0)
+    monkeypatch.setattr(forked, "in_child", spy)
+    monkeypatch.setattr(replay_module, "in_child", spy)
+    monkeypatch.setattr(wholefile, "CHUNK", 4096)
+
+
+def test_a_json_file_log_is_framed_in_a_child_of_its_parsing_child(
+    monkeypatch: pytest.MonkeyPatch, tmp_path: Path
+) -> None:
+    """vLLM's container log in three stages: framed in a grandchild, parsed in a child, applied here;
+    with one child allowed, framed and parsed in it. Both as inline."""
+    seen = tmp_path / "seen"
+    paths = [str(SAMPLES / "vllm-docker.log")]
+    expected = _inline(paths)
+    _spied(monkeypatch, seen)
+    assert expected == outcome(plan(paths, "auto", None))
+    started = [line.split() for line in seen.read_text().splitlines()]
+    assert ["kvwatch-parser", "kvwatch-framer"] == [name for name, _ in started]
+    assert str(os.getpid()) == started[0][1] != started[1][1]  # (the framer's parent: the parsing child)
+    seen.unlink()
+    result = replay(plan(paths, "auto", None), SETTINGS, DetectorSettings(), jobs=1)
+    assert expected[0] == golden_lines(result.registry, result.alerts)
+    assert [f"kvwatch-parser {os.getpid()}"] == seen.read_text().splitlines()
+
+
+@pytest.mark.slow
+def test_a_json_file_replay_killed_leaves_no_stage_behind(tmp_path: Path) -> None:
+    """SIGKILL to the replay alone while its json-file log is framed in a grandchild and parsed in a
+    child: both end by themselves (their pipes' far ends close), never blocked for good."""
+    big = tmp_path / "vllm-big.log"
+    block = (SAMPLES / "vllm-docker.log").read_bytes()
+    with big.open("wb") as out:
+        for _ in range((64 << 20) // len(block)):
+            out.write(block)
+    probe = tmp_path / "probe.py"
+    probe.write_text(
+        "import sys, time\n"
+        "from kvwatch import cli, pipeline\n"
+        "real = pipeline.Pipeline.apply\n"
+        "def slow(self, event):\n"
+        "    time.sleep(0.001)\n"  # (a parent that reads slowly: both stages fill their pipes)
+        "    return real(self, event)\n"
+        "pipeline.Pipeline.apply = slow\n"
+        "sys.exit(cli.main(sys.argv[1:]))\n"
+    )
+    proc = subprocess.Popen(
+        [sys.executable, str(probe), "replay", "--format", "prom", str(big)],
+        stdout=subprocess.DEVNULL,
+        stderr=subprocess.DEVNULL,
+        start_new_session=True,
+    )
+    deadline = time.monotonic() + 30
+    while not (stages := [(c, g) for c in _children_of(proc.pid) for g in _children_of(c)]):
+        assert proc.poll() is None and time.monotonic() < deadline, "no framing grandchild seen"
+    proc.kill()
+    proc.wait(timeout=30)
+    wait_until(lambda: all(map(_gone, stages[0])), 20.0, "the parsing child and the framer ending")

@@ -5,16 +5,17 @@ rest), parsing, then metrics and detectors. Parsing is one timeline per source a
 all of them, but neither needs the stage before it to be in the same process: `in_child` runs a
 generator in a forked child and yields its items, in order, through a pipe. A big file is framed in a
 child while the parent parses (`FramedFile`); a big dense file (llama.cpp -lv 4, where every line is
-parsed and few make an event) or docker json-file log (vLLM's container log, whose framing is light) is
-framed and parsed in a child while the parent runs metrics and detectors (`FramedFile.parse_ahead`, see
-replay), or, with cores to spare, in segments by several
-children (kvwatch.segmented). The parent sees exactly what the inline path gives, so the results are
+parsed and few make an event) is framed and parsed in a child while the parent runs metrics and
+detectors (`FramedFile.parse_ahead`, see replay), or, with cores to spare, in segments by several
+children (kvwatch.segmented); a big docker json-file log (vLLM's container log) in three stages: framed
+in a child of the child that parses it (`FramedFile.framed_apart`). The parent sees exactly what the inline path gives, so the results are
 the same, only sooner. Small files, and platforms without fork, stay inline.
 """
 
 from __future__ import annotations
 
 import io
+import fcntl
 import multiprocessing
 import os
 import signal
@@ -31,6 +32,12 @@ from kvwatch.sources.wholefile import DAMAGED, HEAD, ClosedAtEnd, batches, open_
 FORK_MIN_BYTES = 32 << 20
 #: The same for a dense log (every line parsed: ~1 s of parse per 20 MB), whose child saves sooner.
 DENSE_FORK_MIN_BYTES = 8 << 20
+
+#: A child's pipe holds this much (Linux's F_SETPIPE_SZ; 1 MiB is what an unprivileged process may
+#: ask by default): with 64 KiB a stage blocks on the next at every read's worth of items, and three
+#: stages on two cores then wait on each other in turn.
+F_SETPIPE_SZ = 1031
+PIPE_BYTES = 1 << 20
 
 #: What crosses the pipe for one Batch: a LogLine travels as (text, time).
 Wire = int | tuple[str, float | None] | Batch
@@ -71,13 +78,24 @@ def _child(work: Callable[[], Generator[Any, None, Any]], out: Connection) -> No
             try:
                 item = next(items)
             except StopIteration as stop:
-                out.send(("end", stop.value))
+                _send(out, ("end", stop.value))
                 return
-            out.send(("item", item))
+            if not _send(out, ("item", item)):
+                return
     except Exception as err:  # the parent raises it as its own
-        out.send(("error", err))
+        _send(out, ("error", err))
     finally:
         out.close()
+
+
+def _send(out: Connection, message: tuple[str, Any]) -> bool:
+    """Send `message` to the parent; False if it can no longer read (it ended, or was killed by its own
+    parent: a framing child's parsing child): nothing more is wanted, and nothing is left to say."""
+    try:
+        out.send(message)
+    except BrokenPipeError:
+        return False
+    return True
 
 
 def in_child(work: Callable[[], Generator[Item, None, Result]], name: str) -> Generator[Item, None, Result]:
@@ -97,7 +115,17 @@ def _received(
 ) -> Generator[Item | None, None, Result]:
     """in_child's generator: None once the child is started, then the child's items and result."""
     context = multiprocessing.get_context("fork")
+    me = multiprocessing.current_process()
+    if me.daemon:
+        # A child starting its own (a parsing child's framing child): multiprocessing forbids a daemonic
+        # process children only because it would not end them; kvwatch's end with their pipes (_READ_ENDS)
+        # and are ended by this generator, and a daemonic grandchild still ends with this child.
+        me.daemon = False
     receive, send = context.Pipe(duplex=False)
+    try:
+        fcntl.fcntl(send.fileno(), F_SETPIPE_SZ, PIPE_BYTES)
+    except OSError:  # (a lower pipe-max-size, or no such fcntl: the default size works, only slower)
+        pass
     child = context.Process(target=_child, args=(work, send), name=name, daemon=True)
     # Ctrl-C and SIGTERM are held back while forking: a child interrupted before it sets its own
     # handlers would run the parent's (a stray traceback), and the parent gets them the moment the
@@ -141,6 +169,9 @@ class FramedFile:
         self.damage: str | None = None
         self._dense: bool | None = None
         self._light: bool | None = None
+        #: Whether a file parsed in a child (parse_ahead) is framed in a child of that child: a json-file
+        #: log's framing and parsing then run on two cores while the parent runs metrics and detectors.
+        self.framed_apart = False
 
     @property
     def parse_ahead(self) -> bool:
@@ -166,7 +197,7 @@ class FramedFile:
 
     def batches(self) -> Iterator[list[Batch]]:
         """The batches of each read, in order: read inline, or from a child started now."""
-        if not self.forks or self.parse_ahead:
+        if not self.forks or (self.parse_ahead and not self.framed_apart):
             return self._inline()
         return self._from_child(in_child(self._framed, "kvwatch-framer"))
 
@@ -177,6 +208,13 @@ class FramedFile:
         except DAMAGED as err:
             self.damage = _damage(err)
         self.truncated = self.framer.truncated
+
+    @property
+    def splits(self) -> bool:
+        """Whether a file parsed in a child is better framed apart (`framed_apart`): a json-file log, whose
+        framing (a decode per entry, most of them not passed on) costs as much as the parse; a dense log's
+        lines would all cross a second pipe, for a split that costs less than that."""
+        return self.parse_ahead and not self._every_line()
 
     def _every_line(self) -> bool:
         # A dense plain log (llama.cpp -lv 4) hands every line to the parser: framing is a decode and a
