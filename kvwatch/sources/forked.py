@@ -8,14 +8,16 @@ child while the parent parses (`FramedFile`); a big dense file (llama.cpp -lv 4,
 parsed and few make an event) is framed and parsed in a child while the parent runs metrics and
 detectors (`FramedFile.parse_ahead`, see replay), or, with cores to spare, in segments by several
 children (kvwatch.segmented); a big docker json-file log (vLLM's container log) in three stages: framed
-in a child of the child that parses it (`FramedFile.framed_apart`). The parent sees exactly what the inline path gives, so the results are
-the same, only sooner. Small files, and platforms without fork, stay inline.
+in a child of the child that parses it (`FramedFile.framed_apart`). The parent sees exactly what the
+inline path gives, so the results are the same, only sooner. Small files, and platforms without fork,
+stay inline.
 """
 
 from __future__ import annotations
 
-import io
+import contextlib
 import fcntl
+import io
 import multiprocessing
 import os
 import signal
@@ -122,10 +124,8 @@ def _received(
         # and are ended by this generator, and a daemonic grandchild still ends with this child.
         me.daemon = False
     receive, send = context.Pipe(duplex=False)
-    try:
+    with contextlib.suppress(OSError):  # (a lower pipe-max-size: the default size works, only slower)
         fcntl.fcntl(send.fileno(), F_SETPIPE_SZ, PIPE_BYTES)
-    except OSError:  # (a lower pipe-max-size, or no such fcntl: the default size works, only slower)
-        pass
     child = context.Process(target=_child, args=(work, send), name=name, daemon=True)
     # Ctrl-C and SIGTERM are held back while forking: a child interrupted before it sets its own
     # handlers would run the parent's (a stray traceback), and the parent gets them the moment the
