@@ -42,6 +42,8 @@ from kvwatch.sources.wholefile import batches
 
 #: Workers at most (each parses a share of the file while the parent runs metrics and detectors).
 MAX_WORKERS = 4
+#: How much lower a worker's CPU priority is than the parent's (see _worker).
+WORKER_NICENESS = 5
 #: Segment sizes: about a quarter of the file per worker, within these bounds (memory stays flat: a
 #: worker holds one segment's events until the parent takes them).
 MIN_SEGMENT = 8 << 20
@@ -218,6 +220,10 @@ def _worker(
     path: str, run: SourceRun, segments: list[tuple[int, int]], mine: range, max_line: int, *, flush: bool
 ) -> Generator[_Start | _Segment, None, None]:
     """(In a worker) its segments, each parsed from a guessed start state (the first one: the true one)."""
+    # The parent applies every event in order, the one stage that cannot be split: where it is the
+    # slower (a log with few lines a request), workers that share its cores slow the replay down, so
+    # they yield to it (where they are the slower, the parent waits on them and leaves them the cores).
+    os.nice(WORKER_NICENESS)
     parser, state = run.parser, _segmentable(run.parser)
     last = len(segments) - 1
     at = segments[0][0]  # where the parser's state is: after the head, then after its last segment

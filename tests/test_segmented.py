@@ -8,6 +8,7 @@ busy logs; with too short a stretch they fail, and the rest is parsed in one go 
 from __future__ import annotations
 
 import gzip
+import os
 import random
 from itertools import pairwise
 from pathlib import Path
@@ -381,3 +382,27 @@ def test_a_replay_of_many_big_files_runs_few_children(
     monkeypatch.setattr(forked, "FORK_MIN_BYTES", 1 << 40)
     assert expected == outcome(None)  # every file inline
     assert [] == children
+
+
+def test_workers_yield_the_cores_to_the_parent(
+    small: list[int], tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Each worker runs WORKER_NICENESS below the parent's priority (the parent, which applies every
+    event in order, is the stage that cannot be split); the results are the one-go ones."""
+    seen = tmp_path / "niceness"
+    real = segmented._segmentable
+
+    def spy(parser: object) -> object:
+        with seen.open("a") as out:  # (in the worker: written to a file the parent reads)
+            out.write(f"{os.getpid()} {os.getpriority(os.PRIO_PROCESS, 0)}\n")
+        return real(parser)  # type: ignore[arg-type]
+
+    monkeypatch.setattr(segmented, "_segmentable", spy)
+    path = write(tmp_path, "busy.log", generated(3000, 1))
+    expected = one_go(path)
+    assert expected == in_segments(path, 2)
+    asked = dict(line.split() for line in seen.read_text().splitlines())
+    parent = os.getpriority(os.PRIO_PROCESS, 0)
+    assert str(parent) == asked.pop(str(os.getpid()))  # (the parent reads the head: its own unchanged)
+    assert 2 == len(asked)
+    assert {str(min(19, parent + segmented.WORKER_NICENESS))} == set(asked.values())
