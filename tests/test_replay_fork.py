@@ -388,3 +388,29 @@ def test_a_json_file_replay_killed_leaves_no_stage_behind(tmp_path: Path) -> Non
     proc.kill()
     proc.wait(timeout=30)
     wait_until(lambda: all(map(_gone, stages[0])), 20.0, "the parsing child and the framer ending")
+
+
+def test_a_child_writes_ahead_up_to_a_mebibyte(tmp_path: Path) -> None:
+    """A child's pipe holds PIPE_BYTES: a child whose 800 KB of items nobody has read yet has sent them
+    all and ended (with the default 64 KiB it would wait for the reader); they then come in order."""
+    done = tmp_path / "done"
+
+    def work() -> Generator[bytes, None, str]:
+        for index in range(8):
+            yield bytes([index]) * 100_000
+        done.write_text("sent")
+        return "end"
+
+    items = forked.in_child(work, "kvwatch-ahead")
+    wait_until(done.exists, 20.0, "the child sending all its items unread")
+    wait_until(
+        lambda: not [p for p in multiprocessing.active_children() if p.name == "kvwatch-ahead"],
+        20.0,
+        "the child ending",
+    )
+    got = []
+    with pytest.raises(StopIteration) as end:
+        while True:
+            got.append(next(items))
+    assert [bytes([index]) * 100_000 for index in range(8)] == got
+    assert "end" == end.value.value

@@ -38,8 +38,8 @@ DENSE_FORK_MIN_BYTES = 8 << 20
 #: A child's pipe holds this much (Linux's F_SETPIPE_SZ; 1 MiB is what an unprivileged process may
 #: ask by default): with 64 KiB a stage blocks on the next at every read's worth of items, and three
 #: stages on two cores then wait on each other in turn.
-F_SETPIPE_SZ = 1031
 PIPE_BYTES = 1 << 20
+_SET_PIPE_SIZE: int | None = getattr(fcntl, "F_SETPIPE_SZ", None)  # (Linux only)
 
 #: What crosses the pipe for one Batch: a LogLine travels as (text, time).
 Wire = int | tuple[str, float | None] | Batch
@@ -124,8 +124,9 @@ def _received(
         # and are ended by this generator, and a daemonic grandchild still ends with this child.
         me.daemon = False
     receive, send = context.Pipe(duplex=False)
-    with contextlib.suppress(OSError):  # (a lower pipe-max-size: the default size works, only slower)
-        fcntl.fcntl(send.fileno(), F_SETPIPE_SZ, PIPE_BYTES)
+    if _SET_PIPE_SIZE is not None:
+        with contextlib.suppress(OSError):  # (a lower pipe-max-size: the default size works, only slower)
+            fcntl.fcntl(send.fileno(), _SET_PIPE_SIZE, PIPE_BYTES)
     child = context.Process(target=_child, args=(work, send), name=name, daemon=True)
     # Ctrl-C and SIGTERM are held back while forking: a child interrupted before it sets its own
     # handlers would run the parent's (a stray traceback), and the parent gets them the moment the
