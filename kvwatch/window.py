@@ -409,9 +409,7 @@ class Windows:
             prefetches = window.prefetches
             prefetches.append(event)
             self.signals += 1
-            if event.source not in self.tiers:
-                self.tiers.add(event.source)
-                self.shape += 1
+            self._tier(event.source)
             oldest = event.time - self.horizon
             while prefetches and prefetches[0].time < oldest:
                 prefetches.popleft()
@@ -433,15 +431,19 @@ class Windows:
         history = window.offload
         if history is None:
             history = window.offload = OffloadHistory()
-            if event.source not in self.tiers:
-                self.tiers.add(event.source)
-                self.shape += 1
+            self._tier(event.source)
         if isinstance(event, OffloadTransfer):
             history.transfer(event, self.horizon)
         elif isinstance(event, OffloadLookup):
             history.lookup(event, self.horizon)
         else:
             history.failure(event, self.horizon)
+
+    def _tier(self, source: str) -> None:
+        """Count `source` among those that logged a cache tier (the shape moves when it is new)."""
+        if source not in self.tiers:
+            self.tiers.add(source)
+            self.shape += 1
 
     def _stats_point(self, engine: EngineWindow, line: VllmStats) -> StatsPoint:
         """A new newest stats point of `line`; those that leave the count or the horizon dropped."""

@@ -13,6 +13,7 @@ import sys
 import time
 from collections.abc import Callable, Generator
 from pathlib import Path
+from typing import Any
 
 import pytest
 from daemon_helpers import wait_until
@@ -197,6 +198,28 @@ def _children_of(pid: int) -> list[int]:
     return found
 
 
+def _replay_running(log: Path, setup: str = "") -> subprocess.Popen[bytes]:
+    """`kvwatch replay --format prom LOG` started in a session of its own, after `setup` (Python run
+    first in its process, e.g. to lower thresholds); stderr piped."""
+    script = f"import sys\nfrom kvwatch import cli\n{setup}sys.exit(cli.main(sys.argv[1:]))\n"
+    return subprocess.Popen(
+        [sys.executable, "-c", script, "replay", "--format", "prom", str(log)],
+        stdout=subprocess.DEVNULL,
+        stderr=subprocess.PIPE,
+        start_new_session=True,
+    )
+
+
+def _seen(
+    proc: subprocess.Popen[bytes], find: Callable[[], list[Any]], what: str, enough: int = 1
+) -> list[Any]:
+    """What `find` finds of the running replay's processes, once it finds `enough` (within 30 s)."""
+    deadline = time.monotonic() + 30
+    while len(found := find()) < enough:
+        assert proc.poll() is None and time.monotonic() < deadline, f"no {what} seen"
+    return found
+
+
 def test_ctrl_c_ends_replay_and_its_child_quietly(tmp_path: Path) -> None:
     """Ctrl-C (SIGINT to the process group) on a big replay: exit 130, one line, no process left."""
     big = tmp_path / "vllm-big.log"
@@ -204,16 +227,8 @@ def test_ctrl_c_ends_replay_and_its_child_quietly(tmp_path: Path) -> None:
     with big.open("wb") as out:
         for _ in range(forked.FORK_MIN_BYTES // len(block) * 3):
             out.write(block)
-    proc = subprocess.Popen(
-        [sys.executable, "-m", "kvwatch", "replay", "--format", "prom", str(big)],
-        stdout=subprocess.DEVNULL,
-        stderr=subprocess.PIPE,
-        start_new_session=True,
-    )
-    deadline = time.monotonic() + 30
-    while not _children_of(proc.pid):  # the framing child is up: the replay is under way
-        assert proc.poll() is None and time.monotonic() < deadline, "no framing child seen"
-    child = _children_of(proc.pid)[0]
+    proc = _replay_running(big)
+    child = _seen(proc, lambda: _children_of(proc.pid), "child")[0]  # (up: the replay is under way)
     os.killpg(proc.pid, signal.SIGINT)
     _, err = proc.communicate(timeout=30)
     assert (130, b"kvwatch: interrupted\n") == (proc.returncode, err), err
@@ -240,25 +255,16 @@ def test_a_replay_stopped_alone_leaves_no_child_behind(tmp_path: Path, sig: int)
     log = tmp_path / "llama.log"
     with log.open("w") as out:
         gen_llamacpp.generate(out, 60000, None, 1)
-    probe = tmp_path / "probe.py"
-    probe.write_text(
-        "import sys\n"
-        "from kvwatch import cli, segmented\n"
+    proc = _replay_running(
+        log,
+        "from kvwatch import segmented\n"
         "from kvwatch.sources import forked\n"
         "forked.FORK_MIN_BYTES = 1 << 20\n"
         "segmented.MIN_SEGMENT = segmented.MAX_SEGMENT = 128 << 10\n"
-        "segmented.cores = lambda: 2\n"
-        "sys.exit(cli.main(sys.argv[1:]))\n"
+        "segmented.cores = lambda: 2\n",
     )
-    proc = subprocess.Popen(
-        [sys.executable, str(probe), "replay", "--format", "prom", str(log)],
-        stdout=subprocess.DEVNULL,
-        stderr=subprocess.PIPE,
-        start_new_session=True,
-    )
-    deadline = time.monotonic() + 30
-    while len(workers := _children_of(proc.pid)) < 2:  # both workers are up: the parse is under way
-        assert proc.poll() is None and time.monotonic() < deadline, "no workers seen"
+    # (both workers are up: the parse is under way)
+    workers = _seen(proc, lambda: _children_of(proc.pid), "workers", enough=2)
     proc.send_signal(sig)
     _, err = proc.communicate(timeout=30)
     if sig == signal.SIGTERM:
@@ -365,28 +371,19 @@ def test_a_json_file_replay_killed_leaves_no_stage_behind(tmp_path: Path) -> Non
     with big.open("wb") as out:
         for _ in range((64 << 20) // len(block)):
             out.write(block)
-    probe = tmp_path / "probe.py"
-    probe.write_text(
-        "import sys, time\n"
-        "from kvwatch import cli, pipeline\n"
+    proc = _replay_running(
+        big,
+        "import time\n"
+        "from kvwatch import pipeline\n"
         "real = pipeline.Pipeline.apply\n"
         "def slow(self, event):\n"
         "    time.sleep(0.001)\n"  # (a parent that reads slowly: both stages fill their pipes)
         "    return real(self, event)\n"
-        "pipeline.Pipeline.apply = slow\n"
-        "sys.exit(cli.main(sys.argv[1:]))\n"
+        "pipeline.Pipeline.apply = slow\n",
     )
-    proc = subprocess.Popen(
-        [sys.executable, str(probe), "replay", "--format", "prom", str(big)],
-        stdout=subprocess.DEVNULL,
-        stderr=subprocess.DEVNULL,
-        start_new_session=True,
-    )
-    deadline = time.monotonic() + 30
-    while not (stages := [(c, g) for c in _children_of(proc.pid) for g in _children_of(c)]):
-        assert proc.poll() is None and time.monotonic() < deadline, "no framing grandchild seen"
+    stages = _seen(proc, lambda: [(c, g) for c in _children_of(proc.pid) for g in _children_of(c)], "stages")
     proc.kill()
-    proc.wait(timeout=30)
+    proc.communicate(timeout=30)
     wait_until(lambda: all(map(_gone, stages[0])), 20.0, "the parsing child and the framer ending")
 
 
