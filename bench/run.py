@@ -15,9 +15,7 @@ mtail's (and the generator's), and prints a side-by-side table, the ratios and t
 from __future__ import annotations
 
 import argparse
-import compileall
 import hashlib
-import importlib.util
 import json
 import os
 import re
@@ -33,6 +31,7 @@ from typing import Any
 
 from daemon import DaemonResult, bench_daemon, report
 from memory import BURST_LINES, DaemonMemory, burst_file, burst_report, daemon_rss, replay_peak
+from versus import compile_bytecode
 
 BENCH = Path(__file__).resolve().parent
 MTAIL_PROG = BENCH / "kvwatch.mtail"
@@ -175,14 +174,6 @@ def warm(path: Path) -> None:
     with open(path, "rb") as handle:
         while handle.read(1 << 24):
             pass
-
-
-def compile_bytecode() -> None:
-    """Byte-compile the kvwatch package as `pip install` does for a wheel, so start-up is timed as users
-    see it: an editable install run with PYTHONDONTWRITEBYTECODE would recompile every module each run."""
-    spec = importlib.util.find_spec("kvwatch")
-    if spec is not None and spec.origin is not None:
-        compileall.compile_dir(str(Path(spec.origin).parent), quiet=1)
 
 
 def kvwatch_argv(path: Path) -> list[str]:

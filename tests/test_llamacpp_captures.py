@@ -12,7 +12,7 @@ from pathlib import Path
 
 import pytest
 
-from kvwatch.engines.llamacpp.parser import LlamacppParser, looks_like_llamacpp
+from kvwatch.engines.llamacpp.parser import LlamacppParser, looks_like
 from kvwatch.model import Event, LlamaRequest, LogLine, ServerRestart
 from kvwatch.parsers.base import ParseError, ParserSettings
 
@@ -84,7 +84,7 @@ def test_capture_is_detected(log: Path) -> None:
     assert log.exists(), "no capture"
     with log.open("rb") as handle:
         sample = handle.read(65536).decode("utf-8", errors="replace")
-    assert looks_like_llamacpp(sample)
+    assert looks_like(sample)
 
 
 def _within_one(expected: tuple[object, object], got: tuple[int | None, int | None]) -> bool:

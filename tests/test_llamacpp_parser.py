@@ -10,7 +10,7 @@ from datetime import datetime, timezone
 
 import pytest
 
-from kvwatch.engines.llamacpp.parser import LlamacppParser, looks_like_llamacpp
+from kvwatch.engines.llamacpp.parser import LlamacppParser, looks_like
 from kvwatch.model import Event, LlamaRequest, LogLine, ServerRestart
 from kvwatch.parsers.base import DEFAULT_START, ParseError, ParseResult, ParserSettings
 
@@ -420,7 +420,7 @@ def test_records_come_out_ordered_by_time() -> None:
 )
 def test_looks_like_llamacpp(sample: str, expected: bool) -> None:
     """Auto-detection recognises llama-server output and nothing else."""
-    assert expected == looks_like_llamacpp(sample)
+    assert expected == looks_like(sample)
 
 
 def test_release_without_timings_is_no_record() -> None:

@@ -41,8 +41,15 @@ class ToyRequest(RequestRecord):
     """One toy request (an engine-neutral request record)."""
 
 
+MARKERS = ("[toy] ",)
+
+
+def looks_like(head):
+    return head.startswith("[toy] t=")
+
+
 class ToyParser:
-    markers = ("[toy] ",)
+    markers = MARKERS
 
     def __init__(self, source, settings, options):
         self.source = source
@@ -69,9 +76,8 @@ def metrics(registry):
 ENGINE = Engine(
     name="toy",
     display="Toy",
+    home=__name__,  # (this module: MARKERS and looks_like)
     parser=ToyParser,
-    markers=ToyParser.markers,
-    sniff=lambda sample: sample.startswith("[toy] t="),
     events=(ToyRequest,),
     signals=frozenset({"server_requests"}),
     metrics=metrics,

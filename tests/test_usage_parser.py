@@ -9,7 +9,7 @@ import pytest
 
 from kvwatch.engines import detect_engine, make_parser
 from kvwatch.engines.usage.fields import bounded_entry
-from kvwatch.engines.usage.parser import UsageMapping, UsageParser, looks_like_usage
+from kvwatch.engines.usage.parser import UsageMapping, UsageParser, looks_like
 from kvwatch.model import LogLine, UsageRecord
 from kvwatch.parsers.base import ParserSettings
 
@@ -308,7 +308,7 @@ def test_engine_detection_picks_usage_for_json_rows_only() -> None:
     assert {name: "usage" for name in heads} == {name: detect_engine(text) for name, text in heads.items()}
     vllm = (SAMPLES / "vllm-v0.log").read_text()[:65536]
     other_json = '{"level":"info","msg":"started"}\n{"level":"info","msg":"ready"}\n'
-    assert (False, False) == (looks_like_usage(vllm), looks_like_usage(other_json))
+    assert (False, False) == (looks_like(vllm), looks_like(other_json))
 
 
 def test_make_parser_knows_usage() -> None:

@@ -6,9 +6,12 @@ around it (sources, the parse stage, windows, detectors, alerting) never names a
 
 from __future__ import annotations
 
+import importlib
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
-from typing import TYPE_CHECKING, Any, Literal, Protocol
+from functools import cached_property
+from types import ModuleType
+from typing import TYPE_CHECKING, Any, Literal, Protocol, cast
 
 from kvwatch.model import RequestRecord
 from kvwatch.parsers.base import Parser, ParserSettings
@@ -79,13 +82,19 @@ class Gathering(Protocol):
 
 @dataclass(frozen=True)
 class Engine:
-    """One engine kvwatch reads: its name, how to recognise and parse its log, what it feeds."""
+    """One engine kvwatch reads: its name, how to recognise and parse its log, what it feeds.
+
+    What reads its lines sits in `home`, its parser's module, imported at first use: start-up compiles
+    the regexes only of the engines whose logs are read (and of those whose sniff a log's head meets).
+    """
 
     name: str  # the `engine =` / `--engine` value, and the metric prefix (kvwatch_<name>_...)
     display: str  # how messages and docs name it
-    parser: ParserFactory
-    markers: tuple[str, ...]  # every line its parser can make an event of contains one (the prefilter)
-    sniff: Callable[[str], bool]  # does a file's head (its first lines, decoded) read like its log?
+    # The module of its parser, holding MARKERS (every line its parser can make an event of contains
+    # one: the prefilter), looks_like(head) (does a file's head, its first lines decoded, read like its
+    # log?) and, where its lines carry their own time, CLOCK (`kvwatch demo` rewrites it).
+    home: str
+    parser: ParserFactory  # (imports from `home` when called)
     events: tuple[type, ...]  # the event types its parser makes (a source's engine is known by them)
     signals: frozenset[Signal]
     metrics: MetricsFactory
@@ -97,7 +106,6 @@ class Engine:
     reuses: str | None = None  # another engine whose parser reads its lines (Ollama embeds llama-server's)
     blindness: Blindness | None = None  # its own no_signal verdict (see Blindness)
     layers: tuple[str, ...] = ()  # cache layers whose lines its log carries (LMCache inside vLLM)
-    clock: LineClock | None = None  # where its lines carry their own time (`kvwatch demo` rewrites it)
     # The package holding its dashboard row and rules (dashboard.json, rules.yml, rules.test.yml; see
     # kvwatch.assets.build); None: kvwatch.engines.<name>.
     package: str | None = None
@@ -107,3 +115,21 @@ class Engine:
     requests: Callable[[], RequestAdapter] | None = None
     # Its own cause and fix for engine-neutral alerts, by alert name (kvwatch.detectors.advice).
     advice: Mapping[str, Advise] = field(default_factory=dict)
+
+    @cached_property
+    def _home(self) -> ModuleType:
+        return importlib.import_module(self.home)
+
+    @property
+    def markers(self) -> tuple[str, ...]:
+        """Every line its parser can make an event of contains one of these (the prefilter)."""
+        return cast("tuple[str, ...]", self._home.MARKERS)
+
+    def sniff(self, head: str) -> bool:
+        """Does a file's head (its first lines, decoded) read like its log?"""
+        return bool(self._home.looks_like(head))
+
+    @property
+    def clock(self) -> LineClock | None:
+        """Where its lines carry their own time (`kvwatch demo` rewrites it); None: nowhere."""
+        return cast("LineClock | None", getattr(self._home, "CLOCK", None))

@@ -6,8 +6,6 @@ from collections.abc import Callable, Mapping
 from typing import TYPE_CHECKING, Any
 
 from kvwatch.engines.base import Engine, Gathering, RequestAdapter
-from kvwatch.engines.llamacpp.lines import CLOCK
-from kvwatch.engines.llamacpp.parser import MARKERS, LlamacppParser, looks_like_llamacpp
 from kvwatch.model import LlamaRequest
 from kvwatch.parsers.base import Parser, ParserSettings
 
@@ -18,6 +16,8 @@ if TYPE_CHECKING:
 
 
 def _parser(source: str, settings: ParserSettings, options: Any) -> Parser:
+    from kvwatch.engines.llamacpp.parser import LlamacppParser
+
     return LlamacppParser(source, settings)
 
 
@@ -48,9 +48,8 @@ def _gather() -> Gathering:
 ENGINE = Engine(
     name="llamacpp",
     display="llama.cpp",
+    home="kvwatch.engines.llamacpp.parser",
     parser=_parser,
-    markers=MARKERS,
-    sniff=looks_like_llamacpp,
     sniff_rank=1,
     events=(LlamaRequest,),
     signals=frozenset({"server_requests", "derived_requests"}),
@@ -58,5 +57,4 @@ ENGINE = Engine(
     report=_report,
     gather=_gather,
     requests=_requests,
-    clock=CLOCK,
 )

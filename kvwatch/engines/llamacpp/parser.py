@@ -62,10 +62,12 @@ _SLOW = ParseError("llamacpp: not a plain slot or srv line")
 
 #: Every line this parser reads contains one of these (the legacy timing block's continuation lines
 #: carry no tag, hence the `eval time`/`total time` markers).
+#: Where its lines carry their own time (`kvwatch demo` rewrites it).
+CLOCK = ln.CLOCK
 MARKERS = ("slot ", "srv ", "eval time", "total time", "initializing", "listening", '{"type"', *lg.MARKERS)
 
 
-def looks_like_llamacpp(sample: str) -> bool:
+def looks_like(sample: str) -> bool:
     """True when a sample of a file (its first ~64 KiB) reads like llama-server output."""
     clock = YearlessClock(2026, "UTC")
     hits = 0

@@ -8,7 +8,6 @@ from typing import TYPE_CHECKING, Any
 
 from kvwatch.engines.base import AS_LAYER, Engine, Gathering
 from kvwatch.engines.lmcache.blind import blindness
-from kvwatch.engines.lmcache.parser import CLOCK, LmcacheLayer, looks_like_lmcache
 from kvwatch.model import LmcacheFailure, LmcacheLookup, LmcachePrefetch, LmcacheStoreRequest, LmcacheTransfer
 from kvwatch.parsers.base import Parser, ParserSettings
 
@@ -21,6 +20,8 @@ if TYPE_CHECKING:
 def _parser(source: str, settings: ParserSettings, options: Any) -> Parser:
     # Inside vLLM's log the sums are held for a stretch (vLLM's next line hands them on); alone, in an
     # MP-mode server's log that may fall silent, each line's are handed on at once.
+    from kvwatch.engines.lmcache.parser import LmcacheLayer
+
     return LmcacheLayer(source, settings, hold=options == AS_LAYER)
 
 
@@ -52,9 +53,8 @@ def _gather() -> Gathering:
 ENGINE = Engine(
     name="lmcache",
     display="LMCache",
+    home="kvwatch.engines.lmcache.parser",
     parser=_parser,
-    markers=LmcacheLayer.markers,
-    sniff=looks_like_lmcache,
     sniff_rank=5,  # after every engine that may carry its lines (vLLM)
     # A layer's events belong to the source's engine (vLLM's, when it carries them): they never decide
     # which engine a source is.
@@ -64,5 +64,4 @@ ENGINE = Engine(
     report=_report,
     gather=_gather,
     blindness=blindness,  # (judged for the sources of the engines that carry it: see no_signal)
-    clock=CLOCK,
 )

@@ -73,12 +73,16 @@ def worker_of(tag: str) -> str:
     return tp if dp is None or dp.group(1) == "0" else f"dp{dp.group(1)}-{tp}"
 
 
+#: Every line the parser can make an event of holds one.
+MARKERS: tuple[str, ...] = (lm.MARKER, lm.OLD_MARKER)
+
+
 class LmcacheLayer:
     """One source's LMCache state: recent request ids, the workers' tags, a pending retrieve error, the
     sums held back. The parser of a log of LMCache's alone (its MP-mode server's, `engine = "lmcache"`)
     too."""
 
-    markers: tuple[str, ...] = (lm.MARKER, lm.OLD_MARKER)
+    markers = MARKERS
 
     def __init__(self, source: str, settings: ParserSettings, *, hold: bool = True) -> None:
         self.source = source
@@ -453,7 +457,7 @@ class LmcacheLayer:
         return [*self._sums.drain(), *failed]
 
 
-def looks_like_lmcache(sample: str) -> bool:
+def looks_like(sample: str) -> bool:
     """Whether a file's first lines are LMCache's own records (an MP-mode server's log)."""
     return (
         lm.MARKER in sample

@@ -9,7 +9,6 @@ from typing import TYPE_CHECKING, Any
 from kvwatch.engines.base import Engine, Gathering
 from kvwatch.engines.lmstudio.advice import ADVICE
 from kvwatch.engines.lmstudio.blind import blindness
-from kvwatch.engines.lmstudio.parser import CLOCK, MARKERS, LmstudioParser, looks_like_lmstudio
 from kvwatch.model import LmstudioCacheEvent, LmstudioCompletion, LmstudioDiskUsage, LmstudioRequest
 from kvwatch.parsers.base import Parser, ParserSettings
 
@@ -20,6 +19,8 @@ if TYPE_CHECKING:
 
 
 def _parser(source: str, settings: ParserSettings, options: Any) -> Parser:
+    from kvwatch.engines.lmstudio.parser import LmstudioParser
+
     return LmstudioParser(source, settings)
 
 
@@ -50,9 +51,8 @@ def _gather() -> Gathering:
 ENGINE = Engine(
     name="lmstudio",
     display="LM Studio",
+    home="kvwatch.engines.lmstudio.parser",
     parser=_parser,
-    markers=MARKERS,
-    sniff=looks_like_lmstudio,
     sniff_rank=0,
     events=(LmstudioRequest, LmstudioCompletion, LmstudioCacheEvent, LmstudioDiskUsage),
     signals=frozenset({"server_requests"}),
@@ -60,6 +60,5 @@ ENGINE = Engine(
     report=_report,
     gather=_gather,
     blindness=blindness,
-    clock=CLOCK,
     advice=ADVICE,
 )

@@ -137,7 +137,7 @@ def _model_tag(tag: str) -> str:
     return ls.model_of([tag])
 
 
-def looks_like_lmstudio(sample: str) -> bool:
+def looks_like(sample: str) -> bool:
     """True when a file's head reads like LM Studio's server log (its record headers, twice)."""
     hits = 0
     previous = ""

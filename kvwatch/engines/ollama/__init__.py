@@ -10,7 +10,6 @@ from typing import TYPE_CHECKING, Any
 from kvwatch.engines.base import Engine, Gathering
 from kvwatch.engines.ollama.advice import ADVICE
 from kvwatch.engines.ollama.blind import blindness
-from kvwatch.engines.ollama.parser import CLOCK, OWN_MARKERS, OllamaParser, looks_like_ollama
 from kvwatch.model import OllamaAccess, OllamaCacheEvent, OllamaRequest
 from kvwatch.parsers.base import Parser, ParserSettings
 
@@ -22,8 +21,9 @@ if TYPE_CHECKING:
 
 def _parser(source: str, settings: ParserSettings, options: Any) -> Parser:
     from kvwatch.engines import markers_of, reused_parser
+    from kvwatch.engines.ollama.parser import MARKERS, OllamaParser
 
-    markers = markers_of(ENGINE.name) or OWN_MARKERS
+    markers = markers_of(ENGINE.name) or MARKERS
     # (a partial, not a lambda: replay's parsing child receives the parser pickled)
     return OllamaParser(source, settings, partial(reused_parser, ENGINE.name, source, settings), markers)
 
@@ -54,9 +54,8 @@ def _gather() -> Gathering:
 ENGINE = Engine(
     name="ollama",
     display="Ollama",
+    home="kvwatch.engines.ollama.parser",
     parser=_parser,
-    markers=OWN_MARKERS,
-    sniff=looks_like_ollama,
     sniff_rank=0,  # its log embeds llama-server's lines: it must be tried before llama.cpp
     events=(OllamaRequest, OllamaCacheEvent, OllamaAccess),
     signals=frozenset({"server_requests"}),
@@ -66,6 +65,5 @@ ENGINE = Engine(
     reuses="llamacpp",
     blindness=blindness,
     restart_forgets=("blind",),
-    clock=CLOCK,
     advice=ADVICE,
 )

@@ -51,7 +51,7 @@ if TYPE_CHECKING:
     from kvwatch.segmented import Segmentable
 
 #: Ollama's own markers; its parser adds those of the engine it reuses.
-OWN_MARKERS = ("time=", "[GIN] ")
+MARKERS = ("time=", "[GIN] ")
 #: Distinct model labels per source; later models are counted as "other".
 MAX_MODELS = 8
 _SLOT = re.compile(r"slot +\S*: id +(\S+) \| task (\S+) \|")
@@ -119,7 +119,7 @@ def _write_time(when: float) -> str:
 CLOCK = LineClock(re.compile(r"(?<![^\s])time=(\S+)"), _read_time, _write_time, first_only=True)
 
 
-def looks_like_ollama(sample: str) -> bool:
+def looks_like(sample: str) -> bool:
     """True when a file's head reads like Ollama's log (slog records with Ollama's sources, or gin)."""
     hits = 0
     for text in sample.splitlines()[:2000]:

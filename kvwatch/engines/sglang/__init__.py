@@ -7,7 +7,6 @@ from typing import TYPE_CHECKING, Any
 
 from kvwatch.engines.base import Engine, Gathering
 from kvwatch.engines.sglang.advice import ADVICE
-from kvwatch.engines.sglang.parser import CLOCK, MARKERS, SglangParser, looks_like_sglang
 from kvwatch.model import (
     CachePrefetch,
     SglangDecode,
@@ -24,6 +23,8 @@ if TYPE_CHECKING:
 
 
 def _parser(source: str, settings: ParserSettings, options: Any) -> Parser:
+    from kvwatch.engines.sglang.parser import SglangParser
+
     return SglangParser(source, settings)
 
 
@@ -55,9 +56,8 @@ def _gather() -> Gathering:
 ENGINE = Engine(
     name="sglang",
     display="SGLang",
+    home="kvwatch.engines.sglang.parser",
     parser=_parser,
-    markers=MARKERS,
-    sniff=looks_like_sglang,
     sniff_rank=1,
     events=(SglangPrefill, SglangDecode, SglangRequest, SglangHicacheError, CachePrefetch),
     signals=frozenset({"server_requests", "derived_requests"}),
@@ -65,6 +65,5 @@ ENGINE = Engine(
     report=_report,
     gather=_gather,
     restart_forgets=("prefix_cache", "cache_storage_backend", "cache_prefetch_policy", "prefetch_logged"),
-    clock=CLOCK,
     advice=ADVICE,
 )

@@ -395,7 +395,7 @@ class SglangParser:
         return None
 
 
-def looks_like_sglang(sample: str) -> bool:
+def looks_like(sample: str) -> bool:
     """Whether a file's first lines look like SGLang's log (for `--engine auto`)."""
     return (
         "server_args=ServerArgs(" in sample

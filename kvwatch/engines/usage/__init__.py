@@ -6,7 +6,6 @@ from collections.abc import Callable, Mapping
 from typing import TYPE_CHECKING, Any
 
 from kvwatch.engines.base import Engine, Gathering, RequestAdapter
-from kvwatch.engines.usage.parser import CLOCK, UsageParser, looks_like_usage
 from kvwatch.model import UsageRecord, UsageSkipped
 from kvwatch.parsers.base import Parser, ParserSettings
 
@@ -17,6 +16,8 @@ if TYPE_CHECKING:
 
 
 def _parser(source: str, settings: ParserSettings, options: Any) -> Parser:
+    from kvwatch.engines.usage.parser import UsageParser
+
     return UsageParser(source, settings, options)  # options: the source's UsageMapping, if configured
 
 
@@ -54,9 +55,8 @@ def _gather() -> Gathering:
 ENGINE = Engine(
     name="usage",
     display="gateway usage log",
+    home="kvwatch.engines.usage.parser",
     parser=_parser,
-    markers=UsageParser.markers,
-    sniff=looks_like_usage,
     sniff_rank=0,  # strict (JSON rows with usage), so it goes first
     events=(UsageRecord,),  # (a source of skipped rows only is not known to be a gateway's)
     signals=frozenset({"gateway_requests"}),
@@ -64,6 +64,5 @@ ENGINE = Engine(
     report=_report,
     gather=_gather,
     requests=_requests,
-    clock=CLOCK,
     options=_options,
 )

@@ -105,10 +105,14 @@ class Reading:
     channel: Any = None
 
 
+#: Every line the parser can make an event of holds one (a JSON row).
+MARKERS: tuple[str, ...] = ("{",)
+
+
 class UsageParser:
     """Per-source state: the mapping, the last event time, and the rows that were not requests."""
 
-    markers: tuple[str, ...] = ("{",)
+    markers = MARKERS
 
     def __init__(self, source: str, settings: ParserSettings, mapping: UsageMapping | None = None) -> None:
         self.source = source
@@ -306,7 +310,7 @@ def kind_of(obj: dict[str, Any]) -> str | None:
     return "usage" if find_usage(obj) is not None or find_upstream(obj) is not None else None
 
 
-def looks_like_usage(sample: str) -> bool:
+def looks_like(sample: str) -> bool:
     """Whether a file's first lines are JSON rows of per-request usage (for `--engine auto`)."""
     lines = [text.strip() for text in sample.splitlines() if text.strip()][:50]
     rows = [text for text in lines if text.startswith("{")]

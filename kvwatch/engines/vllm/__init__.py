@@ -7,7 +7,6 @@ from collections.abc import Callable, Mapping
 from typing import TYPE_CHECKING, Any
 
 from kvwatch.engines.base import Engine, Gathering
-from kvwatch.engines.vllm.parser import CLOCK, MARKERS, VllmParser, looks_like_vllm
 from kvwatch.model import EngineFact, VllmKvTransfer, VllmPrefixV0, VllmSpecDecoding, VllmStats
 from kvwatch.parsers.base import Parser, ParserSettings
 
@@ -19,6 +18,7 @@ if TYPE_CHECKING:
 
 def _parser(source: str, settings: ParserSettings, options: Any) -> Parser:
     from kvwatch.engines import layer_parsers
+    from kvwatch.engines.vllm.parser import VllmParser
 
     return VllmParser(source, settings, layer_parsers(ENGINE.name, source, settings))
 
@@ -51,9 +51,8 @@ def _gather() -> Gathering:
 ENGINE = Engine(
     name="vllm",
     display="vLLM",
+    home="kvwatch.engines.vllm.parser",
     parser=_parser,
-    markers=MARKERS,
-    sniff=looks_like_vllm,
     sniff_rank=2,
     events=(VllmStats, VllmKvTransfer, VllmPrefixV0, VllmSpecDecoding, EngineFact),
     signals=frozenset({"cache_rate", "offload"}),
@@ -61,6 +60,5 @@ ENGINE = Engine(
     report=_report,
     gather=_gather,
     restart_forgets=("stats_disabled", "api_server_count", "offload_excluded_groups"),
-    clock=CLOCK,
     layers=("lmcache",),
 )

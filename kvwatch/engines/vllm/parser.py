@@ -353,7 +353,7 @@ def _common(markers: list[str]) -> str:
     return ""
 
 
-def looks_like_vllm(sample: str) -> bool:
+def looks_like(sample: str) -> bool:
     """Whether a file's first lines look like vLLM's log (for `--engine auto`)."""
     return _HEADER.search(sample) is not None and (
         "vllm" in sample.lower() or any(marker in sample for marker in MARKERS[:4])
