@@ -27,6 +27,8 @@ def test_five_rename_rotations_under_a_steady_writer(tmp_path: Path) -> None:
     log.touch()
     cfg = write_config(tmp_path / "kv.toml", file_source("app", log))
     kv = Kvwatch(["--config", str(cfg)], tmp_path / "kv.err")
+    # (a rotation before the source first opened the file would not be one it could see)
+    wait_until(lambda: kv.value("kvwatch_source_up", {"source": "app"}) == 1, what="source up")
     written = 0
     for rotation in range(5):
         for _ in range(20):  # a steady trickle, each write its own append

@@ -42,6 +42,7 @@ from kvwatch.daemon.reload import apply_reload
 from kvwatch.daemon.sdnotify import SystemdNotifier
 from kvwatch.daemon.setup import Prepared, build_deliveries, prepare
 from kvwatch.daemon.wakeup import Wakeup
+from kvwatch.engines import markers_of
 from kvwatch.metrics import Metrics
 from kvwatch.model import Finding
 from kvwatch.notify.delivery import notifications_counter
@@ -271,6 +272,7 @@ class Daemon:
     def start_feeder(self, name: str) -> None:
         """Start reading the configured source `name`."""
         source = next(s for s in self.config.sources if s.name == name)
+        markers_of(source.engine)  # (its parsers' modules load here, not while the source opens)
         store = self.store
         feeder = Feeder(source, lambda: store.load(name) if store else None, self.items.put)
         self.feeders[name] = feeder
