@@ -257,3 +257,23 @@ def test_the_matcher_finds_the_lines_scanner_lines_finds(seed: int) -> None:
         assert [span for _, span in misses] == [spans[at] for at, _ in misses]
         read += len(items) - len(misses)
     assert read > 40  # (what it reads is checked against the decoded reading above)
+
+
+@pytest.mark.parametrize("entries", [True, False])
+def test_an_entry_ending_in_an_escaped_backslash_before_n_is_joined_as_line_by_line(entries: bool) -> None:
+    """A log value ending in `\\\\n` (a backslash, then `n`: no newline, the entry continues in the next)
+    among marker lines: the read's sentinel hit sends it the exact way, whose result is feed()'s."""
+    rng = random.Random(3)
+    pool = docker_log("lmcache-0.5.6-tp2.log")
+    cut = moby("Engine 000: Avg prompt throughput: 1 tokens/s \\").replace(b'\\n","stream"', b'n","stream"')
+    assert b'\\\\n","stream"' in cut
+    for _ in range(20):
+        lines = [rng.choice(pool) for _ in range(rng.randrange(1, 20))]
+        lines.insert(rng.randrange(len(lines) + 1), cut)
+        data = b"".join(line + b"\n" for line in lines)
+        parser = make_parser("vllm", "s", ParserSettings(year=2026))
+        assert isinstance(parser, VllmParser)
+        matcher = parser.entry_matcher() if entries else None
+        chunked = Framer("s", "docker-json", parser.markers, 1 << 20, entries=matcher)
+        fed = Framer("s", "docker-json", parser.markers, 1 << 20, entries=matcher)
+        assert chunked.chunk(data) == [batch for line in lines for batch in fed.feed(line)]

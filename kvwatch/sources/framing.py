@@ -83,6 +83,7 @@ SAMPLE = 256 << 10
 # escaped backslash before `n` would fake it, so such chunks take the exact, per-line path.
 _COMPLETE = b'\\n","stream":"'
 _FAKE_COMPLETE = b'\\\\n","stream":"'
+_NO_HIT = (0, 0, 0)  # (Scanner.hits' shape: the pattern's index first)
 
 
 def is_complete(raw: bytes) -> bool:
@@ -251,7 +252,7 @@ class Framer:
             return None
         hits = scanner.hits(data, first, stop)
         if self._sentinel:
-            if any(which >= scanner.markers for which, _, _ in hits):
+            if max(hits, default=_NO_HIT)[0] >= scanner.markers:  # (C-speed: a tuple orders by index first)
                 return None  # an escaped backslash before `n` (a _FAKE_COMPLETE)
         elif data.find(_FAKE_COMPLETE, first, stop) >= 0:
             return None
