@@ -5,6 +5,7 @@ from __future__ import annotations
 import argparse
 import contextlib
 import errno
+import gc
 import json
 import os
 import signal
@@ -766,6 +767,9 @@ def _replay_files(args: argparse.Namespace, paths: list[str], named: dict[str, s
     settings = ParserSettings(year=args.year, now_year=now_year, tz=args.tz, start=args.start)
     try:
         report = args.format == "text"
+        # A replay is the process's last work: what is loaded by now (the modules) lives to its exit,
+        # whose collections then need not walk it (~20M instructions, ~10 ms, less per replay).
+        gc.freeze()
         result = replay(plan(paths, args.engine, args.source), settings, jobs=args.jobs, report=report)
     except OSError as err:
         hint = ""

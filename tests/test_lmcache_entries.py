@@ -226,3 +226,54 @@ def test_lmcache_s_own_log_in_json_file_form_replays_as_plain(name: str, tmp_pat
     expected = outcome(plain)
     assert expected[1][1] > 10
     assert expected == outcome(wrapped)
+
+
+@pytest.mark.parametrize("seed", range(6))
+def test_the_matcher_finds_the_lines_scanner_lines_finds(seed: int) -> None:
+    """The matcher walks the scanner's hits itself (one loop, no Scanner.lines): it answers once per line
+    Scanner.lines yields, in order, and a miss carries that line's span; over reads that start anywhere,
+    lines with several markers, and the framer's own sentinel among the hits."""
+    rng = random.Random(seed)
+    parser = make_parser("vllm", "s", ParserSettings(year=2026))
+    assert isinstance(parser, VllmParser)
+    framer = Framer("s", "docker-json", parser.markers, 1 << 20, entries=parser.entry_matcher())
+    scanner, matcher = framer._scanner, parser.entry_matcher()
+    assert scanner is not None and matcher is not None
+    pool = docker_log("lmcache-0.5.6-tp2.log") + docker_log("lmcache-0.4.4-healthy.log")
+    pool += [moby("INFO 09-14 08:00:36 [loggers.py:123] Engine 000: Avg prompt throughput: 1.0 tokens/s")]
+    pool += [moby("plain text, no marker"), moby("x] LMCache INFO: throughput: KV Transfer metrics")]
+    read = 0
+    for _ in range(40):
+        lines = [rng.choice(pool) for _ in range(rng.randrange(1, 30))]
+        if rng.random() < 0.3:
+            lines.insert(rng.randrange(len(lines) + 1), b'{"log":"a\\\\n","stream":"stdout","time":"t"}')
+        data = b"".join(line + b"\n" for line in lines)
+        first = rng.choice([0, rng.randrange(len(data))])
+        hits = scanner.hits(data, first)
+        items, misses = matcher(data, first, hits, scanner.markers)
+        spans = list(scanner.lines(data, first, None, hits))
+        assert len(items) == len(spans)
+        assert [at for at, _ in misses] == [at for at, item in enumerate(items) if item is None]
+        assert [span for _, span in misses] == [spans[at] for at, _ in misses]
+        read += len(items) - len(misses)
+    assert read > 40  # (what it reads is checked against the decoded reading above)
+
+
+@pytest.mark.parametrize("entries", [True, False])
+def test_an_entry_ending_in_an_escaped_backslash_before_n_is_joined_as_line_by_line(entries: bool) -> None:
+    """A log value ending in `\\\\n` (a backslash, then `n`: no newline, the entry continues in the next)
+    among marker lines: the read's sentinel hit sends it the exact way, whose result is feed()'s."""
+    rng = random.Random(3)
+    pool = docker_log("lmcache-0.5.6-tp2.log")
+    cut = moby("Engine 000: Avg prompt throughput: 1 tokens/s \\").replace(b'\\n","stream"', b'n","stream"')
+    assert b'\\\\n","stream"' in cut
+    for _ in range(20):
+        lines = [rng.choice(pool) for _ in range(rng.randrange(1, 20))]
+        lines.insert(rng.randrange(len(lines) + 1), cut)
+        data = b"".join(line + b"\n" for line in lines)
+        parser = make_parser("vllm", "s", ParserSettings(year=2026))
+        assert isinstance(parser, VllmParser)
+        matcher = parser.entry_matcher() if entries else None
+        chunked = Framer("s", "docker-json", parser.markers, 1 << 20, entries=matcher)
+        fed = Framer("s", "docker-json", parser.markers, 1 << 20, entries=matcher)
+        assert chunked.chunk(data) == [batch for line in lines for batch in fed.feed(line)]

@@ -55,6 +55,12 @@ class Block:
 Span = tuple[int, int, int, int]
 #: What a parser's matcher read from a json-file entry's bytes (a tuple: `Framer(entries=...)`).
 Matched = tuple[Any, ...]
+#: A parser's matcher of json-file entries' bytes: given a read, where its range starts, the Scanner's hits
+#: in it and how many of the scanner's patterns are markers, each marker line in order as what it read
+#: or None, and for each None its place and Span.
+EntryReader = Callable[
+    [bytes, int, list[tuple[int, int, int]], int], tuple[list[Matched | None], list[tuple[int, Span]]]
+]
 
 
 @dataclass(frozen=True, slots=True)
@@ -77,6 +83,7 @@ SAMPLE = 256 << 10
 # escaped backslash before `n` would fake it, so such chunks take the exact, per-line path.
 _COMPLETE = b'\\n","stream":"'
 _FAKE_COMPLETE = b'\\\\n","stream":"'
+_NO_HIT = (0, 0, 0)  # (Scanner.hits' shape: the pattern's index first)
 
 
 def is_complete(raw: bytes) -> bool:
@@ -115,7 +122,7 @@ class Framer:
         markers: tuple[str, ...],
         max_line: int,
         *,
-        entries: Callable[[bytes, list[Span]], list[Matched | None]] | None = None,
+        entries: EntryReader | None = None,
     ) -> None:
         """`entries`: the parser's matcher of json-file entries' bytes (no state of the parse: it may run
         in another process): given, a json-file read of complete entries comes as one Entries, each
@@ -191,9 +198,11 @@ class Framer:
         whole lines."""
         if self._match is None or self._scanner is None:
             return False
-        spans = list(self._scanner.lines(sample, 0, sample.rfind(b"\n") + 1))
-        read = sum(1 for item in self._match(sample, spans) if item is not None)
-        return read * 2 > len(spans)
+        scanner = self._scanner
+        items, misses = self._match(
+            sample, 0, scanner.hits(sample, 0, sample.rfind(b"\n") + 1), scanner.markers
+        )
+        return (len(items) - len(misses)) * 2 > len(items)
 
     def chunk(self, data: bytes, start: int = 0, stop: int | None = None) -> list[Batch]:
         """The whole lines in data[start:stop], each ending in `\\n` (framed in place, not copied)."""
@@ -243,13 +252,13 @@ class Framer:
             return None
         hits = scanner.hits(data, first, stop)
         if self._sentinel:
-            if any(which >= scanner.markers for which, _, _ in hits):
+            if max(hits, default=_NO_HIT)[0] >= scanner.markers:  # (C-speed: a tuple orders by index first)
                 return None  # an escaped backslash before `n` (a _FAKE_COMPLETE)
         elif data.find(_FAKE_COMPLETE, first, stop) >= 0:
             return None
         complete = count(data, _COMPLETE, first, stop)
         if self._match is not None:
-            return self._entries(data, first, stop, scanner.lines(data, first, stop, hits), complete)
+            return self._entries(data, first, stop, hits, complete)
         items: list[Batch] = []
         append, source = items.append, self.source
         pos, lines = first, 0
@@ -279,28 +288,31 @@ class Framer:
         return items
 
     def _entries(
-        self, data: bytes, first: int, stop: int, spans: Iterator[Span], lines: int
+        self, data: bytes, first: int, stop: int, hits: list[tuple[int, int, int]], lines: int
     ) -> list[Batch] | None:
         """_json_chunk's items as one Entries: each marker line read by the parser's matcher where it
         can, else decoded."""
         if count(data, b"\n", first, stop) != lines:
             return None
-        assert self._match is not None
-        found = list(spans)
-        items: list[LogLine | Malformed | Matched] = []
-        append, source = items.append, self.source
-        for span, matched in zip(found, self._match(data, found), strict=True):
-            if matched is not None:
-                append(matched)
-                continue
-            start, end, mark, mark_end = span
+        assert self._match is not None and self._scanner is not None
+        read, misses = self._match(data, first, hits, self._scanner.markers)
+        items: list[Any] = read  # (each miss's None replaced in place)
+        source = self.source
+        spliced = False
+        for at, (start, end, mark, mark_end) in misses:
             simple = simple_entry(data, start, end)
             if simple is not None and start + 8 <= mark and mark_end <= simple[2]:  # (as _json_chunk)
-                append(LogLine(source, simple[0], simple[1]))
+                items[at] = LogLine(source, simple[0], simple[1])
                 continue
-            for each in self._feed_json(data[start:end]):
-                if type(each) is not int:  # (a line it counts without parsing: in `lines` alone)
-                    append(each)  # type: ignore[arg-type]
+            # (a line it counts without parsing: in `lines` alone)
+            decoded = [each for each in self._feed_json(data[start:end]) if type(each) is not int]
+            if len(decoded) == 1:
+                items[at] = decoded[0]
+            else:
+                items[at] = decoded
+                spliced = True
+        if spliced:  # (the lines in place of none or several items: rare)
+            items = [each for item in items for each in (item if type(item) is list else (item,))]
         return [Entries(lines, items)]
 
     def finish(self) -> list[Batch]:

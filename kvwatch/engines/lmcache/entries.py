@@ -86,19 +86,31 @@ class EntryMatcher:
         self._heads: dict[bytes, bytes | None] = {}  # head -> itself where of TAG's shape, else None
         self._seconds: dict[bytes, float | None] = {}  # stamp's second -> its epoch second (None: no date)
 
-    def __call__(self, data: bytes, spans: list[tuple[int, int, int, int]]) -> list[Match | None]:
-        """Each entry at one of `spans` (start, end, start of its first marker, end of it) in `data` read,
-        when it is a store, a load that got what it required, or a lookup whose stamp is a date; else
-        None in its place."""
+    def __call__(
+        self, data: bytes, first: int, hits: list[tuple[int, int, int]], markers: int
+    ) -> tuple[list[Match | None], list[tuple[int, tuple[int, int, int, int]]]]:
+        """Each marker line among `hits` (Scanner.hits of data[first:], pattern indices from `markers` on
+        not a marker's; as Scanner.lines finds the lines) read, when it is a store, a load that got what
+        it required, or a lookup whose stamp is a date; else None in its place, and in the misses its
+        place and (start, end, start of its first marker, end of it)."""
+        # (Scanner.lines and the reading in one loop: a record costs a few microseconds, most of them
+        # the interpreter's, and lines is a generator whose every line would cross a list and a zip)
         out: list[Match | None] = []
+        misses: list[tuple[int, tuple[int, int, int, int]]] = []
         append, fullmatch = out.append, RECORD.fullmatch
+        rfind, index = data.rfind, data.index
         heads, seconds = self._heads, self._seconds
-        for start, end, mark, _ in spans:
-            if data[mark] != _BRACKET:  # (another marker's line)
-                append(None)
+        after = first  # the first offset past the last line read: later hits on it are skipped
+        for which, begin, finish in hits:
+            mark = begin + first
+            if mark < after or which >= markers:
                 continue
-            match = fullmatch(data, mark - STAMP_BEFORE, end)
-            if match is None:
+            before, end = rfind(b"\n", first, mark), index(b"\n", mark)
+            start = before + 1 if before >= 0 else first
+            after = end + 1
+            match = fullmatch(data, mark - STAMP_BEFORE, end) if data[mark] == _BRACKET else None
+            if match is None:  # (another marker's line, or not of RECORD's shape)
+                misses.append((len(out), (start, end, mark, finish + first)))
                 append(None)
                 continue
             head = data[start : mark - STAMP_BEFORE]
@@ -110,6 +122,7 @@ class EntryMatcher:
             if when is _UNSEEN:
                 when = self._epoch(groups[0])
             if known is None or when is None:
+                misses.append((len(out), (start, end, mark, finish + first)))
                 append(None)
                 continue
             request = groups[1]
@@ -119,7 +132,8 @@ class EntryMatcher:
             elif groups[LOAD] is not None:
                 tokens, asked, size, size4, cost, cost4 = groups[LOAD:LOOKUP]
                 if int(tokens) < int(asked):
-                    append(None)  # (a short load: its own event, read the general way)
+                    misses.append((len(out), (start, end, mark, finish + first)))
+                    append(None)
                     continue
                 load = True
             else:
@@ -133,7 +147,7 @@ class EntryMatcher:
                 known, when, load, None if request is None else request.decode("ascii"), int(tokens),
                 int(asked), int(size + size4), int(cost + cost4),
             ))  # fmt: skip
-        return out
+        return out, misses
 
     def _head(self, head: bytes) -> bytes | None:
         """The head itself where it is of TAG's shape, else None (remembered)."""
