@@ -17,6 +17,7 @@ import pytest
 from test_parse_text import by_line, by_text
 
 from kvwatch.engines.llamacpp import whole
+from kvwatch.engines.llamacpp.parser import LlamacppParser
 
 PREFIX = "Jun 10 09:00:{:02d} gpu-ws ollama[2231]: "
 START = [
@@ -95,8 +96,25 @@ def mutate(lines: list[str], rng: random.Random) -> list[str]:
     """A request's lines with one near miss."""
     out = list(lines)
     at = rng.randrange(len(out) - 3)  # (mostly the runner's lines)
-    kind = rng.randrange(10)
-    if kind >= 8:  # `memory_seq_rm`, torn or whole, somewhere in a line (any line holding it is read as one)
+    kind = rng.randrange(12)
+    if kind >= 10:  # the lines after `stop processing`: a srv line a run does not take, a torn [GIN] line
+        tail = rng.randrange(len(out) - 3, len(out))
+        out[tail] = rng.choice(
+            (
+                "srv  update_slots: - found better prompt with f_keep = 0.500, sim = 0.900",
+                "srv  load_model: initializing, n_slots = 2, n_ctx_slot = 32768",
+                "srv  listening on http://127.0.0.1:39003",
+                "srv ",
+                '[GIN] 2026/06/10 - 09:00:00 | 2x0 |     1.500000s |       127.0.0.1 | POST     "/api/chat"',
+                '[GIN] 2026/06/10 - 09:00:00 | 200 |     1.5q0000s |       127.0.0.1 | POST     "/api/chat"',
+                "[GIN] 2026/06/10 - 09:00:00 | 200 |",
+                out[tail].replace("/api/chat", "/api/tags"),
+                out[tail] + " ",
+            )
+        )
+    elif (
+        kind >= 8
+    ):  # `memory_seq_rm`, torn or whole, somewhere in a line (any line holding it is read as one)
         text = out[at]
         i = rng.randrange(text.find("|") + 1, len(text) + 1)
         out[at] = (
@@ -166,16 +184,24 @@ def log(seed: int, *, damage: float, two: bool = False) -> list[str]:
 
 @pytest.fixture
 def taken(monkeypatch: pytest.MonkeyPatch) -> list[bool]:
-    """Per request offered to the match: whether it was read."""
+    """Per request offered to the match: whether it was read (by Ollama's run of requests, which
+    leaves one it does not read to `read`, or by `read`)."""
     seen: list[bool] = []
-    real = whole.read
+    real, request = whole.read, LlamacppParser.untagged_request
 
     def spy(*args: Any, **kwargs: Any) -> object:
         got = real(*args, **kwargs)
         seen.append(got is not None)
         return got
 
+    def spy_request(*args: Any, **kwargs: Any) -> object:
+        got = request(*args, **kwargs)
+        if got is not None:
+            seen.append(True)
+        return got
+
     monkeypatch.setattr(whole, "read", spy)
+    monkeypatch.setattr(LlamacppParser, "untagged_request", spy_request)
     return seen
 
 
