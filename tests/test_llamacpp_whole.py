@@ -47,9 +47,10 @@ ODD = [
 ]
 
 
-def request(rng: random.Random, slot: int, task: int) -> list[str]:
-    """One request's lines as b9452 writes them (bench/gen_ollama.py's shape), picks of both kinds."""
-    prompt, cached, gen = rng.randint(100, 9000), rng.randint(0, 90), rng.randint(1, 500)
+def request(rng: random.Random, slot: int, task: int, prompts: int = 9000) -> list[str]:
+    """One request's lines as b9452 writes them (bench/gen_ollama.py's shape), picks of both kinds;
+    prompts of up to `prompts` tokens (two lines per 2048 of them)."""
+    prompt, cached, gen = rng.randint(100, prompts), rng.randint(0, 90), rng.randint(1, 500)
     tag = f"id  {slot} | task {task} |"
     pick = rng.choice(
         (
@@ -156,7 +157,7 @@ def mutate(lines: list[str], rng: random.Random) -> list[str]:
     return out
 
 
-def log(seed: int, *, damage: float, two: bool = False) -> list[str]:
+def log(seed: int, *, damage: float, two: bool = False, prompts: int = 9000) -> list[str]:
     """Requests on two slots (tasks now and then repeated or going back), a journald second each (at
     times ticking over mid-request), some damaged; with `two`, a second runner started midway."""
     rng = random.Random(seed)
@@ -168,7 +169,7 @@ def log(seed: int, *, damage: float, two: bool = False) -> list[str]:
             out.append(PREFIX.format(second) + SECOND_RUNNER)
         slot = rng.randrange(2)
         task = max(0, task + rng.choice((1, 1, 1, 2, 0, -1)))
-        lines = request(rng, slot, task)
+        lines = request(rng, slot, task, prompts)
         if rng.random() < damage:
             lines = mutate(lines, rng)
         if rng.random() < 0.1:  # a bare timing header ends the second before: the pick forgets it
@@ -222,3 +223,11 @@ def test_clean_requests_are_read_whole(make: Callable[[int], list[str]], taken: 
     texts = make(99)
     assert by_text("ollama", texts, random.Random(0)) == by_line("ollama", texts)
     assert sum(taken) > len(taken) * 0.4
+
+
+@pytest.mark.parametrize("seed", range(6))
+def test_long_requests(seed: int, taken: list[bool]) -> None:
+    """Requests of 10 to 90 lines (the match's first try holds 24, its window 64), some damaged."""
+    texts = log(seed, damage=0.3, two=seed % 2 == 1, prompts=80_000)
+    assert by_text("ollama", texts, random.Random(seed)) == by_line("ollama", texts)
+    assert sum(taken) >= 10 and not all(taken)
