@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import json
 import random
+import re
 from pathlib import Path
 
 import pytest
@@ -20,6 +21,7 @@ from test_golden import SAMPLES
 
 from kvwatch.cli import main
 from kvwatch.engines import detect_engine, make_parser, markers_of
+from kvwatch.engines.ollama import lines as ollama_lines
 from kvwatch.engines.ollama import parser as ollama_parser
 from kvwatch.engines.ollama.parser import MAX_MODELS
 from kvwatch.model import Event, LogLine, OllamaAccess, OllamaCacheEvent, OllamaRequest, ServerRestart
@@ -261,3 +263,14 @@ def test_a_journald_prefix_whose_time_alone_changed(
         assert got == want, text
         assert fast._prefix == plain._prefix  # type: ignore[attr-defined]
         assert fast._clock.key() == plain._clock.key()  # type: ignore[attr-defined]
+
+
+def test_slog_pairs_read_as_the_plain_pattern_reads_them() -> None:
+    """slog's key=value pairs (a quoted value's plain runs read in one step) are those of the plain
+    pattern, on random texts of keys, quotes, backslashes and newlines."""
+    plain = re.compile(r'([^\s=]+)=("(?:[^"\\]|\\.)*"|[^\s"]*)')
+    rng = random.Random(7)
+    alphabet = ["a", "=", '"', "\\", " ", "\n", "x=", 'k="', "\t", "é", '\\"']
+    for _ in range(20000):
+        text = "".join(rng.choice(alphabet) for _ in range(rng.randrange(0, 16)))
+        assert ollama_lines._PAIR.findall(text) == plain.findall(text), repr(text)
