@@ -17,6 +17,7 @@ import pytest
 from test_parse_text import by_line, by_text
 
 from kvwatch.engines.llamacpp import whole
+from kvwatch.engines.llamacpp.parser import LlamacppParser
 
 PREFIX = "Jun 10 09:00:{:02d} gpu-ws ollama[2231]: "
 START = [
@@ -46,9 +47,10 @@ ODD = [
 ]
 
 
-def request(rng: random.Random, slot: int, task: int) -> list[str]:
-    """One request's lines as b9452 writes them (bench/gen_ollama.py's shape), picks of both kinds."""
-    prompt, cached, gen = rng.randint(100, 9000), rng.randint(0, 90), rng.randint(1, 500)
+def request(rng: random.Random, slot: int, task: int, prompts: int = 9000) -> list[str]:
+    """One request's lines as b9452 writes them (bench/gen_ollama.py's shape), picks of both kinds;
+    prompts of up to `prompts` tokens (two lines per 2048 of them)."""
+    prompt, cached, gen = rng.randint(100, prompts), rng.randint(0, 90), rng.randint(1, 500)
     tag = f"id  {slot} | task {task} |"
     pick = rng.choice(
         (
@@ -95,8 +97,25 @@ def mutate(lines: list[str], rng: random.Random) -> list[str]:
     """A request's lines with one near miss."""
     out = list(lines)
     at = rng.randrange(len(out) - 3)  # (mostly the runner's lines)
-    kind = rng.randrange(10)
-    if kind >= 8:  # `memory_seq_rm`, torn or whole, somewhere in a line (any line holding it is read as one)
+    kind = rng.randrange(12)
+    if kind >= 10:  # the lines after `stop processing`: a srv line a run does not take, a torn [GIN] line
+        tail = rng.randrange(len(out) - 3, len(out))
+        out[tail] = rng.choice(
+            (
+                "srv  update_slots: - found better prompt with f_keep = 0.500, sim = 0.900",
+                "srv  load_model: initializing, n_slots = 2, n_ctx_slot = 32768",
+                "srv  listening on http://127.0.0.1:39003",
+                "srv ",
+                '[GIN] 2026/06/10 - 09:00:00 | 2x0 |     1.500000s |       127.0.0.1 | POST     "/api/chat"',
+                '[GIN] 2026/06/10 - 09:00:00 | 200 |     1.5q0000s |       127.0.0.1 | POST     "/api/chat"',
+                "[GIN] 2026/06/10 - 09:00:00 | 200 |",
+                out[tail].replace("/api/chat", "/api/tags"),
+                out[tail] + " ",
+            )
+        )
+    elif (
+        kind >= 8
+    ):  # `memory_seq_rm`, torn or whole, somewhere in a line (any line holding it is read as one)
         text = out[at]
         i = rng.randrange(text.find("|") + 1, len(text) + 1)
         out[at] = (
@@ -138,7 +157,7 @@ def mutate(lines: list[str], rng: random.Random) -> list[str]:
     return out
 
 
-def log(seed: int, *, damage: float, two: bool = False) -> list[str]:
+def log(seed: int, *, damage: float, two: bool = False, prompts: int = 9000) -> list[str]:
     """Requests on two slots (tasks now and then repeated or going back), a journald second each (at
     times ticking over mid-request), some damaged; with `two`, a second runner started midway."""
     rng = random.Random(seed)
@@ -150,7 +169,7 @@ def log(seed: int, *, damage: float, two: bool = False) -> list[str]:
             out.append(PREFIX.format(second) + SECOND_RUNNER)
         slot = rng.randrange(2)
         task = max(0, task + rng.choice((1, 1, 1, 2, 0, -1)))
-        lines = request(rng, slot, task)
+        lines = request(rng, slot, task, prompts)
         if rng.random() < damage:
             lines = mutate(lines, rng)
         if rng.random() < 0.1:  # a bare timing header ends the second before: the pick forgets it
@@ -166,16 +185,24 @@ def log(seed: int, *, damage: float, two: bool = False) -> list[str]:
 
 @pytest.fixture
 def taken(monkeypatch: pytest.MonkeyPatch) -> list[bool]:
-    """Per request offered to the match: whether it was read."""
+    """Per request offered to the match: whether it was read (by Ollama's run of requests, which
+    leaves one it does not read to `read`, or by `read`)."""
     seen: list[bool] = []
-    real = whole.read
+    real, request = whole.read, LlamacppParser.untagged_request
 
     def spy(*args: Any, **kwargs: Any) -> object:
         got = real(*args, **kwargs)
         seen.append(got is not None)
         return got
 
+    def spy_request(*args: Any, **kwargs: Any) -> object:
+        got = request(*args, **kwargs)
+        if got is not None:
+            seen.append(True)
+        return got
+
     monkeypatch.setattr(whole, "read", spy)
+    monkeypatch.setattr(LlamacppParser, "untagged_request", spy_request)
     return seen
 
 
@@ -196,3 +223,11 @@ def test_clean_requests_are_read_whole(make: Callable[[int], list[str]], taken: 
     texts = make(99)
     assert by_text("ollama", texts, random.Random(0)) == by_line("ollama", texts)
     assert sum(taken) > len(taken) * 0.4
+
+
+@pytest.mark.parametrize("seed", range(6))
+def test_long_requests(seed: int, taken: list[bool]) -> None:
+    """Requests of 10 to 90 lines (the match's first try holds 24, its window 64), some damaged."""
+    texts = log(seed, damage=0.3, two=seed % 2 == 1, prompts=80_000)
+    assert by_text("ollama", texts, random.Random(seed)) == by_line("ollama", texts)
+    assert sum(taken) >= 10 and not all(taken)

@@ -11,6 +11,8 @@ llm/llama_server.go (>= 0.30, `starting llama-server`, the runner's output copie
 from __future__ import annotations
 
 import json
+import random
+import re
 from pathlib import Path
 
 import pytest
@@ -19,6 +21,8 @@ from test_golden import SAMPLES
 
 from kvwatch.cli import main
 from kvwatch.engines import detect_engine, make_parser, markers_of
+from kvwatch.engines.ollama import lines as ollama_lines
+from kvwatch.engines.ollama import parser as ollama_parser
 from kvwatch.engines.ollama.parser import MAX_MODELS
 from kvwatch.model import Event, LogLine, OllamaAccess, OllamaCacheEvent, OllamaRequest, ServerRestart
 from kvwatch.parsers.base import ParseError, ParseResult, ParserSettings
@@ -221,3 +225,52 @@ def test_two_runners_answering_at_once_keep_their_own_requests() -> None:
     assert sorted((r.runner, r.prompt_tokens, r.cached_tokens) for r in got) == [
         ("39101", 5000, 4000), ("39101", 5200, 5010), ("41877", 900, 0), ("41877", 1000, 910),
     ]  # fmt: skip
+
+
+@pytest.mark.parametrize("seed", range(5))
+@pytest.mark.parametrize("tz", ["UTC", "Europe/Berlin"])
+def test_a_journald_prefix_whose_time_alone_changed(
+    seed: int, tz: str, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A prefix read as the held one with a new time of day (`_next_second`) gives what JOURNAL gives:
+    on random prefixes, near misses among them (day, month, host, pid, widths, other digits)."""
+    rng = random.Random(seed)
+    months = ("Jan", "Feb", "Mar", "Dec", "Jun", "Jux")
+    hosts = ("gpu-ws", "a]:", "h", "gpu-ws2")
+
+    def prefix() -> str:
+        day = rng.choice(("10", " 5", "5", "31", "30", "1\u0663", "01"))
+        hms = [f"{rng.randrange(0, 61):02d}" for _ in range(3)]
+        if rng.random() < 0.1:
+            hms[rng.randrange(3)] = rng.choice(("\u0663\u0663", "1", "1x", "001"))
+        pid = rng.choice(("2231", "2232", "22"))
+        time = rng.choice((":", ":", ":", ".", " ")).join(hms)
+        return f"{rng.choice(months)} {day} {time} {rng.choice(hosts)} ollama[{pid}]: "
+
+    texts, held = [], prefix()
+    for _ in range(400):
+        if rng.random() < 0.2:
+            held = prefix()
+        line = held if rng.random() < 0.3 else held[:7] + prefix()[7:15] + held[15:]
+        texts.append(line + rng.choice(("srv  update_slots: all slots are idle", "x", "")))
+    fast = make_parser("ollama", "src", ParserSettings(year=2026, tz=tz))
+    plain = make_parser("ollama", "src", ParserSettings(year=2026, tz=tz))
+    for text in texts:
+        got = fast._journal(text, None)  # type: ignore[attr-defined]
+        with monkeypatch.context() as patched:
+            patched.setattr(ollama_parser, "_next_second", lambda *_: False)
+            want = plain._journal(text, None)  # type: ignore[attr-defined]
+        assert got == want, text
+        assert fast._prefix == plain._prefix  # type: ignore[attr-defined]
+        assert fast._clock.key() == plain._clock.key()  # type: ignore[attr-defined]
+
+
+def test_slog_pairs_read_as_the_plain_pattern_reads_them() -> None:
+    """slog's key=value pairs (a quoted value's plain runs read in one step) are those of the plain
+    pattern, on random texts of keys, quotes, backslashes and newlines."""
+    plain = re.compile(r'([^\s=]+)=("(?:[^"\\]|\\.)*"|[^\s"]*)')
+    rng = random.Random(7)
+    alphabet = ["a", "=", '"', "\\", " ", "\n", "x=", 'k="', "\t", "é", '\\"']
+    for _ in range(20000):
+        text = "".join(rng.choice(alphabet) for _ in range(rng.randrange(0, 16)))
+        assert ollama_lines._PAIR.findall(text) == plain.findall(text), repr(text)

@@ -17,6 +17,7 @@ from __future__ import annotations
 
 import contextlib
 import fcntl
+import gc
 import io
 import multiprocessing
 import os
@@ -69,6 +70,9 @@ def _child(work: Callable[[], Generator[Any, None, Any]], out: Connection) -> No
     """Run `work` into the pipe: ("item", item)*, then ("end", its return value) or ("error", exc)."""
     for end in _READ_ENDS:
         end.close()
+    # Everything the parent made is kept for the child's life: the collector need not walk it again at
+    # each full collection (nor, walking it, copy its pages from the parent's).
+    gc.freeze()
     # Ctrl-C reaches the whole process group: the parent stops and kills this child, which need not
     # print a traceback of its own. SIGTERM ends it at once, whatever the parent does about its own.
     signal.signal(signal.SIGINT, signal.SIG_IGN)

@@ -34,7 +34,7 @@ from kvwatch.engines.llamacpp import legacy as lg
 from kvwatch.engines.llamacpp import lines as ln
 from kvwatch.engines.llamacpp import whole as request_whole
 from kvwatch.engines.llamacpp.slots import READ, Questions, Request, Stream
-from kvwatch.model import Event, LogLine, ServerRestart
+from kvwatch.model import Event, LlamaRequest, LogLine, ServerRestart
 from kvwatch.parsers.base import BlockResult, ParseError, ParseResult, ParserSettings, tally
 from kvwatch.parsers.clock import YearlessClock
 
@@ -169,10 +169,12 @@ class LlamacppParser:
         *,
         mine: Callable[[str], bool],
         srv: bool,
+        mine_task: Callable[[int, int], bool] | None = None,
     ) -> tuple[list[Event], int, int, int] | None:
         """`untagged_slot` or `untagged_srv` of `lines[start]` read from after `prefix`, and of the lines
         after it that start with `prefix` too and are this parser's: a slot line that `mine` says is
-        (asked of its text after the prefix), a srv line when `srv` says they all are. A slot line of
+        (asked of its text after the prefix; or `mine_task` of its slot and task, where the line's are
+        ASCII digits, if given: the same answer), a srv line when `srv` says they all are. A slot line of
         the slot and task of a line before it (the first one too), while that task is in progress on
         the slot, is taken without asking: the caller's router sends it to a runner with the task in
         progress, the first such one, which this parser is. All at transport time `wall`; the
@@ -192,7 +194,9 @@ class LlamacppParser:
         whole = None
         if first.startswith("slot ", skip) and first.find("| task -1 | selected slot by ", skip) > 0:
             clock = wall if self._last is None or wall >= self._last else self._last  # (as _untagged's)
-            whole = request_whole.read(stream, lines, start, prefix, clock, self.source, mine, placed=True)
+            whole = request_whole.read(
+                stream, lines, start, prefix, clock, self.source, mine, placed=True, mine_task=mine_task
+            )
             if whole is not None:
                 self._last = clock
         match = None
@@ -274,6 +278,44 @@ class LlamacppParser:
         if not header:
             stream.timing = None
         return events, index - start - errors, errors, index
+
+    #: A request read whole from its pick (`untagged_request`): the pattern's text, to build on.
+    request_pattern = request_whole.REQUEST.pattern
+
+    def untagged_request(
+        self, found: re.Match[str], wall: float, owns: Callable[[int, int], bool]
+    ) -> LlamaRequest | None:
+        """`untagged_run` of lines (all under the caller's prefix) from a request's pick to its `stop
+        processing`, where a pattern that starts as `request_pattern` with one space before `selected
+        slot by` matched them (at most `WINDOW` lines): their record, else None (nothing changed): the
+        lines are not all read so. `owns`: `mine_task`, asked of the task's first line."""
+        stream = self._streams.get(None)
+        if stream is None or stream.stamped:
+            return None
+        # (a line holds the prefix and more than `slot x: id`: no more lines than that fit the window)
+        window = request_whole.WINDOW
+        if found.end("late") - found.start() > window * (found.end("p") - found.start() + 10) and (
+            request_whole.lines_of(found) > window
+        ):
+            return None
+        clock = wall if self._last is None or wall >= self._last else self._last  # (as untagged_run's)
+        record = request_whole.take(stream, found, clock, self.source, owns)
+        if record is not None:
+            self._last = clock
+        return record
+
+    @staticmethod
+    def quiet_srv(body: str) -> bool:
+        """Whether `untagged_run` reads a srv line (without envelope) of its run as one that only moves
+        the clock (else it ends the run)."""
+        if body in _QUIET_SRV:
+            return True
+        if _srv_read(body) or not ln.SRV.match(body):
+            return False
+        if len(_QUIET_SRV) > 4096:
+            _QUIET_SRV.clear()
+        _QUIET_SRV.add(body)
+        return True
 
     def slot_task(self, slot: int) -> tuple[int, bool]:
         """A slot of the untagged stream: its newest task id (-1: none yet) and whether it is in progress.

@@ -40,12 +40,12 @@ REQUEST = re.compile(
     rf"{_HEAD}cached n_tokens = [0-9]+, memory_seq_rm \[(?P<reused>[0-9]+), end\)\n"
     # Lines that change nothing: `prompt processing` is read by `_update` and matches none of its
     # branches, and a later SEQ_RM is read (a valid number) when the request is no longer armed.
-    rf"(?:{_HEAD}(?:prompt processing{_CLEAN}[^\n]*"
-    r"|cached n_tokens = [0-9]+, memory_seq_rm \[[0-9]+, end\))\n)*"
+    rf"(?P<mid>(?:{_HEAD}(?:prompt processing{_CLEAN}[^\n]*"
+    r"|cached n_tokens = [0-9]+, memory_seq_rm \[[0-9]+, end\))\n)*)"
     # The rest, its lines holding no `memory_seq_rm` (`read` looks, once for them all): more that
     # change nothing (`init sampler` and `n_gen =` are quiet, their first four letters not in READ),
     # then PROMPT_EVAL, EVAL, `total time` (quiet: no `stop processing` before it) and STOP.
-    rf"(?P<late>(?:{_HEAD}(?:prompt processing|init sampler|n_gen = )[^\n]*\n)*"
+    rf"(?P<late>(?P<quiet>(?:{_HEAD}(?:prompt processing|init sampler|n_gen = )[^\n]*\n)*)"
     rf"{_HEAD}prompt eval time = +(?P<ms>{_NUMBER}) ms / +(?P<new>[0-9]+) tokens[^\n]*\n"
     rf"{_HEAD}eval time = +\S+ ms / +[0-9]+ tokens[^\n]*\n"
     rf"{_HEAD}total time = [^\n]*\n"
@@ -53,6 +53,11 @@ REQUEST = re.compile(
 )
 #: Lines a request may span to be read in one match (a longer one goes the general way).
 WINDOW = 64
+#: Lines tried first (most requests are shorter): the window is joined for the match, and a request
+#: that may be longer is tried again in the whole window.
+FIRST = 24
+#: Lines of a match besides those its repeated parts (`mid`, `quiet`) hold.
+_FIXED_LINES = 8
 
 
 def read(  # noqa: PLR0917  (untagged_run's arguments, passed on)
@@ -65,12 +70,13 @@ def read(  # noqa: PLR0917  (untagged_run's arguments, passed on)
     mine: Callable[[str], bool],
     *,
     placed: bool,
+    mine_task: Callable[[int, int], bool] | None = None,
 ) -> tuple[list[Event], int] | None:
     """The request whose pick is `lines[start]` (under `prefix`), read whole at time `now`: its events
     and the number of its lines; None when its lines are not `REQUEST`'s or the stream's state would
     make the line-by-line path read them otherwise (nothing is changed then). `mine`: asked of the
-    task's first line and, unless the caller `placed` it, of the pick: as `untagged_run` asks of a slot
-    line it does not follow.
+    task's first line (or `mine_task` of its slot and task, where given) and, unless the caller `placed`
+    it, of the pick: as `untagged_run` asks of a slot line it does not follow.
 
     What the line-by-line path does with these lines, given the checks, written out: the pick is the
     slot's (`_select`) and the last one; the task's first line starts its request with it, replacing
@@ -78,12 +84,36 @@ def read(  # noqa: PLR0917  (untagged_run's arguments, passed on)
     in as `_update` does; `stop processing` finishes it (`finish`: the slot's last finished task, its
     record as `Request.record` makes it of these fields). The clock stays at `now`, `timing` ends None.
     """
-    text = "\n".join(lines[start : start + WINDOW])
+    # (a match ends at a line's end, and no line after one can extend it: the same in either text)
+    text = "\n".join(lines[start : start + FIRST])
     found = REQUEST.match(text)
+    if found is None and start + FIRST < len(lines) and lines[start + FIRST - 1].startswith(prefix):
+        text = "\n".join(lines[start : start + WINDOW])
+        found = REQUEST.match(text)
     if found is None or found.end("p") != len(prefix):
         return None
-    end = found.end()
-    if text.find("memory_seq_rm", found.start("late"), end) >= 0:
+    skip = len(prefix)
+    if not (placed or mine(lines[start][skip:])):
+        return None
+    owns = mine_task or (lambda _slot, _task: mine(lines[start + 1][skip:]))
+    record = take(stream, found, now, source, owns)
+    return None if record is None else ([record], lines_of(found))
+
+
+def lines_of(found: re.Match[str]) -> int:
+    """The lines of a request `REQUEST` (or a pattern that starts as it does) matched."""
+    # (each fixed line ends in `\n` but the last, which may end the text)
+    text = found.string
+    return _FIXED_LINES + text.count("\n", *found.span("mid")) + text.count("\n", *found.span("quiet"))
+
+
+def take(
+    stream: Stream, found: re.Match[str], now: float, source: str, owns: Callable[[int, int], bool]
+) -> LlamaRequest | None:
+    """`read`'s checks and changes for a request `REQUEST` (or a pattern that starts as it does) matched
+    under the caller's prefix: its record, or None (nothing changed). `owns`: whether the task's first
+    line, of this slot and task, is the stream's (`mine` of its text)."""
+    if found.string.find("memory_seq_rm", *found.span("late")) >= 0:
         return None
     slot_text, task_text, sim, keep, prompt, reused, ms, new = found.group(
         "s", "task", "sim", "keep", "prompt", "reused", "ms", "new"
@@ -93,8 +123,7 @@ def read(  # noqa: PLR0917  (untagged_run's arguments, passed on)
     request = requests.get(slot)
     if (request is not None and request.task == task) or task <= finished.get(slot, -1):
         return None  # (its lines are those of a request in progress, or late ones: read one by one)
-    skip = len(prefix)
-    if not (placed or mine(lines[start][skip:])) or not mine(lines[start + 1][skip:]):
+    if not owns(slot, task):
         return None
     pick = Pick("lru") if sim is None else Pick("lcp", float(sim), float(keep))
     stream.active, stream.timing, stream.last_pick = True, None, pick
@@ -106,9 +135,7 @@ def read(  # noqa: PLR0917  (untagged_run's arguments, passed on)
             watch.asked.append((slot, task))
         watch.finished.add(slot)
     finished[slot] = task
-    record = LlamaRequest(
-        source, now, slot, task, int(prompt), int(reused), int(new), pick.selection,
-        sim_best=pick.sim, f_keep=pick.keep, prompt_cache_rescue=False, full_reprocess=False,
-        checkpoint_restores=0, prompt_eval_seconds=ln.round_us(float(ms) / 1000.0), derived=False,
-    )  # fmt: skip
-    return [record], text.count("\n", 0, end) + (text[end - 1] != "\n")  # (the last line: to `\n` or the end)
+    return LlamaRequest(
+        source, now, slot, task, int(prompt), int(reused), int(new), pick.selection, pick.sim, pick.keep,
+        False, False, 0, ln.round_us(float(ms) / 1000.0), False,
+    )  # fmt: skip  # (rescue, full reprocess, checkpoint restores, prompt eval seconds, derived)

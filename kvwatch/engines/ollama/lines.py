@@ -17,7 +17,9 @@ MONTHS = {m: i for i, m in enumerate(_MONTH_NAMES, 1)}
 # slog's TextHandler: `time=<RFC 3339, ms> level=<LEVEL> source=<file.go:line> msg=<value> k=v ...`;
 # a value is bare, or Go-quoted (strconv.Quote) when it holds a space, `=`, `"` or is empty.
 SLOG = re.compile(r"time=(\S+) level=([A-Z]+(?:[+-]\d+)?) (?:source=(\S+) )?msg=")
-_PAIR = re.compile(r'([^\s=]+)=("(?:[^"\\]|\\.)*"|[^\s"]*)')
+# (a quoted value's runs of plain characters in one step each: `"(?:[^"\\]|\\.)*"` unrolled, the same
+# strings; a runner's start line holds a long quoted command)
+_PAIR = re.compile(r'([^\s=]+)=("[^"\\]*(?:\\.[^"\\]*)*"|[^\s"]*)')
 # gin: `[GIN] %v |%s %3d %s| %13v | %15s |%s %-7s %s %#v` (TimeStamp as 2006/01/02 - 15:04:05).
 GIN = re.compile(
     r"\[GIN\] (\d{4})/(\d\d)/(\d\d) - (\d\d):(\d\d):(\d\d) \| *(\S+) *\| *(\S+) \| *(\S*) \|"

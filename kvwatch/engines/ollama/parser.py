@@ -91,6 +91,7 @@ class _Run(Protocol):
         *,
         mine: Callable[[str], bool],
         srv: bool,
+        mine_task: Callable[[int, int], bool],
     ) -> tuple[list[Event], int, int, int] | None: ...
 
 
@@ -103,6 +104,38 @@ _EVENTS: dict[str, EventKind] = {
     "evicting cache slot": "eviction",
     "forking cache slot": "fork",
 }
+
+
+#: Patterns of `_train`, per runner parser's `request_pattern`.
+_TRAINS: dict[str, re.Pattern[str]] = {}
+#: A pick as `untagged_run` tests for it (one space before `selected`), and as its request pattern reads it.
+_PICK, _PICK_READ = r"\| task -1 \| selected slot by ", r"\| task -1 \| +selected slot by "
+
+
+def _train_pattern(parser: Parser | None) -> Callable[[str, int], re.Match[str] | None] | None:
+    """`_train`'s match: a runner's request read whole (its parser's `request_pattern`), then the srv
+    lines after it and its `[GIN]` line under the same prefix; None for a parser without one."""
+    pattern: str | None = getattr(parser, "request_pattern", None)
+    if pattern is None or _PICK_READ not in pattern:
+        return None
+    train = _TRAINS.get(pattern)
+    if train is None:
+        tail = r"(?P<srv>(?:(?P=p)srv [^\n]*\n)*)(?:(?P=p)(?P<gin>\[GIN\] [^\n]*)\n)?"
+        train = _TRAINS[pattern] = re.compile(pattern.replace(_PICK_READ, _PICK, 1) + tail)
+    return train.match
+
+
+def _next_second(text: str, held: str, end: int) -> bool:
+    """Whether `text[:end]` is the held journald prefix (`Mon DD HH:MM:SS `, as JOURNAL read it to its
+    end) with only the time of day's digits changed."""
+    return (
+        end == len(held)
+        and text[15:end] == held[15:]
+        and text[:7] == held[:7]
+        and text[6] == " " == text[15]
+        and text[9] == ":" == text[12]
+        and (text[7:9] + text[10:12] + text[13:15]).isdecimal()
+    )
 
 
 def _read_time(match: re.Match[str]) -> float | None:
@@ -323,6 +356,7 @@ class OllamaParser:
         body_of, runners = self._body, self._runners
         routed: _Routed = None
         index, count = 0, len(lines)
+        synced = at = 0  # a line index and where its line starts in `text` (see _train)
         while index < count:
             line = lines[index]
             prefix, wall = self._prefix
@@ -336,6 +370,18 @@ class OllamaParser:
                 body, wall, prefix = line, None, ""
             result: ParseResult = None
             head = body[:5]
+            if head == "slot " and prefix and "| task -1 | selected slot by " in body:
+                at += sum(map(len, lines[synced:index])) + index - synced
+                synced = index
+                taken, stop, wrong = self._train(text, at)
+                if stop > at:
+                    read = text.count("\n", at, stop)
+                    recognized += read - wrong
+                    errors += wrong
+                    events += taken
+                    index = synced = index + read
+                    at, routed = stop, None
+                    continue
             if prefix and (head == "slot " or head[:4] == "srv "):
                 runner, tag = self._route(body, routed) if head == "slot " else (self._runner, None)
                 parser = runners.get(runner)
@@ -350,7 +396,8 @@ class OllamaParser:
                     # it this line knowing every runner, or there is no other (a runner made for this
                     # line has no stream yet: the run does not start), and only its state changes.
                     mine, srv = partial(self._owns, runner), runner == self._runner
-                    got = run(lines, index, prefix, when, mine=mine, srv=srv)
+                    task = partial(self._owns_task, runner)
+                    got = run(lines, index, prefix, when, mine=mine, srv=srv, mine_task=task)
                     if got is not None:
                         found, more, wrong, index = got
                         recognized += more
@@ -376,6 +423,55 @@ class OllamaParser:
                 errors += 1
         return BlockResult(events, recognized, errors)
 
+    def _train(self, text: str, at: int) -> tuple[list[Event], int, int]:
+        """What `parse_text`'s loop makes of the lines of `text` from `at` (a pick's line start under a
+        journald prefix) for as long as they come as requests b9452 writes, one prefix a request:
+        each request's pick to `stop processing` read by the runner that started last in one match (its
+        `untagged_request`, as its `untagged_run` reads them), the srv lines after it that its run
+        takes, then its `[GIN]` line. Returns the events, where the lines read end (`at`: none), and
+        how many of them were in error. A line it does not read so ends it, before any change."""
+        events: list[Event] = []
+        errors = 0
+        runners, body_of = self._runners, self._body
+        match = _train_pattern(runners.get(self._runner))
+        while match is not None and (found := match(text, at)) is not None:
+            prefix = found["p"]
+            if prefix.find("]: ", 16, 200) != len(prefix) - 3 or not prefix[:1].isupper():
+                break  # (parse_text would not hand the pick to the runner's run)
+            held, wall = self._prefix
+            if prefix != held:
+                body, wall = self._journal(prefix, None)  # (what parse_text does first with the pick)
+                if body:
+                    break
+            runner = self._runner  # (`_route` of a pick: its task is not a number)
+            parser = runners.get(runner)
+            request = getattr(parser, "untagged_request", None)
+            if wall is None or request is None:
+                break
+            record = request(found, wall, self._owns_last)
+            if record is None:
+                break
+            events += self._from_llama(record, runner)
+            srv = found["srv"]
+            if srv:
+                quiet = parser.quiet_srv  # type: ignore[union-attr]  # (a parser with untagged_request)
+                skip = len(prefix)
+                for line in srv.split("\n")[:-1]:
+                    if not quiet(line[skip:]):
+                        at = found.end("late")  # (the srv lines are read as parse_text reads them)
+                        return events, at, errors
+            gin = found["gin"]
+            if gin is None:
+                at = found.end("srv")
+                continue
+            result = body_of(gin, wall)
+            if isinstance(result, list):
+                events += result
+            elif result is not None:
+                errors += 1
+            at = found.end()
+        return events, at, errors
+
     def _new_runner(self, name: str) -> Parser:
         """A runner's parser, made on its first line. With several runners, slot lines may be routed
         among them (`_owner`, which reads each one's slots): noted while watched (see `Asked`)."""
@@ -386,6 +482,14 @@ class OllamaParser:
     def _owns(self, runner: str, text: str) -> bool:
         """Whether `_owner` gives a line to this runner."""
         return self._owner(text) == runner
+
+    def _owns_last(self, slot: int, task: int) -> bool:
+        """`_owns_task` of the runner that started last."""
+        return self._owner_of(slot, task) == self._runner if len(self._runners) >= 2 else True
+
+    def _owns_task(self, runner: str, slot: int, task: int) -> bool:
+        """Whether `_owner` gives a slot line of this slot and task (ASCII digits) to this runner."""
+        return (self._owner_of(slot, task) if len(self._runners) >= 2 else self._runner) == runner
 
     def _route(self, text: str, routed: _Routed) -> tuple[str, tuple[str, str] | None]:
         """The runner of a slot line (`_owner`'s answer), and its (slot, task) when `_owner` chose by it;
@@ -403,14 +507,22 @@ class OllamaParser:
             tasks: Callable[[int], tuple[int, bool]] | None = getattr(parser, "slot_task", None)
             if tasks is not None and tasks(int(tag[0])) == (int(tag[1]), True):
                 return routed[1], tag
-        return self._owner(text), tag
+        return self._owner_of(int(tag[0]), int(tag[1])), tag
 
     def _journal(self, text: str, transport: float | None) -> tuple[str, float | None]:
         """Strip journald's prefix; its time. The prefix of the last line is remembered: the lines of
         one second share it, and the clock's answer for it (without a transport time) is the same."""
         end = text.find("]: ", 16, 200)
-        if end > 0 and transport is None and text[: end + 3] == self._prefix[0]:
-            return text[end + 3 :], self._prefix[1]
+        if end > 0 and transport is None:
+            held = self._prefix[0]
+            if text[: end + 3] == held:
+                return text[end + 3 :], self._prefix[1]
+            if _next_second(text, held, end + 3):
+                # (JOURNAL reads it as it read the held prefix, but for the time of day)
+                hms = (int(text[7:9]), int(text[10:12]), int(text[13:15]))
+                wall = self._clock.resolve(ol.MONTHS[text[:3]], int(text[4:6]), hms, None)
+                self._prefix = (text[: end + 3], wall)
+                return text[end + 3 :], wall
         journal = ol.JOURNAL.match(text)
         if journal is None or journal[1] not in ol.MONTHS:
             return text, transport
@@ -571,7 +683,10 @@ class OllamaParser:
         match = _SLOT.match(text)
         if match is None or not match[2].isdecimal() or not match[1].isdecimal():
             return self._runner
-        slot, task = int(match[1]), int(match[2])
+        return self._owner_of(int(match[1]), int(match[2]))
+
+    def _owner_of(self, slot: int, task: int) -> str:
+        """`_owner` of a slot line of this slot and task, among two runners or more."""
         best, below, finished = None, -2, None
         for runner, parser in self._runners.items():
             tasks: Callable[[int], tuple[int, bool]] | None = getattr(parser, "slot_task", None)
