@@ -39,6 +39,14 @@ def outcome(inputs: list[ReplayInput]) -> tuple[list[str], dict[str, tuple[int, 
     return golden_lines(result.registry, result.alerts), counts, result.damaged
 
 
+def _every_file_in_children(monkeypatch: pytest.MonkeyPatch, spy: Callable[..., object]) -> None:
+    """Every file worked on in a child (threshold 0, small reads so there are many), started by `spy`."""
+    monkeypatch.setattr(forked, "FORK_MIN_BYTES", 0)
+    monkeypatch.setattr(forked, "in_child", spy)
+    monkeypatch.setattr(replay_module, "in_child", spy)
+    monkeypatch.setattr(wholefile, "CHUNK", 4096)
+
+
 @pytest.fixture
 def children(monkeypatch: pytest.MonkeyPatch) -> list[str]:
     """Every file worked on in a child (threshold 0, small reads so there are many), recording which
@@ -53,10 +61,7 @@ def children(monkeypatch: pytest.MonkeyPatch) -> list[str]:
         used.append(f"{name.removeprefix('kvwatch-')} {Path(framed.path).name}")
         return real(work, name)
 
-    monkeypatch.setattr(forked, "FORK_MIN_BYTES", 0)
-    monkeypatch.setattr(forked, "in_child", spy)
-    monkeypatch.setattr(replay_module, "in_child", spy)
-    monkeypatch.setattr(wholefile, "CHUNK", 4096)
+    _every_file_in_children(monkeypatch, spy)
     return used
 
 
@@ -337,10 +342,7 @@ def _spied(monkeypatch: pytest.MonkeyPatch, seen: Path) -> None:
             out.write(f"{name} {os.getpid()}\n")
         return real(work, name)
 
-    monkeypatch.setattr(forked, "FORK_MIN_BYTES", 0)
-    monkeypatch.setattr(forked, "in_child", spy)
-    monkeypatch.setattr(replay_module, "in_child", spy)
-    monkeypatch.setattr(wholefile, "CHUNK", 4096)
+    _every_file_in_children(monkeypatch, spy)
 
 
 def test_a_json_file_log_is_framed_in_a_child_of_its_parsing_child(
