@@ -15,12 +15,12 @@ from typing import TYPE_CHECKING, Any, Literal, Protocol, cast
 
 from kvwatch.model import RequestRecord
 from kvwatch.parsers.base import Parser, ParserSettings
-from kvwatch.parsers.clock import LineClock
 
 if TYPE_CHECKING:
     from prometheus_client import CollectorRegistry
 
     from kvwatch.model import Finding
+    from kvwatch.parsers.clock import LineClock
     from kvwatch.report.summary import SourceView
 
 #: The engine-neutral signals an engine's events can carry; detectors judge these, `no_signal` asks
