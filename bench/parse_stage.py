@@ -31,8 +31,8 @@ def main() -> int:
     framing, head = sniff_file(args.file)
     engine = args.engine if args.engine != "auto" else detect_engine(head) or FALLBACK
     run = SourceRun("bench", make_parser(engine, "bench", ParserSettings(year=args.year)), SourceCounts())
-    matcher = getattr(run.parser, "entry_matcher", None)  # (as replay's framer: kvwatch.replay._framer)
-    framer = Framer("bench", framing, run.parser.markers, MAX_LINE, entries=matcher and matcher())
+    raw_marker = getattr(run.parser, "raw_marker", None)  # (as replay's framer: kvwatch.replay._framer)
+    framer = Framer("bench", framing, run.parser.markers, MAX_LINE, raw_marker=raw_marker)
     start = time.process_time()
     events = 0
     with open_log(args.file) as stream:

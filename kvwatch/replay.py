@@ -274,9 +274,9 @@ def _chained(
 
 
 def _framer(item: ReplayInput, framing: Framing, run: SourceRun) -> Framer:
-    """A file's framer, with its parser's markers (and its reader of json-file entries' bytes, if any)."""
-    matcher = getattr(run.parser, "entry_matcher", None)
-    return Framer(item.source, framing, run.parser.markers, MAX_LINE, entries=matcher and matcher())
+    """A file's framer, with its parser's markers (and the one whose json-file lines it reads raw, if any)."""
+    raw_marker = getattr(run.parser, "raw_marker", None)
+    return Framer(item.source, framing, run.parser.markers, MAX_LINE, raw_marker=raw_marker)
 
 
 def replay(

@@ -9,21 +9,22 @@ import random
 import re
 from collections.abc import Callable
 from pathlib import Path
+from typing import Any
 
 import pytest
 
 from kvwatch.detectors import DetectorSettings
 from kvwatch.engines import make_parser
-from kvwatch.engines.lmcache.entries import Match
 from kvwatch.engines.lmcache.parser import LmcacheLayer
 from kvwatch.engines.vllm.parser import VllmParser
 from kvwatch.model import Event, SourceCounts
-from kvwatch.parsers.base import ParserSettings
+from kvwatch.parsers.base import BlockResult, ParserSettings
 from kvwatch.parsers.run import SourceRun
 from kvwatch.replay import plan, replay
 from kvwatch.report.exposition import golden_lines
 from kvwatch.sources import wholefile
-from kvwatch.sources.framing import Framer
+from kvwatch.sources.docker_json import EntryJoiner
+from kvwatch.sources.framing import Entries, Framer, decode_whole, marker_pattern, whole_entry
 from kvwatch.sources.wholefile import batches
 
 SAMPLES = Path(__file__).resolve().parents[1] / "samples"
@@ -48,8 +49,9 @@ def parsed(lines: list[bytes], *, entries: bool) -> tuple[list[Event], tuple[int
     parser = make_parser("vllm", "s", ParserSettings(year=2026))
     assert isinstance(parser, VllmParser)
     run = SourceRun("s", parser, SourceCounts())
-    matcher = parser.entry_matcher() if entries else None
-    framer = Framer("s", "docker-json", parser.markers, 1 << 20, entries=matcher)
+    framer = Framer(
+        "s", "docker-json", parser.markers, 1 << 20, raw_marker=parser.raw_marker if entries else None
+    )
     events: list[Event] = []
     for group in batches(io.BytesIO(b"".join(line + b"\n" for line in lines)), framer, 1 << 20):
         events += run.take_many(group)
@@ -59,16 +61,23 @@ def parsed(lines: list[bytes], *, entries: bool) -> tuple[list[Event], tuple[int
 
 @pytest.fixture
 def read_raw(monkeypatch: pytest.MonkeyPatch) -> list[int]:
-    """How many entries the LMCache layer took as read from their bytes (one count per `parsed` call)."""
+    """How many entries the LMCache layer read from their bytes (one count per `parsed` call): the lines
+    of its runs that it did not hand back to be decoded."""
     counts: list[int] = []
-    real = LmcacheLayer.take_entry
+    real = LmcacheLayer.take_run
 
-    def spy(self: LmcacheLayer, match: Match) -> list[Event] | None:
-        result = real(self, match)
-        counts[-1] += result is not None
+    def spy(self: LmcacheLayer, run: bytes, other: Callable[[bytes], Any]) -> BlockResult:
+        decoded = []
+
+        def counted(line: bytes) -> Any:
+            decoded.append(line)
+            return other(line)
+
+        result = real(self, run, counted)
+        counts[-1] += run.count(b"\n") - 1 - len(decoded)
         return result
 
-    monkeypatch.setattr(LmcacheLayer, "take_entry", spy)
+    monkeypatch.setattr(LmcacheLayer, "take_run", spy)
     return counts
 
 
@@ -229,34 +238,104 @@ def test_lmcache_s_own_log_in_json_file_form_replays_as_plain(name: str, tmp_pat
 
 
 @pytest.mark.parametrize("seed", range(6))
-def test_the_matcher_finds_the_lines_scanner_lines_finds(seed: int) -> None:
-    """The matcher walks the scanner's hits itself (one loop, no Scanner.lines): it answers once per line
-    Scanner.lines yields, in order, and a miss carries that line's span; over reads that start anywhere,
-    lines with several markers, and the framer's own sentinel among the hits."""
+def test_the_raw_runs_hold_the_lines_the_framer_would_decode(seed: int) -> None:
+    """The framer walks the scanner's hits itself: its runs hold, in order, the lines whose first marker is
+    LMCache's, each a whole entry that decode_whole decodes as the line-by-line framing does; with the
+    decoded lines between them, exactly what the framing without runs gives. Over reads that start
+    anywhere, lines with several markers, entries of every shape, and the framer's own sentinel."""
     rng = random.Random(seed)
     parser = make_parser("vllm", "s", ParserSettings(year=2026))
-    assert isinstance(parser, VllmParser)
-    framer = Framer("s", "docker-json", parser.markers, 1 << 20, entries=parser.entry_matcher())
-    scanner, matcher = framer._scanner, parser.entry_matcher()
-    assert scanner is not None and matcher is not None
+    assert isinstance(parser, VllmParser) and parser.raw_marker is not None
     pool = docker_log("lmcache-0.5.6-tp2.log") + docker_log("lmcache-0.4.4-healthy.log")
     pool += [moby("INFO 09-14 08:00:36 [loggers.py:123] Engine 000: Avg prompt throughput: 1.0 tokens/s")]
     pool += [moby("plain text, no marker"), moby("x] LMCache INFO: throughput: KV Transfer metrics")]
-    read = 0
-    for _ in range(40):
+    pool += [moby('[2026-09-14 08:00:36,123] LMCache INFO: "quoted" é')]
+    pool += [
+        b'{"log":"[2026-09-14 08:00:36,123] LMCache INFO: x\\n","stream":"stderr","time":"t","log":"y\\n"}'
+    ]
+    pool += [b'{"log":"a] LMCache b\\n","stream":"stderr","time":"] LMCache "}', b"] LMCache not json"]
+    marker = parser.raw_marker.encode()
+    pattern = marker_pattern(parser.markers)
+    assert pattern is not None
+    runs = 0
+    for _ in range(60):
         lines = [rng.choice(pool) for _ in range(rng.randrange(1, 30))]
         if rng.random() < 0.3:
             lines.insert(rng.randrange(len(lines) + 1), b'{"log":"a\\\\n","stream":"stdout","time":"t"}')
         data = b"".join(line + b"\n" for line in lines)
-        first = rng.choice([0, rng.randrange(len(data))])
-        hits = scanner.hits(data, first)
-        items, misses = matcher(data, first, hits, scanner.markers)
-        spans = list(scanner.lines(data, first, None, hits))
-        assert len(items) == len(spans)
-        assert [at for at, _ in misses] == [at for at, item in enumerate(items) if item is None]
-        assert [span for _, span in misses] == [spans[at] for at, _ in misses]
-        read += len(items) - len(misses)
-    assert read > 40  # (what it reads is checked against the decoded reading above)
+        first = rng.choice([0, data.find(b"\n", rng.randrange(len(data))) + 1])
+        raw = Framer("s", "docker-json", parser.markers, 1 << 20, raw_marker=parser.raw_marker)
+        plain = Framer("s", "docker-json", parser.markers, 1 << 20)
+        expected = [item for item in plain.chunk(data, first) if not isinstance(item, int)]
+        got: list[Any] = []
+        for batch in raw.chunk(data, first):
+            if not isinstance(batch, Entries):
+                got += [batch] if not isinstance(batch, int) else []
+                continue
+            for item in batch.items:
+                if not isinstance(item, bytes):
+                    got.append(item)
+                    continue
+                runs += 1
+                assert item.startswith(b"\n") and item.endswith(b"\n")
+                for line in item[1:-1].split(b"\n"):
+                    assert whole_entry(line, 0, len(line)) and line.find(marker) == min(
+                        at for at in (line.find(m.encode()) for m in parser.markers) if at >= 0
+                    )
+                    decoded = decode_whole("s", line, marker, pattern)
+                    got += [decoded] if decoded is not None else []
+        assert got == expected
+    assert runs > 20
+
+
+def test_a_cut_entry_among_raw_lines_sends_the_read_the_exact_way(monkeypatch: pytest.MonkeyPatch) -> None:
+    """A line that decodes to part of an entry (its log without `\\n`, though the read's counts look whole:
+    another line holds two ends): the runs after it could hold the rest, so the read is framed line by
+    line, as feed() frames it, and the joiner is left as feed() leaves it."""
+    parser = make_parser("vllm", "s", ParserSettings(year=2026))
+    assert isinstance(parser, VllmParser)
+    lines = docker_log("lmcache-0.5.6-tp2.log")
+    cut = b'{"log":"Engine 000: Avg prompt throughput: 1 tokens/s","stream":"stderr","time":"t"}'
+    twice = b'{"log":"x\\n","stream":"stderr","time":"\\n","stream":"stderr"}'
+    lines = [*lines[:5], cut, twice, *lines[5:]]
+    data = b"".join(line + b"\n" for line in lines)
+    assert data.count(b'\\n","stream":"') == data.count(b"\n")  # (the read's counts look whole)
+    forgotten: list[int] = []
+    forget = EntryJoiner.forget
+    monkeypatch.setattr(EntryJoiner, "forget", lambda joiner: forgotten.append(1) or forget(joiner))
+    chunked = Framer("s", "docker-json", parser.markers, 1 << 20, raw_marker=parser.raw_marker)
+    fed = Framer("s", "docker-json", parser.markers, 1 << 20)
+    assert chunked.chunk(data) == [batch for line in lines for batch in fed.feed(line)]
+    assert chunked.finish() == fed.finish()
+    assert forgotten  # (the raw framing began, and gave the read up)
+
+
+def test_the_c_reader_reads_every_run_as_the_pattern_does() -> None:
+    """kvwatch.engines.lmcache._rows (built: CI has a C compiler) gives what LINE gives, line by line and
+    in one findall, on the samples' entries mangled every way (see MUTATIONS) and runs cut anywhere."""
+    from kvwatch.engines.lmcache import _rows, entries
+
+    assert entries.rows is _rows.rows
+    rng = random.Random(11)
+    lines = [line for name in LOGS for line in docker_log(name)]
+    for _ in range(300):
+        picked = [rng.choice(lines) for _ in range(rng.randrange(1, 12))]
+        picked = [rng.choice(MUTATIONS)(line, rng) if rng.random() < 0.5 else line for line in picked]
+        run = b"\n" + b"".join(line + b"\n" for line in picked)
+        expected = entries.read_rows(run)
+        assert _rows.rows(run) == expected
+        assert len(expected) == len(picked)
+        cut = run[: rng.randrange(len(run) + 1)]
+        assert _rows.rows(cut) == entries.read_rows(cut)
+    # numbers past a machine word (up to 18 digits are read in one), and past the C reader's buffer
+    for digits in (b"1" * 18, b"9" * 19, b"7" * 25, b"3" * 70):
+        for line in lines:
+            longer = re.sub(rb"(Stored|Retrieved|Total tokens|need to load: -?)\d+", rb"\g<1>" + digits, line)
+            if longer != line:
+                run = b"\n" + longer + b"\n"
+                assert _rows.rows(run) == entries.read_rows(run) != [longer]
+    assert _rows.rows(b"") == [] == entries.read_rows(b"")
+    assert _rows.rows(b"x\n" + run[1:]) == entries.read_rows(b"x\n" + run[1:])
 
 
 @pytest.mark.parametrize("entries", [True, False])
@@ -273,7 +352,7 @@ def test_an_entry_ending_in_an_escaped_backslash_before_n_is_joined_as_line_by_l
         data = b"".join(line + b"\n" for line in lines)
         parser = make_parser("vllm", "s", ParserSettings(year=2026))
         assert isinstance(parser, VllmParser)
-        matcher = parser.entry_matcher() if entries else None
-        chunked = Framer("s", "docker-json", parser.markers, 1 << 20, entries=matcher)
-        fed = Framer("s", "docker-json", parser.markers, 1 << 20, entries=matcher)
+        raw_marker = parser.raw_marker if entries else None
+        chunked = Framer("s", "docker-json", parser.markers, 1 << 20, raw_marker=raw_marker)
+        fed = Framer("s", "docker-json", parser.markers, 1 << 20, raw_marker=raw_marker)
         assert chunked.chunk(data) == [batch for line in lines for batch in fed.feed(line)]

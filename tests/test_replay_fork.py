@@ -106,9 +106,9 @@ def test_a_dense_plain_log_is_framed_and_parsed_in_a_child(children: list[str], 
     assert all(counts[1] > 0 for counts in expected[1].values())
 
 
-def test_a_json_file_log_of_lmcache_lines_is_framed_in_a_child(children: list[str], tmp_path: Path) -> None:
-    """vLLM's container log with LMCache's lines framed in a child (which reads LMCache's records from
-    their bytes) and parsed here; vLLM's alone parsed in its child too: as inline."""
+def test_a_json_file_log_of_lmcache_lines_is_parsed_in_a_child(children: list[str], tmp_path: Path) -> None:
+    """vLLM's container log with LMCache's lines parsed in a child (its framing hands LMCache's records
+    over undecoded, for the parser to read from their bytes), as vLLM's alone: as inline."""
     lines = (SAMPLES / "lmcache-0.5.6-tp2.log").read_text().splitlines()
     stamp = '","stream":"stderr","time":"2026-09-14T08:00:00.5Z"}\n'
     lmcache = tmp_path / "vllm-lmcache-json.log"
@@ -116,15 +116,15 @@ def test_a_json_file_log_of_lmcache_lines_is_framed_in_a_child(children: list[st
     paths = [str(lmcache), str(SAMPLES / "vllm-docker.log")]
     expected = _inline(paths)
     assert expected == outcome(plan(paths, "auto", None))
-    assert ["framer vllm-lmcache-json.log", "parser vllm-docker.log"] == children
+    assert ["parser vllm-lmcache-json.log", "parser vllm-docker.log"] == children
     assert expected[1]["vllm-lmcache"][1] > 100  # (LMCache's records recognised)
 
 
-def test_a_json_file_log_whose_lmcache_lines_come_after_a_long_start_is_framed_in_a_child(
+def test_a_json_file_log_whose_lmcache_lines_come_after_a_long_start_is_parsed_in_a_child(
     children: list[str], tmp_path: Path
 ) -> None:
     """LMCache's records only after more than the first read's worth of vLLM's own lines (a long
-    startup): the file's middle tells that the framing reads most of them; parsed here, as inline."""
+    startup): parsed in a child, as inline."""
     stamp = '","stream":"stderr","time":"2026-09-14T08:00:00.5Z"}\n'
     start = (SAMPLES / "vllm-docker.log").read_bytes()
     start *= wholefile.HEAD // len(start) + 1
@@ -135,7 +135,7 @@ def test_a_json_file_log_whose_lmcache_lines_come_after_a_long_start_is_framed_i
     )
     expected = _inline([str(log)])
     assert expected == outcome(plan([str(log)], "auto", None))
-    assert ["framer vllm-lmcache-late.log"] == children
+    assert ["parser vllm-lmcache-late.log"] == children
     assert expected[1]["vllm-lmcache-late"][1] > 1000
 
 

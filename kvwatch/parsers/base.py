@@ -80,8 +80,8 @@ class Parser(Protocol):
     # A parser may also offer `parse_block(texts: list[str]) -> BlockResult`: exactly `parse` over
     # LogLine(source, text, None) for each text in order, counted up, for a dense plain file in one call;
     # and `parse_text(text: str) -> BlockResult`, the same over the lines of one text, each ending in `\n`;
-    # and `entry_matcher()`, a reader of json-file entries' bytes with no state of the parse (run where
-    # the log is framed), with `parse_entries(entries: kvwatch.sources.framing.Entries) -> BlockResult`,
-    # the same over the read's marker lines, decoded or read by the matcher.
+    # and `raw_marker`, a marker whose json-file lines it reads from their bytes, with
+    # `parse_entries(entries: kvwatch.sources.framing.Entries) -> BlockResult`, the same over the read's
+    # marker lines, decoded or (the raw marker's) in runs of their bytes.
     # And `drain() -> list[Event]`: the events it holds back only to hand them on in bulk (sums per
     # stretch of log time), handed on now; the daemon asks before each position sync.

@@ -155,6 +155,11 @@ class EntryJoiner:
         self.truncated += cut
         return text.removesuffix("\r"), self._times.pop(stream)
 
+    def forget(self) -> None:
+        """Drop the parts waiting (what was added since it was last idle is to be added again)."""
+        self._parts.clear()
+        self._times.clear()
+
     def pending(self) -> list[tuple[str, float | None]]:
         """Lines still waiting for their end (at end of input)."""
         out = []

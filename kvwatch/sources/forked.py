@@ -18,7 +18,6 @@ from __future__ import annotations
 import contextlib
 import fcntl
 import gc
-import io
 import multiprocessing
 import os
 import signal
@@ -29,7 +28,7 @@ from typing import Any, TypeVar
 
 from kvwatch.model import LogLine
 from kvwatch.sources.framing import Batch, Framer
-from kvwatch.sources.wholefile import DAMAGED, HEAD, ClosedAtEnd, batches, open_log, read_head
+from kvwatch.sources.wholefile import DAMAGED, ClosedAtEnd, batches, open_log, read_head
 
 #: Files smaller than this stay inline: a fork and a pipe cost more than they save.
 FORK_MIN_BYTES = 32 << 20
@@ -173,7 +172,6 @@ class FramedFile:
         self.truncated = 0
         self.damage: str | None = None
         self._dense: bool | None = None
-        self._light: bool | None = None
         #: Whether a file parsed in a child (parse_ahead) is framed in a child of that child: a json-file
         #: log's framing and parsing then run on two cores while the parent runs metrics and detectors.
         self.framed_apart = False
@@ -181,15 +179,15 @@ class FramedFile:
     @property
     def parse_ahead(self) -> bool:
         """Whether the caller should frame and parse this file in a child (`in_child`): a big dense log,
-        or a docker json-file log unless the parser's matcher reads most of its marker lines.
+        or a docker json-file log.
 
         Every line of a dense log goes to the parser and few make an event, so the events cross the pipe
         cheaply where lines would not. A json-file log's framing is light next to what the parent has
-        to do (vLLM's: the metrics and windows of every stats line), so the child parses too; but where
-        the matcher reads the entries (LMCache's records) most of the parse is done in the framing
-        already, which then keeps the child busy alone. `batches()` then frames inline (in that child).
+        to do (vLLM's: the metrics and windows of every stats line; LMCache's records, which cross
+        undecoded, are read by the parser), so the child parses too. `batches()` then frames inline (in
+        that child), or in a child of its own (`framed_apart`).
         """
-        return self.forks and (self._every_line() or self._light_framing())
+        return self.forks and (self._every_line() or self.framer.framing == "docker-json")
 
     @property
     def forks(self) -> bool:
@@ -228,23 +226,6 @@ class FramedFile:
             with open_log(self.path) as stream:
                 self._dense = self.framer.every_line(read_head(stream))
         return self._dense
-
-    def _light_framing(self) -> bool:
-        """A json-file log whose marker lines the parser's matcher reads few of: in its first bytes, and
-        (uncompressed) in as many from its middle (a long startup may hold none of the lines it reads)."""
-        if self._light is None:
-            self._light = self.framer.framing == "docker-json"
-            if self._light:
-                with open_log(self.path) as stream:
-                    head = read_head(stream)
-                    middle = b""
-                    if isinstance(stream, io.BufferedReader):
-                        stream.seek(_forkable_size(self.path) // 2)
-                        middle = stream.read(HEAD)
-                        middle = middle[middle.find(b"\n") + 1 :]  # (from a line's start)
-                reads_most = self.framer.reads_most
-                self._light = not reads_most(head) and not reads_most(middle)
-        return self._light
 
     def _from_child(
         self, framed: Generator[list[Wire], None, tuple[int, str | None]]

@@ -12,9 +12,9 @@ from __future__ import annotations
 
 import json
 import re
-from collections.abc import Callable, Iterator
+from collections.abc import Iterator
 from dataclasses import dataclass
-from typing import Any, Literal
+from typing import Literal
 
 from kvwatch.model import LogLine
 from kvwatch.sources.docker_json import (
@@ -51,27 +51,16 @@ class Block:
         return texts
 
 
-#: (start, end, marker start, marker end) of a line holding a marker: offsets into a read, `end` at its `\n`.
-Span = tuple[int, int, int, int]
-#: What a parser's matcher read from a json-file entry's bytes (a tuple: `Framer(entries=...)`).
-Matched = tuple[Any, ...]
-#: A parser's matcher of json-file entries' bytes: given a read, where its range starts, the Scanner's hits
-#: in it and how many of the scanner's patterns are markers, each marker line in order as what it read
-#: or None, and for each None its place and Span.
-EntryReader = Callable[
-    [bytes, int, list[tuple[int, int, int]], int], tuple[list[Matched | None], list[tuple[int, Span]]]
-]
-
-
 @dataclass(frozen=True, slots=True)
 class Entries:
-    """A docker json-file read whose every line is one complete entry, for a parser with a matcher
-    (`Framer(entries=...)`): its `lines`, and its marker lines in order as `items`, each
-    decoded as the line-by-line framing decodes it (a LogLine or Malformed; nothing for a line it counts
-    without parsing), or what the matcher read (a tuple). For a parser that takes them (`parse_entries`)."""
+    """A docker json-file read whose every line is one complete entry, for a parser that reads some lines
+    from their bytes (`Framer(raw=...)`, `parse_entries`): its `lines`, and its marker lines in order as
+    `items`: each decoded as the line-by-line framing decodes it (a LogLine or Malformed; nothing for a
+    line it counts without parsing), and the lines whose first marker is the parser's raw one in runs of
+    their bytes (`bytes`: each line after a `\\n`, and a `\\n` at the end; every one a `whole_entry`)."""
 
     lines: int
-    items: list[LogLine | Malformed | Matched]
+    items: list[LogLine | Malformed | bytes]
 
 
 Batch = int | LogLine | Malformed | Block | Entries
@@ -84,11 +73,51 @@ SAMPLE = 256 << 10
 _COMPLETE = b'\\n","stream":"'
 _FAKE_COMPLETE = b'\\\\n","stream":"'
 _NO_HIT = (0, 0, 0)  # (Scanner.hits' shape: the pattern's index first)
+_BACKSLASH = ord("\\")
+# A whole entry's middle, from its log value's escaped newline; then either stream's name and the time key.
+_WHOLE_MIDDLE = b'\\n","stream":"std'
+_WHOLE_STREAMS = (b'out","time":"', b'err","time":"')
+_CLOSE_BRACE = ord("}")
 
 
 def is_complete(raw: bytes) -> bool:
     """Whether a json-file line is certainly a complete entry (its log ends in an escaped newline)."""
     return _COMPLETE in raw and _FAKE_COMPLETE not in raw
+
+
+def whole_entry(data: bytes, start: int, end: int) -> bool:
+    """Whether the json-file line data[start:end] decodes, if at all, to one whole line with no joining:
+    `{"log":"`, a log value with no quote that ends in an escaped newline (not an escaped backslash and
+    `n`), `","stream":"stdout` or `stderr`, `","time":"`, a value with no quote, `"}`. Its quotes are the
+    three keys' and their values' alone, so a line that decodes holds each key once, and its log is that
+    value. (Each step a memchr or a compare: the scan is the framer's per raw line.)"""
+    close = data.find(b'"', start + 8, end)
+    return (
+        close >= start + 10
+        and data[close - 3] != _BACKSLASH
+        and data.startswith(_WHOLE_MIDDLE, close - 2)
+        and data.startswith(_WHOLE_STREAMS, close + 15)
+        and data.find(b'"', close + 28, end) == end - 2
+        and data[end - 1] == _CLOSE_BRACE
+        and data.startswith(b'{"log":"', start)
+    )
+
+
+def decode_whole(
+    source: str, raw: bytes, marker: bytes, markers: re.Pattern[bytes]
+) -> LogLine | Malformed | None:
+    """A `whole_entry` line whose first marker is `marker`, decoded as Framer.chunk decodes it: a LogLine,
+    Malformed, or None (its text holds none of the `markers`: counted, not parsed). With no joining to
+    do, it needs no framer (a parser reads its runs of such lines where the log is not framed)."""
+    simple = simple_entry(raw, 0, len(raw))
+    mark = raw.find(marker)
+    if simple is not None and 8 <= mark and mark + len(marker) <= simple[2]:  # (as _json_chunk)
+        return LogLine(source, simple[0], simple[1])
+    entry = decode_entry(raw)
+    if entry is None:
+        return Malformed("not a docker json-file entry")
+    text = entry.log[:-1].removesuffix("\r")  # (whole: its log ends in `\n`)
+    return LogLine(source, text, entry.time) if markers.search(text.encode("utf-8", "replace")) else None
 
 
 def marker_pattern(markers: tuple[str, ...]) -> re.Pattern[bytes] | None:
@@ -122,14 +151,13 @@ class Framer:
         markers: tuple[str, ...],
         max_line: int,
         *,
-        entries: EntryReader | None = None,
+        raw_marker: str | None = None,
     ) -> None:
-        """`entries`: the parser's matcher of json-file entries' bytes (no state of the parse: it may run
-        in another process): given, a json-file read of complete entries comes as one Entries, each
-        marker line read by it where it can, else decoded."""
+        """`raw_marker`: one of the markers, whose json-file lines the parser reads from their bytes (it has
+        `parse_entries`): given, a json-file read of complete entries comes as one Entries, where the
+        lines on which it is the first marker come undecoded, in runs."""
         self.source = source
         self.framing = framing
-        self._match = entries if framing == "docker-json" and markers else None
         self._pattern = marker_pattern(markers)
         raw = escaped_markers(markers) if framing == "docker-json" else markers
         self._raw_pattern = marker_pattern(raw)
@@ -141,6 +169,10 @@ class Framer:
         self._sentinel = framing == "docker-json" and not any("\\" in m for m in raw)
         if markers:
             self._scanner = Scanner(raw, (_FAKE_COMPLETE,) if self._sentinel else ())
+        # The raw marker's pattern index in the scanner (None: every marker line is decoded).
+        self._raw: int | None = None
+        if raw_marker is not None and self._scanner is not None and framing == "docker-json":
+            self._raw = self._scanner.patterns.index(raw_marker.encode("ascii"))
         self._dense: bool | None = None  # decided on the first chunk
 
     @property
@@ -192,17 +224,6 @@ class Framer:
             end = start + SAMPLE if stop is None else min(stop, start + SAMPLE)
             self._dense = self._scanner.dense(data[start:end])
         return self.framing == "plain" and (self._scanner is None or bool(self._dense))
-
-    def reads_most(self, sample: bytes) -> bool:
-        """Whether the parser's matcher (json-file) reads most of the marker lines among the sample's
-        whole lines."""
-        if self._match is None or self._scanner is None:
-            return False
-        scanner = self._scanner
-        items, misses = self._match(
-            sample, 0, scanner.hits(sample, 0, sample.rfind(b"\n") + 1), scanner.markers
-        )
-        return (len(items) - len(misses)) * 2 > len(items)
 
     def chunk(self, data: bytes, start: int = 0, stop: int | None = None) -> list[Batch]:
         """The whole lines in data[start:stop], each ending in `\\n` (framed in place, not copied)."""
@@ -257,7 +278,7 @@ class Framer:
         elif data.find(_FAKE_COMPLETE, first, stop) >= 0:
             return None
         complete = count(data, _COMPLETE, first, stop)
-        if self._match is not None:
+        if self._raw is not None:
             return self._entries(data, first, stop, hits, complete)
         items: list[Batch] = []
         append, source = items.append, self.source
@@ -290,30 +311,53 @@ class Framer:
     def _entries(
         self, data: bytes, first: int, stop: int, hits: list[tuple[int, int, int]], lines: int
     ) -> list[Batch] | None:
-        """_json_chunk's items as one Entries: each marker line read by the parser's matcher where it
-        can, else decoded."""
+        """_json_chunk's items as one Entries: the lines whose first marker is the raw one in runs of their
+        bytes where they are whole entries, the rest decoded; None when a decoded line leaves part of an
+        entry waiting for the next (the read then goes the exact way, which joins them)."""
         if count(data, b"\n", first, stop) != lines:
             return None
-        assert self._match is not None and self._scanner is not None
-        read, misses = self._match(data, first, hits, self._scanner.markers)
-        items: list[Any] = read  # (each miss's None replaced in place)
-        source = self.source
-        spliced = False
-        for at, (start, end, mark, mark_end) in misses:
-            simple = simple_entry(data, start, end)
-            if simple is not None and start + 8 <= mark and mark_end <= simple[2]:  # (as _json_chunk)
-                items[at] = LogLine(source, simple[0], simple[1])
+        assert self._scanner is not None
+        items: list[LogLine | Malformed | bytes] = []
+        raw, markers = self._raw, self._scanner.markers
+        run = [b"\n"]  # (the raw lines met since the last decoded one, each after a `\n`)
+        rfind, index = data.rfind, data.index
+        after = first  # the first offset past the last line taken: later hits on it are skipped
+        # (Scanner.lines written out: a line costs a few steps here, and a generator would add one)
+        for which, begin, finish in hits:
+            mark = begin + first
+            if mark < after or which >= markers:
                 continue
-            # (a line it counts without parsing: in `lines` alone)
-            decoded = [each for each in self._feed_json(data[start:end]) if type(each) is not int]
-            if len(decoded) == 1:
-                items[at] = decoded[0]
-            else:
-                items[at] = decoded
-                spliced = True
-        if spliced:  # (the lines in place of none or several items: rare)
-            items = [each for item in items for each in (item if type(item) is list else (item,))]
+            before, end = rfind(b"\n", first, mark), index(b"\n", mark)
+            start = before + 1 if before >= 0 else first
+            after = end + 1
+            if which == raw and whole_entry(data, start, end):
+                run.append(data[start:after])
+                continue
+            if len(run) > 1:
+                items.append(b"".join(run))
+                run = [b"\n"]
+            if not self._add_decoded(items, data[start:end], mark - start, finish + first - start):
+                return None
+        if len(run) > 1:
+            items.append(b"".join(run))
         return [Entries(lines, items)]
+
+    def _add_decoded(
+        self, items: list[LogLine | Malformed | bytes], line: bytes, mark: int, end: int
+    ) -> bool:
+        """Add what feed() makes of a marker line whose first marker is line[mark:end]; False (the joiner as
+        it was) when the line is part of an entry, to be joined with the next."""
+        simple = simple_entry(line, 0, len(line))
+        # The common entry (no escape but its final `\\n`) decodes by slicing; its text holds the marker
+        # when the marker lies inside the log value.
+        if simple is not None and 8 <= mark and end <= simple[2]:
+            items.append(LogLine(self.source, simple[0], simple[1]))
+            return True
+        items.extend(each for each in self._feed_json(line) if isinstance(each, (LogLine, Malformed)))
+        if self._joiner.busy:  # (the raw runs after it may hold the rest of it)
+            self._joiner.forget()
+            return False
+        return True
 
     def finish(self) -> list[Batch]:
         """End of input: a line cut mid-way by the end of the file is still a line."""

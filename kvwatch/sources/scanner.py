@@ -32,6 +32,7 @@ class Scanner:
         if not encoded or any(not m or b"\n" in m for m in encoded):
             raise ValueError("markers must be non-empty and cannot span lines")
         self.markers = len(encoded)
+        self.patterns = encoded  # (a hit's pattern index is its place here, the markers first)
         # `extra` patterns (the framer's own sentinels) come after the markers: a hit with an index
         # at or past `self.markers` is one of them.
         self._ac = BytesAhoCorasick([*encoded, *extra], matchkind=MatchKind.LeftmostFirst)

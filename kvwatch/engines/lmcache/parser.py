@@ -11,13 +11,14 @@ labelled by its rank. Time is the record's own stamp, to the second.
 from __future__ import annotations
 
 import re
+from collections.abc import Callable
 from datetime import datetime, timezone
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
+from kvwatch.engines.lmcache import entries
 from kvwatch.engines.lmcache import lines as lm
 from kvwatch.engines.lmcache.blind import SEEN
-from kvwatch.engines.lmcache.entries import EntryMatcher, Match
-from kvwatch.engines.lmcache.sums import Sums
+from kvwatch.engines.lmcache.sums import STRETCH, Sums
 from kvwatch.model import (
     EngineFact,
     Event,
@@ -26,15 +27,19 @@ from kvwatch.model import (
     LmcacheTransfer,
     LogLine,
 )
-from kvwatch.parsers.base import ParseError, ParseResult, ParserSettings
+from kvwatch.parsers.base import BlockResult, ParseError, ParseResult, ParserSettings
 from kvwatch.parsers.clock import LineClock, zone
 from kvwatch.parsers.text import segments, strip_ansi
+
+if TYPE_CHECKING:
+    from kvwatch.sources.framing import Malformed
 
 #: Request ids kept to count a request's lookup once (oldest forgotten first).
 MAX_IDS = 4096
 #: Process tags remembered with their worker label.
 MAX_TAGS = 256
 _GIB = float(1 << 30)
+_UNSEEN: Any = object()  # (not remembered yet)
 _STAMP = re.compile(r"\d{4}-\d\d-\d\d \d\d:\d\d:\d\d,\d{3}\Z")
 _INFO = "] LMCache INFO:"
 # The commonest INFO messages, each to its end (lines.py's STORED with a size, RETRIEVED, LOOKUP with a
@@ -83,6 +88,8 @@ class LmcacheLayer:
     too."""
 
     markers = MARKERS
+    #: The marker of the json-file lines a carrying parser hands take_run undecoded.
+    RAW_MARKER = lm.MARKER
 
     def __init__(self, source: str, settings: ParserSettings, *, hold: bool = True) -> None:
         self.source = source
@@ -96,8 +103,9 @@ class LmcacheLayer:
         self._pending: dict[str, tuple[float, str]] = {}
         self._seen_any = False  # (the fact SEEN said once, with the first line read)
         self._sums = Sums(source)
-        # json-file entries' heads up to the stamp (TAG) -> its worker
+        # json-file lines' heads up to the stamp -> its worker; their stamps' seconds -> epoch (None: no date)
         self._tags: dict[bytes, str] = {}
+        self._seconds: dict[bytes, float | None] = {}
 
     def parse(self, line: LogLine) -> ParseResult:
         """Every LMCache record of a physical line (None: none of LMCache's, or none known)."""
@@ -165,32 +173,97 @@ class LmcacheLayer:
         worker = self._workers.get(tag) or self._worker(tag)
         return self._sums.transfer(when, worker, load, got, required, int(gib + gib4), int(ms + ms4))
 
-    def reader(self) -> EntryMatcher:
-        """What reads the commonest records from json-file entries' bytes, with no state of this parse
-        (run where the log is framed; what it read comes to take_entry). For the parser that carries this
-        layer: its own (alone, the layer takes lines)."""
-        return EntryMatcher(self._tz)
+    def take_run(self, run: bytes, other: Callable[[bytes], ParseResult | Malformed]) -> BlockResult:
+        """What parse() makes of each line of a run of json-file entries (kvwatch.sources.framing.Entries:
+        each line after a `\\n`, a `\\n` at the end), counted up: LINE reads the commonest records from
+        their bytes, which _fast() would read from the decoded line (the same events: LINE reads no line
+        where the two differ); `other` (the carrying parser's) decodes and parses the rest: the source's
+        first LMCache record (what record() makes of it comes with a fact), a short load, a stamp that
+        is no date, any other shape. Only for the carrying parser's layer (which holds its sums)."""
+        events: list[Event] = []
+        recognized = errors = 0
+        lines: list[bytes] | None = None  # (the run's lines, once one goes to `other`)
+        seen, tags, seconds, sums = self._seen, self._tags, self._seconds, self._sums
+        lookups, transfers = sums.lookups, sums.transfers
+        for at, row in enumerate(entries.rows(run)):
+            if type(row) is tuple and self._seen_any:
+                (
+                    head, second, request, stored, offered, size, cost, got, required, got_size, got_cost,
+                    rid, total, local, hit, need,
+                ) = row  # fmt: skip
+                when = seconds.get(second, _UNSEEN)
+                if when is _UNSEEN:
+                    when = self._epoch(second)
+                if when is not None and (stored is not None or rid is not None or got >= required):
+                    recognized += 1
+                    if rid is not None:  # a lookup (_counted, Sums.lookup written out)
+                        if rid in seen:
+                            continue
+                        if len(seen) >= MAX_IDS:
+                            del seen[next(iter(seen))]
+                        seen[rid] = None
+                    elif request is not None and seen:  # (_ran: the request ran)
+                        seen.pop(request, None)
+                    # (Sums.transfer written out: this runs for most LMCache lines)
+                    if not sums.held:
+                        sums.held, sums.start, sums.last = True, when, when
+                    elif when - sums.start >= STRETCH:
+                        events += sums.drain()
+                        sums.held, sums.start, sums.last = True, when, when
+                    elif when > sums.last:
+                        sums.last = when
+                    if rid is not None:
+                        lookups[0] += 1
+                        lookups[1] += total
+                        lookups[2] += hit
+                        if need > 0:  # (up to 0.3.12 it can be negative: added as max(n, 0))
+                            lookups[3] += need
+                        if hit > 0:
+                            lookups[4] += 1
+                        if local is not None:
+                            sums.local = local if sums.local is None else sums.local + local
+                        continue
+                    worker = tags.get(head) or self._tag(head)
+                    if stored is not None:
+                        sum_up = transfers.get((worker, False)) or transfers.setdefault(
+                            (worker, False), [0] * 8
+                        )
+                        sum_up[1] += stored
+                        sum_up[2] += offered
+                        sum_up[4] += size
+                        sum_up[6] += cost
+                    else:
+                        sum_up = transfers.get((worker, True)) or transfers.setdefault(
+                            (worker, True), [0] * 8
+                        )
+                        sum_up[1] += got
+                        sum_up[2] += required
+                        sum_up[4] += got_size
+                        sum_up[6] += got_cost
+                    sum_up[0] += 1
+                    sum_up[3] = sum_up[5] = sum_up[7] = 1  # (asked, size and seconds printed)
+                    continue
+            if type(row) is tuple:
+                if lines is None:
+                    lines = run.split(b"\n")
+                row = lines[at + 1]  # noqa: PLW2901 (the line itself, for `other`)
+            outcome = other(row)  # type: ignore[arg-type]
+            if isinstance(outcome, list):
+                recognized += 1
+                events += outcome
+            elif outcome is not None:  # (a ParseError, or Malformed: not a docker entry)
+                errors += 1
+        return BlockResult(events, recognized, errors)
 
-    def take_entry(self, match: Match) -> list[Event]:
-        """What parse() makes of an entry the matcher read: what _fast() makes of the decoded line, and
-        for the source's first LMCache record what record() makes of it (the same events: the matcher
-        reads no entry where the two differ), with the fact that LMCache lines are read."""
-        head, when, load, request, first, second, third, fourth = match
-        if load is None:  # a lookup: request, total, computed, hit, need
-            result = self._counted(request, when, (first, third, fourth, second))  # type: ignore[arg-type]
-            return result if self._seen_any else self._first(result, when)  # type: ignore[return-value]
-        if request and self._seen:  # (_ran: the request ran)
-            self._seen.pop(request, None)
-        worker = self._tags.get(head) or self._tag(head)
-        result = self._sums.transfer(when, worker, load, first, second, third, fourth)
-        if not self._seen_any:
-            return self._first(result, when)  # type: ignore[return-value]
-        if self._hold or not self._sums.held:
-            return result
-        return [*result, *self._sums.drain()]
+    def _epoch(self, second: bytes) -> float | None:
+        """entries.epoch of a stamp's second in the configured zone (remembered)."""
+        if len(self._seconds) >= MAX_TAGS:
+            self._seconds.clear()
+        when = self._seconds[second] = entries.epoch(second, self._tz)
+        return when
 
     def _tag(self, head: bytes) -> str:
-        """The worker of an entry's head up to the stamp (of TAG's shape)."""
+        """The worker of a json-file line's head up to the stamp (`{"log":"` and vLLM's process tag)."""
         if len(self._tags) >= MAX_TAGS:
             self._tags.clear()
         worker = self._tags[head] = self._worker(head[8:].decode("ascii").replace("\\u001b", "\x1b"))

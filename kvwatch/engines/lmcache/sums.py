@@ -21,50 +21,38 @@ _GIB = float(1 << 30)
 class Sums:
     """The sums held back for one source."""
 
-    __slots__ = (
-        "_last",
-        "_local",
-        "_lookup",
-        "_source",
-        "_start",
-        "_storing",
-        "_transfers",
-        "held",
-    )
+    __slots__ = ("_source", "_storing", "held", "last", "local", "lookups", "start", "transfers")
 
     def __init__(self, source: str) -> None:
         self._source = source
+        # (The fields below are the run reader's too: LmcacheLayer.take_run adds its rows in place.)
         self.held = False  # anything held
-        self._start = 0.0  # event time of the first line held
-        self._last = 0.0  # ... and of the last
-        # lookups, query, hit, need, local (None: not printed), lookups with a hit
-        self._lookup: list[int] | None = None
-        self._local: int | None = None
+        self.start = 0.0  # event time of the first line held
+        self.last = 0.0  # ... and of the last
+        # lookups, query, hit, need, lookups with a hit (lookups 0: none held); local (None: not printed)
+        self.lookups = [0, 0, 0, 0, 0]
+        self.local: int | None = None
         # (worker, load) -> [lines, tokens, asked, has asked, size in 1e-4 GiB, has size, seconds in 100 ns,
-        # has seconds]
-        self._transfers: dict[tuple[str, bool], list[int]] = {}
+        # has seconds]; emptied, never replaced, by drain()
+        self.transfers: dict[tuple[str, bool], list[int]] = {}
         self._storing: dict[str, list[int]] = {}  # worker -> [tokens, total] of `Storing KV cache` lines
 
     def _open(self, when: float) -> list[Event]:
         """Start or continue the stretch at `when`: the events of a stretch it ends."""
         if not self.held:
-            self.held, self._start = True, when
-            self._last = when
+            self.held, self.start, self.last = True, when, when
             return []
-        if when - self._start >= STRETCH:
+        if when - self.start >= STRETCH:
             done = self.drain()
-            self.held, self._start = True, when
-            self._last = when
+            self.held, self.start, self.last = True, when, when
             return done
-        self._last = max(self._last, when)
+        self.last = max(self.last, when)
         return []
 
     def lookup(self, when: float, query: int, hit: int, need: int, local: int | None) -> list[Event]:
         """Add a counted lookup; the events of a stretch it ends."""
         done = self._open(when)
-        sums = self._lookup
-        if sums is None:
-            sums = self._lookup = [0, 0, 0, 0, 0]
+        sums = self.lookups
         sums[0] += 1
         sums[1] += query
         sums[2] += hit
@@ -72,7 +60,7 @@ class Sums:
         if hit > 0:
             sums[4] += 1
         if local is not None:
-            self._local = local if self._local is None else self._local + local
+            self.local = local if self.local is None else self.local + local
         return done
 
     def transfer(  # noqa: PLR0917 (the fields of one line, read on the hot path)
@@ -90,16 +78,16 @@ class Sums:
         # (_open written out: this runs for most LMCache lines)
         done: list[Event] = []
         if not self.held:
-            self.held, self._start, self._last = True, when, when
-        elif when - self._start >= STRETCH:
+            self.held, self.start, self.last = True, when, when
+        elif when - self.start >= STRETCH:
             done = self.drain()
-            self.held, self._start, self._last = True, when, when
-        elif when > self._last:
-            self._last = when
+            self.held, self.start, self.last = True, when, when
+        elif when > self.last:
+            self.last = when
         key = (worker, load)
-        sums = self._transfers.get(key)
+        sums = self.transfers.get(key)
         if sums is None:
-            sums = self._transfers[key] = [0, 0, 0, 0, 0, 0, 0, 0]
+            sums = self.transfers[key] = [0, 0, 0, 0, 0, 0, 0, 0]
         sums[0] += 1
         sums[1] += tokens
         if asked is not None:
@@ -128,20 +116,21 @@ class Sums:
         if not self.held:
             return []
         self.held = False
-        when, source = self._last, self._source
+        when, source = self.last, self._source
         out: list[Event] = []
-        sums = self._lookup
-        if sums is not None:
-            out.append(LmcacheLookup(source, when, sums[1], sums[2], sums[3], self._local, sums[0], sums[4]))
-            self._lookup, self._local = None, None
-        for (worker, load), s in self._transfers.items():
+        sums = self.lookups
+        if sums[0]:
+            out.append(LmcacheLookup(source, when, sums[1], sums[2], sums[3], self.local, sums[0], sums[4]))
+            sums[:] = (0, 0, 0, 0, 0)
+            self.local = None
+        for (worker, load), s in self.transfers.items():
             out.append(
                 LmcacheTransfer(
                     source, when, worker, load, s[1], s[2] if s[3] else None,
                     round(s[4] * _GIB / 1e4) if s[5] else None, s[6] / 1e7 if s[7] else None, s[0],
                 )
             )  # fmt: skip
-        self._transfers = {}
+        self.transfers.clear()
         for worker, (tokens, total) in self._storing.items():
             out.append(LmcacheStoreRequest(source, when, worker, tokens, total))
         self._storing = {}

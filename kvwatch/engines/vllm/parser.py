@@ -12,7 +12,7 @@ from __future__ import annotations
 
 import json
 import re
-from collections.abc import Callable, Mapping
+from collections.abc import Mapping
 from datetime import datetime, timezone
 from typing import TYPE_CHECKING, Any
 
@@ -30,9 +30,10 @@ from kvwatch.model import (
 from kvwatch.parsers.base import BlockResult, ParseError, Parser, ParseResult, ParserSettings
 from kvwatch.parsers.clock import LineClock, YearlessClock, parse_rfc3339
 from kvwatch.parsers.text import segments, strip_ansi
+from kvwatch.sources.framing import decode_whole, marker_pattern
 
 if TYPE_CHECKING:
-    from kvwatch.sources.framing import Entries
+    from kvwatch.sources.framing import Entries, Malformed
 
 _HEADER = re.compile(
     r"(?:DEBUG|INFO|WARNING|ERROR|CRITICAL) (\d\d)-(\d\d) (\d\d):(\d\d):(\d\d) "
@@ -86,11 +87,12 @@ class VllmParser:
         self._layer_hint = _common([m for layer in self._layers for m in layer.markers]) or None
         # The layers that hold sums back (`held`, `drain()`: kvwatch.engines.lmcache.sums).
         self._drainers: list[Any] = [layer for layer in self._layers if hasattr(layer, "drain")]
-        # The layer that reads its commonest json-file entries from their bytes (`reader`,
-        # `take_entry`): with one layer only, which parse() would ask first about such a line.
+        # The layer that reads its commonest json-file entries from their bytes (`RAW_MARKER`,
+        # `take_run`): with one layer only, which parse() would ask first about such a line.
         self._reader: Any = None
-        if len(self._layers) == 1 and hasattr(self._layers[0], "take_entry"):
+        if len(self._layers) == 1 and hasattr(self._layers[0], "take_run"):
             self._reader = self._layers[0]
+        self._markers: re.Pattern[bytes] | None = None  # (its markers as one pattern, for _raw_line)
         self._clock = YearlessClock(settings.year or settings.now_year, settings.tz)
         self._tz = settings.tz
         self._engine = "0"
@@ -119,24 +121,23 @@ class VllmParser:
                     result = [*layer.drain(), *result]
         return result
 
-    def entry_matcher(
-        self,
-    ) -> Callable[[bytes, list[tuple[int, int, int, int]]], list[tuple[Any, ...] | None]] | None:
-        """Its layer's reader of json-file entries' bytes, to run where the log is framed (None: none)."""
-        return None if self._reader is None else self._reader.reader()
+    @property
+    def raw_marker(self) -> str | None:
+        """Its layer's marker whose json-file lines it reads from their bytes (parse_entries; None: none)."""
+        return None if self._reader is None else self._reader.RAW_MARKER
 
     def parse_entries(self, entries: Entries) -> BlockResult:
         """parse() over the marker lines of a json-file read, in order, counted up: its layer takes the
-        entries its matcher read (`take_entry`), the rest are parsed as decoded."""
+        runs of its lines' bytes (`take_run`), the rest are parsed as decoded."""
         events: list[Event] = []
         recognized = errors = 0
         parse = self.parse
-        take = None if self._reader is None else self._reader.take_entry
         for item in entries.items:
-            if type(item) is tuple:  # (read by the matcher: a record of its layer's)
-                assert take is not None
-                events += take(item)
-                recognized += 1
+            if type(item) is bytes:  # (a run of lines whose first marker is its layer's)
+                found, read, bad = self._reader.take_run(item, self._raw_line)
+                events += found
+                recognized += read
+                errors += bad
                 continue
             if type(item) is LogLine:
                 result = parse(item)
@@ -149,6 +150,14 @@ class VllmParser:
             elif isinstance(result, ParseError):
                 errors += 1
         return BlockResult(events, recognized, errors)
+
+    def _raw_line(self, raw: bytes) -> ParseResult | Malformed:
+        """parse() of a line of a run its layer does not read from the bytes, decoded as the framer would."""
+        pattern = self._markers or marker_pattern(self.markers)
+        assert pattern is not None  # (it has markers)
+        self._markers = pattern
+        line = decode_whole(self.source, raw, self._reader.RAW_MARKER.encode("ascii"), pattern)
+        return self.parse(line) if isinstance(line, LogLine) else line
 
     def _parse(self, line: LogLine, hint: str | None) -> ParseResult:
         """parse() of a line that is no layer's."""

@@ -1,0 +1,3 @@
+from kvwatch.engines.lmcache.entries import Row
+
+def rows(run: bytes, /) -> list[Row | bytes]: ...
