@@ -288,6 +288,36 @@ def test_the_raw_runs_hold_the_lines_the_framer_would_decode(seed: int) -> None:
     assert runs > 20
 
 
+@pytest.mark.parametrize("seed", range(4))
+def test_the_c_walk_over_a_read_s_hits_is_the_python_one(seed: int) -> None:
+    """kvwatch.sources._spans (built: CI has a C compiler) gives what framing.read_entry_lines gives, on
+    reads of entries of every shape (the mutations too), from anywhere, with the framer's own sentinel."""
+    from kvwatch.sources import _spans, framing
+
+    assert framing.entry_lines is _spans.entry_lines
+    rng = random.Random(seed)
+    parser = make_parser("vllm", "s", ParserSettings(year=2026))
+    assert isinstance(parser, VllmParser)
+    framer = Framer("s", "docker-json", parser.markers, 1 << 20, raw_marker=parser.raw_marker)
+    scanner, raw = framer._scanner, framer._raw
+    assert scanner is not None and raw is not None
+    pool = [line for name in LOGS for line in docker_log(name)]
+    pool += [b'{"log":"a\\\\n","stream":"stdout","time":"t"}', b"] LMCache not json", b"", b"{"]
+    runs = 0
+    for _ in range(150):
+        lines = [rng.choice(pool) for _ in range(rng.randrange(1, 25))]
+        lines = [rng.choice(MUTATIONS)(line, rng) if line and rng.random() < 0.3 else line for line in lines]
+        data = b"".join(line + b"\n" for line in lines)
+        first = rng.choice([0, rng.randrange(len(data))])
+        hits = scanner.hits(data, first)
+        expected = framing.read_entry_lines(data, first, hits, scanner.markers, raw)
+        assert _spans.entry_lines(data, first, hits, scanner.markers, raw) == expected
+        runs += sum(type(each) is bytes for each in expected)
+    assert runs > 50
+    with pytest.raises(ValueError):
+        _spans.entry_lines(b"x", 0, [(0, 5, 6)], 1, 0)
+
+
 def test_a_cut_entry_among_raw_lines_sends_the_read_the_exact_way(monkeypatch: pytest.MonkeyPatch) -> None:
     """A line that decodes to part of an entry (its log without `\\n`, though the read's counts look whole:
     another line holds two ends): the runs after it could hold the rest, so the read is framed line by

@@ -103,6 +103,43 @@ def whole_entry(data: bytes, start: int, end: int) -> bool:
     )
 
 
+def read_entry_lines(
+    data: bytes, first: int, hits: list[tuple[int, int, int]], markers: int, raw: int
+) -> list[bytes | tuple[int, int, int, int]]:
+    """Each line of data[first:] holding a marker among `hits` (Scanner.hits from `first`; pattern
+    indices from `markers` on are not markers'), once and in order: the whole entries (whole_entry) whose
+    first marker is pattern `raw` joined into runs (a `\\n`, then each line with its `\\n`), every other
+    line as (start, end at its `\\n`, start and end of its first marker)."""
+    out: list[bytes | tuple[int, int, int, int]] = []
+    run = [b"\n"]  # (the raw lines met since the last other one, each after a `\n`)
+    rfind, index = data.rfind, data.index
+    after = first  # the first offset past the last line taken: later hits on it are skipped
+    # (Scanner.lines written out: a line costs a few steps here, and a generator would add one)
+    for which, begin, finish in hits:
+        mark = begin + first
+        if mark < after or which >= markers:
+            continue
+        before, end = rfind(b"\n", first, mark), index(b"\n", mark)
+        start = before + 1 if before >= 0 else first
+        after = end + 1
+        if which == raw and whole_entry(data, start, end):
+            run.append(data[start:after])
+            continue
+        if len(run) > 1:
+            out.append(b"".join(run))
+            run = [b"\n"]
+        out.append((start, end, mark, finish + first))
+    if len(run) > 1:
+        out.append(b"".join(run))
+    return out
+
+
+try:  # (the same in C, several times faster: built where pip found a C compiler, see setup.py)
+    from kvwatch.sources._spans import entry_lines
+except ImportError:  # pragma: no cover (CI builds it: tests/test_framing.py)
+    entry_lines = read_entry_lines
+
+
 def decode_whole(
     source: str, raw: bytes, marker: bytes, markers: re.Pattern[bytes]
 ) -> LogLine | Malformed | None:
@@ -316,30 +353,15 @@ class Framer:
         entry waiting for the next (the read then goes the exact way, which joins them)."""
         if count(data, b"\n", first, stop) != lines:
             return None
-        assert self._scanner is not None
+        assert self._scanner is not None and self._raw is not None
         items: list[LogLine | Malformed | bytes] = []
-        raw, markers = self._raw, self._scanner.markers
-        run = [b"\n"]  # (the raw lines met since the last decoded one, each after a `\n`)
-        rfind, index = data.rfind, data.index
-        after = first  # the first offset past the last line taken: later hits on it are skipped
-        # (Scanner.lines written out: a line costs a few steps here, and a generator would add one)
-        for which, begin, finish in hits:
-            mark = begin + first
-            if mark < after or which >= markers:
+        for each in entry_lines(data, first, hits, self._scanner.markers, self._raw):
+            if type(each) is bytes:
+                items.append(each)
                 continue
-            before, end = rfind(b"\n", first, mark), index(b"\n", mark)
-            start = before + 1 if before >= 0 else first
-            after = end + 1
-            if which == raw and whole_entry(data, start, end):
-                run.append(data[start:after])
-                continue
-            if len(run) > 1:
-                items.append(b"".join(run))
-                run = [b"\n"]
-            if not self._add_decoded(items, data[start:end], mark - start, finish + first - start):
+            start, end, mark, mark_end = each
+            if not self._add_decoded(items, data[start:end], mark - start, mark_end - start):
                 return None
-        if len(run) > 1:
-            items.append(b"".join(run))
         return [Entries(lines, items)]
 
     def _add_decoded(

@@ -19,12 +19,11 @@ a line.
 from __future__ import annotations
 
 import re
-from datetime import datetime, tzinfo
 from typing import Any
 
 from kvwatch.sources.scanner import count
 
-__all__ = ["LINE", "RECORD", "Row", "epoch", "read_rows", "rows"]
+__all__ = ["LINE", "RECORD", "Row", "read_rows", "rows"]
 
 # A character of a JSON string that is itself: printable ASCII but `"` and `\`; then without the space
 # (what `\S` reads of such a character), and without `]` as well; and a process tag's, without `[` and `]`
@@ -70,20 +69,6 @@ LINE = re.compile(
 #: without the point: 1e-4 GiB, 100 ns); a load's tokens, tokens required, size and cost; a lookup's request
 #: (str), total, computed, hit and need (ints); None where not printed (one kind's numbers are there).
 Row = tuple[Any, ...]  # (16 fields, each kind's None where another's are: typed field by field above)
-
-
-def epoch(second: bytes, tz: tzinfo) -> float | None:
-    """The epoch second of `YYYY-MM-DD HH:MM:SS` in the zone (None: not a date), as the parser's own
-    clock reads it (LmcacheLayer._when)."""
-    text = second.decode("ascii")
-    try:
-        moment = datetime(
-            int(text[:4]), int(text[5:7]), int(text[8:10]), int(text[11:13]), int(text[14:16]),
-            int(text[17:19]), tzinfo=tz,
-        )  # fmt: skip
-    except ValueError:
-        return None
-    return moment.timestamp()
 
 
 def read_rows(run: bytes) -> list[Row | bytes]:

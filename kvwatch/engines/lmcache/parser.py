@@ -181,21 +181,26 @@ class LmcacheLayer:
         first LMCache record (what record() makes of it comes with a fact), a short load, a stamp that
         is no date, any other shape. Only for the carrying parser's layer (which holds its sums)."""
         events: list[Event] = []
-        recognized = errors = 0
+        passed = recognized = errors = 0  # (lines handed to `other`; of them recognised, in error)
         lines: list[bytes] | None = None  # (the run's lines, once one goes to `other`)
-        seen, tags, seconds, sums = self._seen, self._tags, self._seconds, self._sums
-        lookups, transfers = sums.lookups, sums.transfers
-        for at, row in enumerate(entries.rows(run)):
-            if type(row) is tuple and self._seen_any:
+        seen, seconds, sums = self._seen, self._seconds, self._sums
+        lookups, unseen, stretch = sums.lookups, _UNSEEN, STRETCH
+        # Each head's store and load sums in `transfers` (flagged: asked, size and seconds printed), found
+        # once per stretch: forgotten whenever the sums may have been handed on (drain() empties them).
+        stores: dict[bytes, list[int]] = {}
+        loads: dict[bytes, list[int]] = {}
+        ready = self._seen_any
+        rows = entries.rows(run)
+        for at, row in enumerate(rows):
+            if ready and type(row) is tuple:
                 (
                     head, second, request, stored, offered, size, cost, got, required, got_size, got_cost,
                     rid, total, local, hit, need,
                 ) = row  # fmt: skip
-                when = seconds.get(second, _UNSEEN)
-                if when is _UNSEEN:
+                when = seconds.get(second, unseen)
+                if when is unseen:
                     when = self._epoch(second)
                 if when is not None and (stored is not None or rid is not None or got >= required):
-                    recognized += 1
                     if rid is not None:  # a lookup (_counted, Sums.lookup written out)
                         if rid in seen:
                             continue
@@ -207,8 +212,10 @@ class LmcacheLayer:
                     # (Sums.transfer written out: this runs for most LMCache lines)
                     if not sums.held:
                         sums.held, sums.start, sums.last = True, when, when
-                    elif when - sums.start >= STRETCH:
+                    elif when - sums.start >= stretch:
                         events += sums.drain()
+                        stores.clear()
+                        loads.clear()
                         sums.held, sums.start, sums.last = True, when, when
                     elif when > sums.last:
                         sums.last = when
@@ -222,44 +229,53 @@ class LmcacheLayer:
                             lookups[4] += 1
                         if local is not None:
                             sums.local = local if sums.local is None else sums.local + local
-                        continue
-                    worker = tags.get(head) or self._tag(head)
-                    if stored is not None:
-                        sum_up = transfers.get((worker, False)) or transfers.setdefault(
-                            (worker, False), [0] * 8
-                        )
+                    elif stored is not None:
+                        sum_up = stores.get(head) or self._cell(stores, head, False)
+                        sum_up[0] += 1
                         sum_up[1] += stored
                         sum_up[2] += offered
                         sum_up[4] += size
                         sum_up[6] += cost
                     else:
-                        sum_up = transfers.get((worker, True)) or transfers.setdefault(
-                            (worker, True), [0] * 8
-                        )
+                        sum_up = loads.get(head) or self._cell(loads, head, True)
+                        sum_up[0] += 1
                         sum_up[1] += got
                         sum_up[2] += required
                         sum_up[4] += got_size
                         sum_up[6] += got_cost
-                    sum_up[0] += 1
-                    sum_up[3] = sum_up[5] = sum_up[7] = 1  # (asked, size and seconds printed)
                     continue
             if type(row) is tuple:
                 if lines is None:
                     lines = run.split(b"\n")
                 row = lines[at + 1]  # noqa: PLW2901 (the line itself, for `other`)
+            passed += 1
             outcome = other(row)  # type: ignore[arg-type]
             if isinstance(outcome, list):
                 recognized += 1
                 events += outcome
             elif outcome is not None:  # (a ParseError, or Malformed: not a docker entry)
                 errors += 1
-        return BlockResult(events, recognized, errors)
+            stores.clear()
+            loads.clear()
+            ready = self._seen_any
+        return BlockResult(events, len(rows) - passed + recognized, errors)
+
+    def _cell(self, cells: dict[bytes, list[int]], head: bytes, load: bool) -> list[int]:
+        """The sums of the worker of `head` in one direction, flagged, remembered in `cells` for the run."""
+        worker = self._tags.get(head) or self._tag(head)
+        found = self._sums.transfers.get((worker, load))
+        if found is None:
+            found = self._sums.transfers[worker, load] = [0] * 8
+        found[3] = found[5] = found[7] = 1  # (asked, size and seconds printed)
+        cells[head] = found
+        return found
 
     def _epoch(self, second: bytes) -> float | None:
-        """entries.epoch of a stamp's second in the configured zone (remembered)."""
+        """The epoch second of a stamp's `YYYY-MM-DD HH:MM:SS` read from the bytes, by the clock of the
+        decoded lines (_when), remembered."""
         if len(self._seconds) >= MAX_TAGS:
             self._seconds.clear()
-        when = self._seconds[second] = entries.epoch(second, self._tz)
+        when = self._seconds[second] = self._when(second.decode("ascii") + ",000")
         return when
 
     def _tag(self, head: bytes) -> str:

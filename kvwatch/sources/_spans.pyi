@@ -1,0 +1,3 @@
+def entry_lines(
+    data: bytes, first: int, hits: list[tuple[int, int, int]], markers: int, raw: int, /
+) -> list[bytes | tuple[int, int, int, int]]: ...
