@@ -96,7 +96,7 @@ class SourceRun:
         return events
 
     def _take_entries(self, entries: Entries) -> list[Event]:
-        # (only a parser with a matcher of entries, hence `parse_entries`, is handed them: replay's)
+        # (only a parser with a raw marker, hence `parse_entries`, is handed them: replay's)
         events, recognized, errors = self.parser.parse_entries(entries)  # type: ignore[attr-defined]
         counts = self.counts
         counts.lines += entries.lines

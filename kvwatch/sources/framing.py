@@ -4,8 +4,8 @@ A framer has two entry points that give the same answers: `feed(raw)` for one ph
 tailers) and `chunk(data)` for a block of whole lines (replay). Both apply the parser's markers to the raw
 bytes first, so lines that cannot matter cost a count, not a decode or an object. They yield `Batch`
 items: an int (that many lines that cannot match), a LogLine (one line to parse), or Malformed; a
-Block (a dense plain read), or Entries (a json-file read whose commonest lines the parser's matcher
-read from their bytes).
+Block (a dense plain read), or Entries (a json-file read whose commonest lines go to the parser
+undecoded, for it to read from their bytes).
 """
 
 from __future__ import annotations
@@ -54,10 +54,11 @@ class Block:
 @dataclass(frozen=True, slots=True)
 class Entries:
     """A docker json-file read whose every line is one complete entry, for a parser that reads some lines
-    from their bytes (`Framer(raw=...)`, `parse_entries`): its `lines`, and its marker lines in order as
-    `items`: each decoded as the line-by-line framing decodes it (a LogLine or Malformed; nothing for a
-    line it counts without parsing), and the lines whose first marker is the parser's raw one in runs of
-    their bytes (`bytes`: each line after a `\\n`, and a `\\n` at the end; every one a `whole_entry`)."""
+    from their bytes (`Framer(raw_marker=...)`, `parse_entries`): its `lines`, and its marker lines in
+    order as `items`: each decoded as the line-by-line framing decodes it (a LogLine or Malformed;
+    nothing for a line it counts without parsing), and the lines whose first marker is the parser's raw
+    one in runs of their bytes (`bytes`: each line after a `\\n`, and a `\\n` at the end; every one a
+    `whole_entry`)."""
 
     lines: int
     items: list[LogLine | Malformed | bytes]

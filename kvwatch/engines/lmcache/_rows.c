@@ -42,7 +42,7 @@ typedef struct {
     ptr start[GROUPS], stop[GROUPS];
 } Cursor;
 
-static int lit(Cursor *c, const char *text, size_t n) {
+static inline int lit(Cursor *c, const char *text, size_t n) {
     if ((size_t)(c->end - c->p) < n || memcmp(c->p, text, n) != 0) {
         return 0;
     }
@@ -52,15 +52,15 @@ static int lit(Cursor *c, const char *text, size_t n) {
 
 #define LIT(c, s) lit((c), (s), sizeof(s) - 1)
 
-static void span(Cursor *c, int group, ptr from) {
+static inline void span(Cursor *c, int group, ptr from) {
     c->start[group] = from;
     c->stop[group] = c->p;
 }
 
-static int is_digit(Cursor *c) { return c->p < c->end && *c->p >= '0' && *c->p <= '9'; }
+static inline int is_digit(Cursor *c) { return c->p < c->end && *c->p >= '0' && *c->p <= '9'; }
 
 /* `(\d+)` into group (or none: -1). */
-static int digits(Cursor *c, int group) {
+static inline int digits(Cursor *c, int group) {
     ptr from = c->p;
     while (is_digit(c)) {
         c->p++;
@@ -75,7 +75,7 @@ static int digits(Cursor *c, int group) {
 }
 
 /* `\d{n}` */
-static int exactly(Cursor *c, int n) {
+static inline int exactly(Cursor *c, int n) {
     for (int i = 0; i < n; i++) {
         if (!is_digit(c)) {
             return 0;
@@ -86,7 +86,7 @@ static int exactly(Cursor *c, int n) {
 }
 
 /* `(\d{1,9})\.(\d{4})` into two groups. */
-static int decimal(Cursor *c, int group) {
+static inline int decimal(Cursor *c, int group) {
     ptr from = c->p;
     while (is_digit(c) && c->p - from < 9) {
         c->p++;
@@ -105,7 +105,7 @@ static int decimal(Cursor *c, int group) {
 }
 
 /* `X+` or `X*` of a class. */
-static int run_of(Cursor *c, unsigned char kind, int at_least) {
+static inline int run_of(Cursor *c, unsigned char kind, int at_least) {
     ptr from = c->p;
     while (c->p < c->end && (classes[*c->p] & kind)) {
         c->p++;
