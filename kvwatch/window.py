@@ -325,6 +325,9 @@ class Windows:
         #: `changes`): a source's first stats line, one that turns it busy or idle (see `_turns`) or
         #: goes back in time, its request counts, its prefetches.
         self.signals = 0
+        #: Changes whenever an offload history's shortfalls may change besides the shape (and with
+        #: `changes`): a short load, a failure.
+        self.shortfalls = 0
         # event type -> (the engine that makes it ("": none), how a window takes it in (None: it keeps
         # nothing of it))
         self._owners: dict[type, tuple[str, _Take | None]] = {}
@@ -451,6 +454,8 @@ class Windows:
 
     def _transfer(self, window: SourceWindow, event: OffloadTransfer) -> None:
         self.changes += 1
+        if event.short:
+            self.shortfalls += 1
         (window.offload or self._offload(window, event.source)).transfer(event, self.horizon)
 
     def _lookup(self, window: SourceWindow, event: OffloadLookup) -> None:
@@ -459,6 +464,7 @@ class Windows:
 
     def _failure(self, window: SourceWindow, event: OffloadFailure) -> None:
         self.changes += 1
+        self.shortfalls += 1
         (window.offload or self._offload(window, event.source)).failure(event, self.horizon)
 
     def _offload(self, window: SourceWindow, source: str) -> OffloadHistory:
