@@ -68,11 +68,7 @@ def apply_all(engine: str, framing: str, events: list[Event], counts: SourceCoun
         return tick(now)
 
     pipeline.tick = counted  # type: ignore[method-assign]
-    alerts: list[Alert] = []
-    advance, apply = pipeline.advance, pipeline.apply
-    for event in events:
-        alerts.extend(advance(event.time))
-        apply(event)
+    alerts = pipeline.feed(events)
     if pipeline.last_time is not None:
         alerts.extend(pipeline.tick(pipeline.last_time))
     digest = hashlib.sha256(repr([asdict(a) for a in alerts]).encode())

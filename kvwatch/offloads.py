@@ -66,7 +66,9 @@ class OffloadHistory:
 
     def lookup(self, event: OffloadLookup, horizon: float) -> None:
         """Take a lookup in."""
-        point = self._point(event.time, horizon)
+        points = self.points
+        # (_point's call only for a new second: most events share the newest point's)
+        point = points[-1] if points and points[-1].time == event.time else self._point(event.time, horizon)
         point.lookups += event.lookups
         self.lookups_total += event.lookups
         hits = event.hits if event.hits >= 0 else int(event.hit_tokens > 0)
@@ -76,7 +78,8 @@ class OffloadHistory:
 
     def transfer(self, event: OffloadTransfer, horizon: float) -> None:
         """Take a worker's stores or loads in."""
-        point = self._point(event.time, horizon)
+        points = self.points
+        point = points[-1] if points and points[-1].time == event.time else self._point(event.time, horizon)
         worker = event.worker
         if not event.load:
             point.stored[worker] = point.stored.get(worker, 0) + event.tokens

@@ -61,6 +61,26 @@ class Pipeline:
         if last is None or time > last:
             self.last_time = time
 
+    def feed(self, events: Iterable[Event]) -> list[Alert]:
+        """advance() to each event's time, then apply() it, in turn; return the alert transitions."""
+        alerts: list[Alert] = []
+        # (advance and apply written out: this runs per event, and nearly every event is due no tick)
+        apply, observe, observers = self.metrics.apply, self.windows.observe, self.observers
+        due = self.next_tick  # (only advance moves it)
+        for event in events:
+            time = event.time
+            if due is None or not time < due:
+                alerts.extend(self.advance(time))
+                due = self.next_tick
+            apply(event)
+            observe(event)
+            for observer in observers:
+                observer(event)
+            last = self.last_time
+            if last is None or time > last:
+                self.last_time = time
+        return alerts
+
     def forget(self, source: str) -> None:
         """Drop the series and windows of a source removed from the config (its alerts: LiveAlerts)."""
         self.metrics.forget(source)

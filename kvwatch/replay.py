@@ -348,11 +348,8 @@ def _replay(
     if len(streams) > 1:
         merged = heapq.merge(*(chain.from_iterable(s) for s in streams), key=lambda ev: ev.time)
         groups = ([event] for event in merged)
-    advance, apply = pipeline.advance, pipeline.apply
     for events in groups:
-        for event in events:
-            alerts.extend(advance(event.time))
-            apply(event)
+        alerts.extend(pipeline.feed(events))
     if pipeline.last_time is not None:
         alerts.extend(pipeline.tick(pipeline.last_time))
     read = {item.path: notes.read.get(item.path, SourceCounts()) for item, _, _ in prepared}

@@ -12,10 +12,11 @@ from __future__ import annotations
 
 from array import array
 from collections import deque
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
+from functools import partial
 from itertools import islice
-from typing import NamedTuple, TypeVar
+from typing import Any, NamedTuple, TypeVar
 
 from kvwatch.engines import ENGINES, engine_of
 from kvwatch.engines.base import RequestAdapter
@@ -38,6 +39,8 @@ from kvwatch.offloads import OffloadHistory
 Labels = tuple[tuple[str, str], ...]
 K = TypeVar("K")
 V = TypeVar("V")
+#: How a window takes one event of a type in (Windows._known chooses it).
+_Take = Callable[["SourceWindow", Any], None]
 #: The event types windows keep something of, besides those an engine's request adapter converts
 #: (others only name their source's engine).
 _KEPT = (
@@ -322,8 +325,12 @@ class Windows:
         #: `changes`): a source's first stats line, one that turns it busy or idle (see `_turns`) or
         #: goes back in time, its request counts, its prefetches.
         self.signals = 0
-        # event type -> (the engine that makes it ("": none), whether a window keeps something of it)
-        self._owners: dict[type, tuple[str, bool]] = {}
+        #: Changes whenever an offload history's shortfalls may change besides the shape (and with
+        #: `changes`): a short load, a failure.
+        self.shortfalls = 0
+        # event type -> (the engine that makes it ("": none), how a window takes it in (None: it keeps
+        # nothing of it))
+        self._owners: dict[type, tuple[str, _Take | None]] = {}
 
     def source(self, name: str) -> SourceWindow:
         """The window of a source, created empty."""
@@ -353,91 +360,127 @@ class Windows:
         window = self.sources.get(event.source)
         if window is None:
             window = self.source(event.source)
-        time = window.last_event = event.time
-        known = self._owners.get(type(event))
-        if known is None:
-            kind = type(event)
-            name = engine_of(kind) or ""
-            converted = bool(name) and ENGINES[name].requests is not None
-            known = self._owners[kind] = (name, converted or issubclass(kind, _KEPT))
-        owner, kept = known
+        window.last_event = event.time
+        kind = type(event)
+        owner, take = self._owners.get(kind) or self._known(kind)
         # A source's engine is that of its events (a startup fact does not overrule a request's).
-        if owner and window.kind != owner and (not window.kind or type(event) is not EngineFact):
+        if owner and window.kind != owner and (not window.kind or kind is not EngineFact):
             window.kind = owner
             self.version += 1
             self.shape += 1
-        if not kept:  # (an engine's batch lines: metrics only, nothing for the detectors)
-            return
-        # The commonest events first, each with one isinstance.
-        if isinstance(event, VllmStats):
-            # (_engine's call only for a new engine: these two branches run for nearly every event)
-            engine = window.engines.get(event.engine) or self._engine(window, event.engine)
-            stats = engine.stats
-            if stats and stats[-1].time == time:
-                point = stats[-1]
-                point.add(event)
-            else:
-                point = self._stats_point(engine, event)
-            external = event.external_hit
-            if external is not None and external > 0:
-                engine.external = point
-            last = window.last_stats
-            if last is None or time < last.time or _turns(last, event):
-                self.signals += 1
-            window.last_stats = event
-            self.changes += 1
-        elif isinstance(event, VllmKvTransfer):
-            engine = window.engines.get(event.engine) or self._engine(window, event.engine)
-            kv = engine.kv
-            spot = kv[-1] if kv and kv[-1].time == time else self._kv_point(engine, time)
-            spot.add(event)
-            if spot.load > 0:
-                engine.loaded = spot
-            engine.store_total += event.store_bytes or 0
-            engine.load_total += event.load_bytes or 0
-            self.changes += 1
-        elif isinstance(event, VllmPrefixV0):
-            self._engine(window, event.engine)
-            self.changes += 1
-        elif isinstance(event, EngineFact):
-            window.facts[event.key] = event.value
-            self.version += 1
-            self.shape += 1
-        elif isinstance(event, RequestRecord):
-            self._record(event)
-        elif isinstance(event, CachePrefetch):
-            prefetches = window.prefetches
-            prefetches.append(event)
-            self.signals += 1
-            self._tier(event.source)
-            oldest = event.time - self.horizon
-            while prefetches and prefetches[0].time < oldest:
-                prefetches.popleft()
-            self.changes += 1
-        elif isinstance(event, (OffloadLookup, OffloadTransfer, OffloadFailure)):
-            self._offload(window, event)
-        elif isinstance(event, ServerRestart):
-            self._restart(window, event)
-        elif owner:
-            adapters = window.adapters
-            adapter = adapters[owner] if owner in adapters else self._adapter(window, owner)
-            if adapter is not None:
-                self._convert(window, adapter, event)
-            if isinstance(event, UsageRecord):  # (the gateway detectors read whole usage records)
-                self._usage(event)
+        if take is not None:  # (None: an engine's batch lines, metrics only, nothing for the detectors)
+            take(window, event)
 
-    def _offload(self, window: SourceWindow, event: OffloadLookup | OffloadTransfer | OffloadFailure) -> None:
-        self.changes += 1
-        history = window.offload
-        if history is None:
-            history = window.offload = OffloadHistory()
-            self._tier(event.source)
-        if isinstance(event, OffloadTransfer):
-            history.transfer(event, self.horizon)
-        elif isinstance(event, OffloadLookup):
-            history.lookup(event, self.horizon)
+    def _known(self, kind: type) -> tuple[str, _Take | None]:
+        """The engine that makes events of `kind` ("": none) and how a window takes one in, remembered."""
+        owner = engine_of(kind) or ""
+        converted = bool(owner) and ENGINES[owner].requests is not None
+        take: _Take | None = None
+        if converted or issubclass(kind, _KEPT):
+            # (the first of these a kind is a subclass of: a subclass is taken in as its base)
+            for base, taker in (
+                (VllmStats, self._stats),
+                (VllmKvTransfer, self._kv),
+                (VllmPrefixV0, self._prefix_v0),
+                (EngineFact, self._fact),
+                (RequestRecord, self._request),
+                (CachePrefetch, self._prefetch),
+                (OffloadTransfer, self._transfer),
+                (OffloadLookup, self._lookup),
+                (OffloadFailure, self._failure),
+                (ServerRestart, self._restart),
+            ):
+                if issubclass(kind, base):
+                    take = taker
+                    break
+            else:
+                if owner:
+                    take = partial(self._adapted, owner)
+        known = self._owners[kind] = (owner, take)
+        return known
+
+    def _stats(self, window: SourceWindow, event: VllmStats) -> None:
+        # (_engine's call only for a new engine: this runs for nearly every stats line)
+        engine = window.engines.get(event.engine) or self._engine(window, event.engine)
+        stats = engine.stats
+        time = event.time
+        if stats and stats[-1].time == time:
+            point = stats[-1]
+            point.add(event)
         else:
-            history.failure(event, self.horizon)
+            point = self._stats_point(engine, event)
+        external = event.external_hit
+        if external is not None and external > 0:
+            engine.external = point
+        last = window.last_stats
+        if last is None or time < last.time or _turns(last, event):
+            self.signals += 1
+        window.last_stats = event
+        self.changes += 1
+
+    def _kv(self, window: SourceWindow, event: VllmKvTransfer) -> None:
+        engine = window.engines.get(event.engine) or self._engine(window, event.engine)
+        kv = engine.kv
+        time = event.time
+        spot = kv[-1] if kv and kv[-1].time == time else self._kv_point(engine, time)
+        spot.add(event)
+        if spot.load > 0:
+            engine.loaded = spot
+        engine.store_total += event.store_bytes or 0
+        engine.load_total += event.load_bytes or 0
+        self.changes += 1
+
+    def _prefix_v0(self, window: SourceWindow, event: VllmPrefixV0) -> None:
+        self._engine(window, event.engine)
+        self.changes += 1
+
+    def _fact(self, window: SourceWindow, event: EngineFact) -> None:
+        window.facts[event.key] = event.value
+        self.version += 1
+        self.shape += 1
+
+    def _request(self, window: SourceWindow, event: RequestRecord) -> None:
+        self._record(event)
+
+    def _prefetch(self, window: SourceWindow, event: CachePrefetch) -> None:
+        prefetches = window.prefetches
+        prefetches.append(event)
+        self.signals += 1
+        self._tier(event.source)
+        oldest = event.time - self.horizon
+        while prefetches and prefetches[0].time < oldest:
+            prefetches.popleft()
+        self.changes += 1
+
+    def _transfer(self, window: SourceWindow, event: OffloadTransfer) -> None:
+        self.changes += 1
+        if event.short:
+            self.shortfalls += 1
+        (window.offload or self._offload(window, event.source)).transfer(event, self.horizon)
+
+    def _lookup(self, window: SourceWindow, event: OffloadLookup) -> None:
+        self.changes += 1
+        (window.offload or self._offload(window, event.source)).lookup(event, self.horizon)
+
+    def _failure(self, window: SourceWindow, event: OffloadFailure) -> None:
+        self.changes += 1
+        self.shortfalls += 1
+        (window.offload or self._offload(window, event.source)).failure(event, self.horizon)
+
+    def _offload(self, window: SourceWindow, source: str) -> OffloadHistory:
+        """A new offload history of `source`'s window (with its first offload event)."""
+        history = window.offload = OffloadHistory()
+        self._tier(source)
+        return history
+
+    def _adapted(self, owner: str, window: SourceWindow, event: Event) -> None:
+        """An event of an engine with a request adapter (or a usage record): its request, if any."""
+        adapters = window.adapters
+        adapter = adapters[owner] if owner in adapters else self._adapter(window, owner)
+        if adapter is not None:
+            self._convert(window, adapter, event)
+        if isinstance(event, UsageRecord):  # (the gateway detectors read whole usage records)
+            self._usage(event)
 
     def _tier(self, source: str) -> None:
         """Count `source` among those that logged a cache tier (the shape moves when it is new)."""

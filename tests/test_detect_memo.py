@@ -32,6 +32,7 @@ from kvwatch.model import (
     Finding,
     LlamaRequest,
     OffloadFailure,
+    OffloadTransfer,
     RequestRecord,
     ServerRestart,
     UsageRecord,
@@ -300,3 +301,19 @@ def test_new_settings_are_judged_at_the_next_tick() -> None:
     pipeline.settings = DetectorSettings(no_signal=no_signal.Settings(silence=45.0))
     [alert] = pipeline.advance(T0 + 200)
     assert ("no_signal", "firing", T0 + 110) == (alert.alert, alert.state, alert.at)
+
+
+def test_offload_retrieve_failed_is_asked_again_when_a_load_falls_short() -> None:
+    """offload_retrieve_failed follows Windows.shortfalls: a tier's short loads (no failure line) that
+    come after ticks which judged it with none still fire it, at the tick that sees them."""
+    windows, memo, settings = Windows(), Memo(), DetectorSettings()
+    fired = []
+    for n in range(12):
+        now = T0 + 10 * n
+        short = n >= 6  # (six ticks of whole loads, then short ones)
+        windows.observe(OffloadTransfer("o", now + 1, "tp0", True, 256, 512, short=int(short)))
+        windows.observe(OffloadTransfer("o", now + 2, "tp0", False, 4096))
+        expected = detect_all(windows, now + 5, settings)
+        assert expected == detect_all(windows, now + 5, settings, memo), n
+        fired += [n for finding in expected if finding.alert == "offload_retrieve_failed"]
+    assert 8 == fired[0]

@@ -2,13 +2,16 @@
 
 from __future__ import annotations
 
+import random
 import threading
 from itertools import pairwise
 
-from prometheus_client import CollectorRegistry
+import pytest
+from prometheus_client import CollectorRegistry, generate_latest
+from test_detect_memo import SETTINGS, timed_session
 
 from kvwatch.metrics import Metrics
-from kvwatch.model import Alert
+from kvwatch.model import Alert, Event
 from kvwatch.pipeline import Pipeline
 
 
@@ -56,3 +59,30 @@ def test_a_time_past_the_floats_resolution_ends_the_grid_instead_of_hanging() ->
     count = len(seen)
     pipeline.advance(2e19)  # (no grid point is left: no more ticks)
     assert count == len(seen)
+
+
+@pytest.mark.parametrize("seed", range(4))
+def test_feed_does_what_advance_then_apply_do_per_event(seed: int) -> None:
+    """Pipeline.feed over batches of any size: the alert transitions, ticks, metrics and observed
+    events of advance() then apply() called per event."""
+    rng = random.Random(seed)
+    events = timed_session(rng, 1500)
+    settings = SETTINGS[2]
+    fed: list[Event] = []
+    applied: list[Event] = []
+    fast = Pipeline(Metrics(CollectorRegistry()), settings, observers=[fed.append])
+    slow = Pipeline(Metrics(CollectorRegistry()), settings, observers=[applied.append])
+    got: list[Alert] = []
+    want: list[Alert] = []
+    at = 0
+    while at < len(events):
+        batch = events[at : at + rng.choice((0, 1, 2, 7, 50, 300))]
+        at += len(batch)
+        got.extend(fast.feed(iter(batch)))
+        for event in batch:
+            want.extend(slow.advance(event.time))
+            slow.apply(event)
+        assert (fast.next_tick, fast.last_time) == (slow.next_tick, slow.last_time)
+    assert want == got and len(got) > 10
+    assert applied == fed
+    assert generate_latest(slow.metrics.registry) == generate_latest(fast.metrics.registry)

@@ -94,8 +94,10 @@ DETECTORS: tuple[Detector, ...] = (
     Detector("no_signal", no_signal.detect, "sources", False, no_signal.until, "signals"),
     Detector("prefix_hit_rate_low", hit_rate_low.detect, "sources", False, hit_rate_low.until),
     Detector("prefix_cache_disabled", prefix_cache_disabled.detect, "sources", True),
-    Detector("hicache_storage_unused", hicache.detect, "tiers", False, hicache.until),
-    Detector("offload_retrieve_failed", retrieve_failed.detect, "tiers", False, retrieve_failed.until),
+    Detector("hicache_storage_unused", hicache.detect, "tiers", False, hicache.until, "signals"),
+    Detector(
+        "offload_retrieve_failed", retrieve_failed.detect, "tiers", False, retrieve_failed.until, "shortfalls"
+    ),
     Detector("hit_rate_gap", hit_rate_gap.detect, "usage", False, hit_rate_gap.until),
     Detector("usage_double_counting", double_counting.detect, "usage", False, double_counting.until),
 )

@@ -28,7 +28,6 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 from dataclasses import dataclass
-from statistics import StatisticsError, correlation, median
 from typing import Any
 
 from kvwatch.detectors.stable import NEVER
@@ -92,6 +91,9 @@ def assess(records: Sequence[UsageRecord], cfg: Settings) -> dict[str, Any] | No
     inputs = [r.input_tokens or 0 for r in records]
     reads = [r.cached_tokens for r in records]
     share = sum(i >= c for i, c in zip(inputs, reads, strict=True)) / len(records)
+    # (imported here: statistics loads fractions and decimal, and only usage logs need it)
+    from statistics import median
+
     ratio = median(c / i if i else 0.0 for i, c in zip(inputs, reads, strict=True))
     tracking = rank_correlation(reads, inputs)
     if share < cfg.min_share or ratio < cfg.min_read_ratio or tracking < cfg.min_tracking:
@@ -123,6 +125,8 @@ def rank_correlation(xs: Sequence[float], ys: Sequence[float]) -> float:
     """Spearman's rank correlation; 0.0 when either side is constant or there are fewer than 3 points."""
     if len(xs) < 3:
         return 0.0
+    from statistics import StatisticsError, correlation  # (here: see assess)
+
     try:
         return correlation(_ranks(xs), _ranks(ys))
     except StatisticsError:

@@ -42,8 +42,10 @@ class Family(Collector):
         """Counter.inc(): the series appears at 0 if new, then adds `amount` (never negative)."""
         if amount < 0:
             raise ValueError("Counters can only be incremented by non-negative amounts.")
-        series = self.series
-        series[labels] = series.get(labels, 0.0) + amount
+        try:
+            self.series[labels] += amount
+        except KeyError:  # (a new series: once per label values)
+            self.series[labels] = 0.0 + amount
 
     def remove(self, labels: tuple[str, ...]) -> None:
         """Drop a series, if present."""

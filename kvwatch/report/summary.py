@@ -10,6 +10,7 @@ from __future__ import annotations
 
 from collections.abc import Callable
 from dataclasses import dataclass, field
+from functools import partial
 from typing import Any
 
 from kvwatch.model import Event, SourceCounts
@@ -30,7 +31,9 @@ class SourceView:
     first: float | None = None
     last: float | None = None
     parts: dict[str, Any] = field(default_factory=dict)  # engine name -> its gathering (Engine.gather)
-    #: event type -> the observe of the part its engine owns, once found (parts are only added to)
+    #: event type -> what takes it in: the observe of the part its engine owns, else of the parts of the
+    #: layers the source's engine carries; found at its first event (parts are only added to, and
+    #: `engine` changes only after the replay)
     gathers: dict[type, Callable[[Any], None]] = field(default_factory=dict, repr=False, compare=False)
 
 
@@ -63,26 +66,26 @@ class Summary:
             view.first = time
         if view.last is None or time > view.last:
             view.last = time
-        kind = type(event)
-        gather = view.gathers.get(kind)
-        if gather is not None:  # (nearly every event: its source's engine's gathering, found before)
-            gather(event)
-            return
+        gather = view.gathers.get(type(event))
+        if gather is None:  # (an event type new to the source: nearly every event's was found before)
+            gather = self._gather(view, type(event))
+        gather(event)
+
+    def _gather(self, view: SourceView, kind: type) -> Callable[[Any], None]:
+        """What takes the source's events of `kind` in, its parts started as needed, remembered."""
         owner = self._owners[kind] if kind in self._owners else self._owner(kind)
         if owner is not None:
-            name, start = owner
+            names: Layers = (owner,)
+        else:
+            names = self._layers[view.engine] if view.engine in self._layers else self._layers_of(view.engine)
+        observes = []
+        for name, start in names:
             part = view.parts.get(name)
             if part is None:
                 part = view.parts[name] = start()
-            gather = view.gathers[kind] = part.observe
-            gather(event)
-            return
-        layers = self._layers[view.engine] if view.engine in self._layers else self._layers_of(view.engine)
-        for name, start in layers:
-            part = view.parts.get(name)
-            if part is None:
-                part = view.parts[name] = start()
-            part.observe(event)
+            observes.append(part.observe)
+        gather = view.gathers[kind] = observes[0] if len(observes) == 1 else partial(_each, tuple(observes))
+        return gather
 
     def _owner(self, kind: type) -> Owner:
         """The engine whose events include `kind` and its gathering's start, remembered (None: none)."""
@@ -104,3 +107,9 @@ class Summary:
             (name, start) for name in names if name in ENGINES and (start := ENGINES[name].gather) is not None
         )
         return layers
+
+
+def _each(observes: tuple[Callable[[Any], None], ...], event: Event) -> None:
+    """Hand an event to every one of `observes` (none: it is dropped)."""
+    for observe in observes:
+        observe(event)
