@@ -318,6 +318,30 @@ def test_the_c_walk_over_a_read_s_hits_is_the_python_one(seed: int) -> None:
         _spans.entry_lines(b"x", 0, [(0, 5, 6)], 1, 0)
 
 
+def test_records_seconds_apart_in_runs_of_every_length_give_the_decoded_result(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """Records in the same second, or one to seven apart, with vLLM's lines among them, read in runs that
+    end anywhere: the stretches of sums (10 s) end where they do line by line, and a row of the second
+    of the row before moves nothing; the same events and counts."""
+    rng = random.Random(2)
+    records = [line for line in docker_log("lmcache-0.5.6-tp2.log") if b"] LMCache INFO" in line]
+    stats = moby("INFO 09-14 08:00:36 [loggers.py:123] Engine 000: Avg prompt throughput: 1.0 tokens/s")
+    for gap in (1, 3, 7):
+        lines, second = [], 0
+        for _ in range(300):
+            second += rng.choice([0, 0, gap])
+            stamp = f"2026-09-14 {8 + second // 3600:02d}:{second // 60 % 60:02d}:{second % 60:02d}".encode()
+            lines.append(re.sub(rb"\d{4}-\d\d-\d\d \d\d:\d\d:\d\d", stamp, rng.choice(records), count=1))
+            if rng.random() < 0.05:
+                lines.append(stats)
+        for chunk in (1500, 9000, 1 << 20):
+            monkeypatch.setattr(wholefile, "CHUNK", chunk)
+            expected = parsed(lines, entries=False)
+            assert expected == parsed(lines, entries=True)
+            assert sum(1 for event in expected[0] if type(event).__name__ == "LmcacheTransfer") > 20
+
+
 def test_a_cut_entry_among_raw_lines_sends_the_read_the_exact_way(monkeypatch: pytest.MonkeyPatch) -> None:
     """A line that decodes to part of an entry (its log without `\\n`, though the read's counts look whole:
     another line holds two ends): the runs after it could hold the rest, so the read is framed line by

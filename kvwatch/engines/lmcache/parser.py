@@ -189,6 +189,9 @@ class LmcacheLayer:
         # once per stretch: forgotten whenever the sums may have been handed on (drain() empties them).
         stores: dict[bytes, list[int]] = {}
         loads: dict[bytes, list[int]] = {}
+        # The second of the last row that moved the stretch: a row of the same second moves nothing (it
+        # neither ends the stretch, which that row left under STRETCH long, nor moves its end).
+        moved = b""
         ready = self._seen_any
         rows = entries.rows(run)
         for at, row in enumerate(rows):
@@ -197,9 +200,12 @@ class LmcacheLayer:
                     head, second, request, stored, offered, size, cost, got, required, got_size, got_cost,
                     rid, total, local, hit, need,
                 ) = row  # fmt: skip
-                when = seconds.get(second, unseen)
-                if when is unseen:
-                    when = self._epoch(second)
+                if second != moved:
+                    when = seconds.get(second, unseen)
+                    if when is unseen:
+                        when = self._epoch(second)
+                else:
+                    when = True  # (a date, as the row's before)
                 if when is not None and (stored is not None or rid is not None or got >= required):
                     if rid is not None:  # a lookup (_counted, Sums.lookup written out)
                         if rid in seen:
@@ -209,16 +215,17 @@ class LmcacheLayer:
                         seen[rid] = None
                     elif request is not None and seen:  # (_ran: the request ran)
                         seen.pop(request, None)
-                    # (Sums.transfer written out: this runs for most LMCache lines)
-                    if not sums.held:
-                        sums.held, sums.start, sums.last = True, when, when
-                    elif when - sums.start >= stretch:
-                        events += sums.drain()
-                        stores.clear()
-                        loads.clear()
-                        sums.held, sums.start, sums.last = True, when, when
-                    elif when > sums.last:
-                        sums.last = when
+                    if second != moved:  # (Sums.transfer written out: this runs for most LMCache lines)
+                        if not sums.held:
+                            sums.held, sums.start, sums.last = True, when, when
+                        elif when - sums.start >= stretch:
+                            events += sums.drain()
+                            stores.clear()
+                            loads.clear()
+                            sums.held, sums.start, sums.last = True, when, when
+                        elif when > sums.last:
+                            sums.last = when
+                        moved = second
                     if rid is not None:
                         lookups[0] += 1
                         lookups[1] += total
@@ -257,6 +264,7 @@ class LmcacheLayer:
                 errors += 1
             stores.clear()
             loads.clear()
+            moved = b""
             ready = self._seen_any
         return BlockResult(events, len(rows) - passed + recognized, errors)
 
