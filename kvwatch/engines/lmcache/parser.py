@@ -236,20 +236,22 @@ class LmcacheLayer:
                             lookups[4] += 1
                         if local is not None:
                             sums.local = local if sums.local is None else sums.local + local
-                    elif stored is not None:
+                        continue
+                    if stored is not None:
                         sum_up = stores.get(head) or self._cell(stores, head, False)
-                        sum_up[0] += 1
-                        sum_up[1] += stored
-                        sum_up[2] += offered
-                        sum_up[4] += size
-                        sum_up[6] += cost
                     else:
                         sum_up = loads.get(head) or self._cell(loads, head, True)
-                        sum_up[0] += 1
-                        sum_up[1] += got
-                        sum_up[2] += required
-                        sum_up[4] += got_size
-                        sum_up[6] += got_cost
+                        stored, offered, size, cost = (
+                            got,
+                            required,
+                            got_size,
+                            got_cost,
+                        )  # (in the same places)
+                    sum_up[0] += 1
+                    sum_up[1] += stored
+                    sum_up[2] += offered
+                    sum_up[4] += size
+                    sum_up[6] += cost
                     continue
             if type(row) is tuple:
                 if lines is None:
