@@ -59,8 +59,21 @@ def parsed(lines: list[bytes], *, entries: bool) -> tuple[list[Event], tuple[int
     return events, run.counts.parsed()
 
 
+@pytest.fixture(params=["c", "python"])
+def take(request: pytest.FixtureRequest, monkeypatch: pytest.MonkeyPatch) -> str:
+    """LmcacheLayer.take_run's loop in C (kvwatch.engines.lmcache._rows.take, built: CI has a C compiler),
+    or its Python twin (_take_rows, where none was): each test that asks runs both."""
+    from kvwatch.engines.lmcache import _rows
+    from kvwatch.engines.lmcache import parser as lmcache_parser
+
+    assert lmcache_parser._take is _rows.take
+    if request.param == "python":
+        monkeypatch.setattr(lmcache_parser, "_take", None)
+    return str(request.param)
+
+
 @pytest.fixture
-def read_raw(monkeypatch: pytest.MonkeyPatch) -> list[int]:
+def read_raw(monkeypatch: pytest.MonkeyPatch, take: str) -> list[int]:
     """How many entries the LMCache layer read from their bytes (one count per `parsed` call): the lines
     of its runs that it did not hand back to be decoded."""
     counts: list[int] = []
@@ -319,7 +332,7 @@ def test_the_c_walk_over_a_read_s_hits_is_the_python_one(seed: int) -> None:
 
 
 def test_records_seconds_apart_in_runs_of_every_length_give_the_decoded_result(
-    monkeypatch: pytest.MonkeyPatch,
+    monkeypatch: pytest.MonkeyPatch, take: str
 ) -> None:
     """Records in the same second, or one to seven apart, with vLLM's lines among them, read in runs that
     end anywhere: the stretches of sums (10 s) end where they do line by line, and a row of the second
@@ -410,3 +423,39 @@ def test_an_entry_ending_in_an_escaped_backslash_before_n_is_joined_as_line_by_l
         chunked = Framer("s", "docker-json", parser.markers, 1 << 20, raw_marker=raw_marker)
         fed = Framer("s", "docker-json", parser.markers, 1 << 20, raw_marker=raw_marker)
         assert chunked.chunk(data) == [batch for line in lines for batch in fed.feed(line)]
+
+
+@pytest.mark.parametrize("seed", range(4))
+def test_request_ids_seconds_and_numbers_of_every_kind_give_the_decoded_result(
+    seed: int, read_raw: list[int], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Lookups and transfers of a few requests in turn (a lookup repeated, one forgotten past MAX_IDS and
+    counted again, one run and looked up again), stamps a second or more apart and some no date at all,
+    needs below zero, numbers wider than a machine word: the same events and counts either way, and with
+    either loop (`take`, via read_raw)."""
+    from kvwatch.engines.lmcache import parser as lmcache_parser
+
+    monkeypatch.setattr(lmcache_parser, "MAX_IDS", 3)
+    monkeypatch.setattr(wholefile, "CHUNK", 3000)
+    rng = random.Random(seed)
+    records = [line for name in LOGS for line in docker_log(name) if b"] LMCache INFO" in line]
+    records = [line for line in records if re.search(rb"Reqid: |\] Stored |\] Retrieved ", line)]
+    requests = [f"chatcmpl-{index:04x}".encode() for index in range(6)]
+    lines, second = [], 0
+    for _ in range(400):
+        line = rng.choice(records)
+        second += rng.choice([0, 0, 1, 4])
+        stamp = f"2026-09-14 08:{second // 60 % 60:02d}:{second % 60:02d}".encode()
+        if rng.random() < 0.03:
+            stamp = b"2026-02-30 08:00:00"  # (no date: read the general way, which says so)
+        line = re.sub(rb"\d{4}-\d\d-\d\d \d\d:\d\d:\d\d", stamp, line, count=1)
+        line = re.sub(rb"(Reqid: |req_id=)[^,\]\s]+", lambda m: m.group(1) + rng.choice(requests), line)
+        if rng.random() < 0.1:
+            line = re.sub(rb"need to load: \d+", b"need to load: -" + str(rng.randrange(9)).encode(), line)
+        if rng.random() < 0.05:
+            line = re.sub(rb"(Stored |Total tokens |hit tokens: )\d+", rb"\g<1>" + b"9" * 25, line, count=1)
+        lines.append(line)
+    assert both(lines, read_raw) > 200
+    expected = parsed(lines, entries=False)
+    kinds = {type(event).__name__ for event in expected[0]}
+    assert {"LmcacheLookup", "LmcacheTransfer"} <= kinds

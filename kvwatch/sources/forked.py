@@ -20,14 +20,15 @@ import fcntl
 import gc
 import multiprocessing
 import os
+import pickle
 import signal
+import struct
 import sys
 from collections.abc import Callable, Generator, Iterator
-from multiprocessing.connection import Connection
 from typing import Any, TypeVar
 
 from kvwatch.model import LogLine
-from kvwatch.sources.framing import Batch, Framer
+from kvwatch.sources.framing import Batch, Entries, Framer
 from kvwatch.sources.wholefile import DAMAGED, ClosedAtEnd, batches, open_log, read_head
 
 #: Files smaller than this stay inline: a fork and a pipe cost more than they save.
@@ -49,23 +50,118 @@ Result = TypeVar("Result")
 
 
 def _to_wire(group: list[Batch]) -> list[Wire]:
-    return [(item.text, item.time) if isinstance(item, LogLine) else item for item in group]
+    """A read's batches for the pipe: a LogLine as (text, time), an Entries' runs of bytes out of band
+    (see Channel)."""
+    wire: list[Wire] = []
+    for item in group:
+        if isinstance(item, LogLine):
+            wire.append((item.text, item.time))
+            continue
+        if type(item) is Entries:  # (on the other side, each run is bytes again)
+            runs = [pickle.PickleBuffer(x) if type(x) is bytes else x for x in item.items]
+            item = Entries(item.lines, runs)  # type: ignore[arg-type]  # noqa: PLW2901
+        wire.append(item)
+    return wire
 
 
 def _damage(err: Exception) -> str:
     return f"the compressed data ends early or is corrupt ({err}); replayed the lines before it"
 
 
+#: A message's head: the pickle's size, and how many buffers follow it (each size a _SIZE).
+_HEAD = struct.Struct("<QI")
+_SIZE = struct.Struct("<Q")
+#: Buffers written in one writev() at most (Linux's IOV_MAX is 1024).
+_IOV = 512
+
+
+class Channel:
+    """One end of a pipe between a child and its parent, carrying pickled messages.
+
+    multiprocessing's Connection copies a message three times on the way (into the pickle, into a
+    BytesIO per read, out of the pickle), each time into fresh memory that the kernel has to fault in:
+    for a json-file log's LMCache runs (tens of MB per second of log) that was a sixth of the parsing
+    child's time. Here a `PickleBuffer` in the message crosses out of band: written from where it lies
+    (writev), read into a buffer the channel keeps, and handed back as `bytes`.
+    """
+
+    def __init__(self, fd: int) -> None:
+        self._fd = fd
+        self._buffer = bytearray(1 << 16)
+
+    def fileno(self) -> int:
+        """The pipe's descriptor."""
+        return self._fd
+
+    def close(self) -> None:
+        """Close this end (again: nothing)."""
+        if self._fd >= 0:
+            fd, self._fd = self._fd, -1
+            os.close(fd)
+
+    def send(self, message: Any) -> None:
+        """Write `message` whole; BrokenPipeError when the reader has gone."""
+        buffers: list[pickle.PickleBuffer] = []
+        data = pickle.dumps(message, protocol=5, buffer_callback=buffers.append)
+        views = [buffer.raw() for buffer in buffers]
+        head = _HEAD.pack(len(data), len(views)) + b"".join(_SIZE.pack(view.nbytes) for view in views)
+        pending: list[memoryview] = [memoryview(head), memoryview(data), *views]
+        while pending:
+            # (a write to a pipe may be cut short by a signal: what was not written is written next)
+            written = os.writev(self._fd, pending[:_IOV])
+            while pending and written >= pending[0].nbytes:
+                written -= pending.pop(0).nbytes
+            if written:
+                pending[0] = pending[0][written:]
+
+    def recv(self) -> Any:
+        """The next message; EOFError when the writer has closed its end."""
+        size, count = _HEAD.unpack(self._exactly(_HEAD.size))
+        sizes = struct.unpack(f"<{count}Q", self._exactly(_SIZE.size * count)) if count else ()
+        total = size + sum(sizes)
+        if len(self._buffer) < total:
+            self._buffer = bytearray(total)  # (kept: the next messages are read into the same pages)
+        view = memoryview(self._buffer)
+        self._fill(view[:total])
+        out, at = [], size
+        for length in sizes:
+            out.append(bytes(view[at : at + length]))
+            at += length
+        return pickle.loads(view[:size], buffers=out)
+
+    def _exactly(self, length: int) -> bytes:
+        view = memoryview(bytearray(length))
+        self._fill(view)
+        return bytes(view)
+
+    def _fill(self, view: memoryview) -> None:
+        got = 0
+        while got < view.nbytes:
+            read = os.readv(self._fd, [view[got:]])
+            if read == 0:
+                raise EOFError
+            got += read
+
+
+def _pipe() -> tuple[Channel, Channel]:
+    """A pipe's (read, write) ends, the pipe as large as it may be made (PIPE_BYTES)."""
+    receive, send = os.pipe()
+    if _SET_PIPE_SIZE is not None:
+        with contextlib.suppress(OSError):  # (a lower pipe-max-size: the default size works, only slower)
+            fcntl.fcntl(send, _SET_PIPE_SIZE, PIPE_BYTES)
+    return Channel(receive), Channel(send)
+
+
 #: The parent's ends of its children's pipes. A child closes its copies at once: while one holds the
 #: end it writes to, or a sibling's, a child whose parent died unannounced (SIGKILL) would block on a
 #: full pipe for ever; with none, its next write fails and it ends.
-_READ_ENDS: set[Connection] = set()
+_READ_ENDS: set[Channel] = set()
 
 #: The signals held back while a child is forked (see _received).
 _HELD = {signal.SIGINT, signal.SIGTERM}
 
 
-def _child(work: Callable[[], Generator[Any, None, Any]], out: Connection) -> None:
+def _child(work: Callable[[], Generator[Any, None, Any]], out: Channel) -> None:
     """Run `work` into the pipe: ("item", item)*, then ("end", its return value) or ("error", exc)."""
     for end in _READ_ENDS:
         end.close()
@@ -93,7 +189,7 @@ def _child(work: Callable[[], Generator[Any, None, Any]], out: Connection) -> No
         out.close()
 
 
-def _send(out: Connection, message: tuple[str, Any]) -> bool:
+def _send(out: Channel, message: tuple[str, Any]) -> bool:
     """Send `message` to the parent; False if it can no longer read (it ended, or was killed by its own
     parent: a framing child's parsing child): nothing more is wanted, and nothing is left to say."""
     try:
@@ -126,10 +222,7 @@ def _received(
         # process children only because it would not end them; kvwatch's end with their pipes (_READ_ENDS)
         # and are ended by this generator, and a daemonic grandchild still ends with this child.
         me.daemon = False
-    receive, send = context.Pipe(duplex=False)
-    if _SET_PIPE_SIZE is not None:
-        with contextlib.suppress(OSError):  # (a lower pipe-max-size: the default size works, only slower)
-            fcntl.fcntl(send.fileno(), _SET_PIPE_SIZE, PIPE_BYTES)
+    receive, send = _pipe()
     child = context.Process(target=_child, args=(work, send), name=name, daemon=True)
     # Ctrl-C and SIGTERM are held back while forking: a child interrupted before it sets its own
     # handlers would run the parent's (a stray traceback), and the parent gets them the moment the

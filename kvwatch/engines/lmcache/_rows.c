@@ -1,4 +1,6 @@
-/* kvwatch.engines.lmcache._rows: entries.rows() in C, the same answer for every run.
+/* kvwatch.engines.lmcache._rows: entries.rows() in C, the same answer for every run; and take(), the
+ * loop of LmcacheLayer.take_run (parser.py: _take_rows, its Python twin) over the rows read so, without
+ * making them.
  *
  * entries.LINE read by hand: every choice in it is decided by the next bytes (its classes stop at the
  * literal that follows them, its options and alternatives differ in their first byte), so one forward
@@ -371,8 +373,431 @@ static PyObject *rows(PyObject *module, PyObject *arg) {
     return out;
 }
 
+/* ---- take(): LmcacheLayer._take_rows in C. Each step below is the Python loop's, in its order; the
+ * layer's methods (_epoch, _cell, the sums' drain, `other`) are called where it calls them. */
+
+static PyObject *s_seen, *s_seconds, *s_sums, *s_epoch, *s_cell, *s_seen_any, *s_held, *s_start, *s_last,
+    *s_local, *s_lookups, *s_drain;
+
+typedef struct {
+    PyObject *layer, *seen, *seconds, *sums, *lookups, *events, *stores, *loads, *epoch, *cell;
+    Py_ssize_t max_ids;
+    double stretch;
+} Take;
+
+/* list[i] += value */
+static int add_at(PyObject *list, Py_ssize_t i, PyObject *value) {
+    PyObject *old = PyList_GET_ITEM(list, i);
+    PyObject *sum = PyNumber_Add(old, value);
+    if (sum == NULL) {
+        return -1;
+    }
+    PyList_SET_ITEM(list, i, sum);
+    Py_DECREF(old);
+    return 0;
+}
+
+static int add_all(PyObject *list, Py_ssize_t length, const Py_ssize_t *at, PyObject *const *values, int n) {
+    if (!PyList_CheckExact(list) || PyList_GET_SIZE(list) < length) {
+        PyErr_SetString(PyExc_TypeError, "take: sums are not a list of their length");
+        return -1;
+    }
+    for (int i = 0; i < n; i++) {
+        if (add_at(list, at[i], values[i]) < 0) {
+            return -1;
+        }
+    }
+    return 0;
+}
+
+static int extend(PyObject *events, PyObject *more) {
+    Py_ssize_t size = PyList_GET_SIZE(events);
+    return PyList_SetSlice(events, size, size, more);
+}
+
+static double float_of(PyObject *object, PyObject *name, int *error) {
+    PyObject *value = PyObject_GetAttr(object, name);
+    if (value == NULL) {
+        *error = 1;
+        return 0.0;
+    }
+    double out = PyFloat_AsDouble(value);
+    Py_DECREF(value);
+    if (out == -1.0 && PyErr_Occurred()) {
+        *error = 1;
+    }
+    return out;
+}
+
+/* The stretch logic (Sums.transfer's, written out): start, end (drain) or move the sums' stretch. */
+static int move_stretch(Take *t, PyObject *when) {
+    int error = 0;
+    double now = PyFloat_AsDouble(when);
+    if (now == -1.0 && PyErr_Occurred()) {
+        return -1;
+    }
+    int held = 0;
+    PyObject *flag = PyObject_GetAttr(t->sums, s_held);
+    if (flag == NULL || (held = PyObject_IsTrue(flag)) < 0) {
+        Py_XDECREF(flag);
+        return -1;
+    }
+    Py_DECREF(flag);
+    if (held) {
+        double start = float_of(t->sums, s_start, &error);
+        if (error) {
+            return -1;
+        }
+        if (now - start < t->stretch) {
+            double last = float_of(t->sums, s_last, &error);
+            if (error) {
+                return -1;
+            }
+            return now > last ? PyObject_SetAttr(t->sums, s_last, when) : 0;
+        }
+        PyObject *done = PyObject_CallMethodNoArgs(t->sums, s_drain);
+        if (done == NULL) {
+            return -1;
+        }
+        int failed = extend(t->events, done);
+        Py_DECREF(done);
+        if (failed < 0) {
+            return -1;
+        }
+        PyDict_Clear(t->stores);
+        PyDict_Clear(t->loads);
+    }
+    if (PyObject_SetAttr(t->sums, s_held, Py_True) < 0 || PyObject_SetAttr(t->sums, s_start, when) < 0) {
+        return -1;
+    }
+    return PyObject_SetAttr(t->sums, s_last, when);
+}
+
+/* A lookup's request id counted once (False: seen since it last ran). */
+static int first_lookup(Take *t, PyObject *rid) {
+    int found = PyDict_Contains(t->seen, rid);
+    if (found != 0) {
+        return found < 0 ? -1 : 0;
+    }
+    if (PyDict_GET_SIZE(t->seen) >= t->max_ids) {
+        Py_ssize_t pos = 0;
+        PyObject *oldest, *value;
+        if (PyDict_Next(t->seen, &pos, &oldest, &value)) {
+            Py_INCREF(oldest);
+            int failed = PyDict_DelItem(t->seen, oldest);
+            Py_DECREF(oldest);
+            if (failed < 0) {
+                return -1;
+            }
+        }
+    }
+    return PyDict_SetItem(t->seen, rid, Py_None) < 0 ? -1 : 1;
+}
+
+/* The groups of a row as ints: fields 3.. of entries.Row (NULL where not printed). */
+enum { STORED, OFFERED, SIZE, COST, GOT, REQUIRED, GOT_SIZE, GOT_COST, TOTAL, LOCAL, HIT, NEED, NUMBERS };
+static const int number_groups[NUMBERS][2] = {
+    {INT, 3}, {INT, 4}, {UNITS, 5}, {UNITS, 7}, {INT, 9}, {INT, 10}, {UNITS, 11}, {UNITS, 13},
+    {INT, 16}, {INT, 17}, {INT, 18}, {INT, 19},
+};
+
+static int numbers_of(Cursor *c, PyObject **out) {
+    for (int i = 0; i < NUMBERS; i++) {
+        int kind = number_groups[i][0], group = number_groups[i][1];
+        out[i] = NULL;
+        if (c->start[group] == NULL) {
+            continue;
+        }
+        out[i] = kind == INT ? number(c->start[group], c->stop[group]) : units(c, group);
+        if (out[i] == NULL) {
+            return -1;
+        }
+    }
+    return 0;
+}
+
+/* The row's lookup sums (its stretch moved): Sums.lookup written out. */
+static int add_lookup(Take *t, PyObject **n) {
+    static const Py_ssize_t at[] = {0, 1, 2};
+    PyObject *values[] = {NULL, n[TOTAL], n[HIT]};
+    PyObject *one = PyLong_FromLong(1);
+    if (one == NULL) {
+        return -1;
+    }
+    values[0] = one;
+    int result = -1, positive;
+    if (add_all(t->lookups, 5, at, values, 3) < 0) {
+        goto done;
+    }
+    PyObject *zero = PyLong_FromLong(0);
+    if (zero == NULL) {
+        goto done;
+    }
+    positive = PyObject_RichCompareBool(n[NEED], zero, Py_GT);
+    if (positive < 0 || (positive && add_at(t->lookups, 3, n[NEED]) < 0)) {
+        Py_DECREF(zero);
+        goto done;
+    }
+    positive = PyObject_RichCompareBool(n[HIT], zero, Py_GT);
+    Py_DECREF(zero);
+    if (positive < 0 || (positive && add_at(t->lookups, 4, one) < 0)) {
+        goto done;
+    }
+    if (n[LOCAL] != NULL) {
+        PyObject *local = PyObject_GetAttr(t->sums, s_local), *sum;
+        if (local == NULL) {
+            goto done;
+        }
+        if (local == Py_None) {
+            sum = Py_NewRef(n[LOCAL]);
+        } else {
+            sum = PyNumber_Add(local, n[LOCAL]);
+        }
+        Py_DECREF(local);
+        if (sum == NULL) {
+            goto done;
+        }
+        int failed = PyObject_SetAttr(t->sums, s_local, sum);
+        Py_DECREF(sum);
+        if (failed < 0) {
+            goto done;
+        }
+    }
+    result = 0;
+done:
+    Py_DECREF(one);
+    return result;
+}
+
+/* A store's or load's sums: its worker's cell (the layer's _cell on a head not met in this stretch). */
+static int add_transfer(Take *t, Cursor *c, PyObject **n) {
+    int load = n[STORED] == NULL;
+    PyObject *cells = load ? t->loads : t->stores;
+    PyObject *head = PyBytes_FromStringAndSize((const char *)c->start[0], c->stop[0] - c->start[0]);
+    if (head == NULL) {
+        return -1;
+    }
+    PyObject *cell = PyDict_GetItemWithError(cells, head);
+    if (cell != NULL) {
+        Py_INCREF(cell);
+    } else if (!PyErr_Occurred()) {
+        cell = PyObject_CallFunctionObjArgs(t->cell, cells, head, load ? Py_True : Py_False, NULL);
+    }
+    Py_DECREF(head);
+    if (cell == NULL) {
+        return -1;
+    }
+    static const Py_ssize_t at[] = {0, 1, 2, 4, 6};
+    PyObject *one = PyLong_FromLong(1);
+    int result = -1;
+    if (one != NULL) {
+        PyObject *values[] = {one, n[load ? GOT : STORED], n[load ? REQUIRED : OFFERED],
+                              n[load ? GOT_SIZE : SIZE], n[load ? GOT_COST : COST]};
+        result = add_all(cell, 8, at, values, 5);
+        Py_DECREF(one);
+    }
+    Py_DECREF(cell);
+    return result;
+}
+
+/* One row (ready): 1 taken, 0 for `other` (no date, a short load), -1 an error. `moved` is the second
+ * of the last row that moved the stretch (NULL: none since the run began or `other` was called). */
+static int take_row(Take *t, Cursor *c, ptr *moved) {
+    ptr second = c->start[1];
+    int same = *moved != NULL && memcmp(second, *moved, 19) == 0;
+    PyObject *when = NULL, *numbers[NUMBERS], *text = NULL;
+    int result = -1;
+    memset(numbers, 0, sizeof(numbers));
+    if (!same) {
+        PyObject *key = PyBytes_FromStringAndSize((const char *)second, 19);
+        if (key == NULL) {
+            return -1;
+        }
+        when = PyDict_GetItemWithError(t->seconds, key);
+        if (when != NULL) {
+            Py_INCREF(when);
+        } else if (!PyErr_Occurred()) {
+            when = PyObject_CallOneArg(t->epoch, key);
+        }
+        Py_DECREF(key);
+        if (when == NULL) {
+            return -1;
+        }
+        if (when == Py_None) {
+            Py_DECREF(when);
+            return 0;
+        }
+    }
+    if (numbers_of(c, numbers) < 0) {
+        goto done;
+    }
+    int lookup = c->start[15] != NULL;
+    if (!lookup && numbers[STORED] == NULL) {
+        int enough = PyObject_RichCompareBool(numbers[GOT], numbers[REQUIRED], Py_GE);
+        if (enough <= 0) {
+            result = enough;
+            goto done;
+        }
+    }
+    if (lookup) {
+        text = PyUnicode_DecodeASCII((const char *)c->start[15], c->stop[15] - c->start[15], NULL);
+        int first = text == NULL ? -1 : first_lookup(t, text);
+        if (first <= 0) {
+            result = first < 0 ? -1 : 1;
+            goto done;
+        }
+    } else if (c->start[2] != NULL && PyDict_GET_SIZE(t->seen) > 0) {
+        text = PyUnicode_DecodeASCII((const char *)c->start[2], c->stop[2] - c->start[2], NULL);
+        int found = text == NULL ? -1 : PyDict_Contains(t->seen, text);
+        if (found < 0 || (found && PyDict_DelItem(t->seen, text) < 0)) {
+            goto done;
+        }
+    }
+    if (!same) {
+        if (move_stretch(t, when) < 0) {
+            goto done;
+        }
+        *moved = second;
+    }
+    result = (lookup ? add_lookup(t, numbers) : add_transfer(t, c, numbers)) < 0 ? -1 : 1;
+done:
+    Py_XDECREF(when);
+    Py_XDECREF(text);
+    for (int i = 0; i < NUMBERS; i++) {
+        Py_XDECREF(numbers[i]);
+    }
+    return result;
+}
+
+static int ready_of(PyObject *layer) {
+    PyObject *flag = PyObject_GetAttr(layer, s_seen_any);
+    if (flag == NULL) {
+        return -1;
+    }
+    int ready = PyObject_IsTrue(flag);
+    Py_DECREF(flag);
+    return ready;
+}
+
+static PyObject *take(PyObject *module, PyObject *const *args, Py_ssize_t nargs) {
+    if (nargs != 5) {
+        PyErr_SetString(PyExc_TypeError, "take(layer, run, other, max_ids, stretch)");
+        return NULL;
+    }
+    Take t = {.layer = args[0]};
+    PyObject *other = args[2];
+    t.max_ids = PyLong_AsSsize_t(args[3]);
+    t.stretch = PyFloat_AsDouble(args[4]);
+    if (PyErr_Occurred()) {
+        return NULL;
+    }
+    Py_buffer view;
+    if (PyObject_GetBuffer(args[1], &view, PyBUF_SIMPLE) < 0) {
+        return NULL;
+    }
+    PyObject *result = NULL;
+    int ready = ready_of(t.layer);
+    t.seen = PyObject_GetAttr(t.layer, s_seen);
+    t.seconds = PyObject_GetAttr(t.layer, s_seconds);
+    t.sums = PyObject_GetAttr(t.layer, s_sums);
+    t.epoch = PyObject_GetAttr(t.layer, s_epoch);
+    t.cell = PyObject_GetAttr(t.layer, s_cell);
+    t.lookups = t.sums == NULL ? NULL : PyObject_GetAttr(t.sums, s_lookups);
+    t.events = PyList_New(0);
+    t.stores = PyDict_New();
+    t.loads = PyDict_New();
+    if (ready < 0 || !t.seen || !t.seconds || !t.sums || !t.epoch || !t.cell || !t.lookups || !t.events
+        || !t.stores || !t.loads) {
+        goto fail;
+    }
+    if (!PyDict_CheckExact(t.seen) || !PyDict_CheckExact(t.seconds)) {
+        PyErr_SetString(PyExc_TypeError, "take: the layer's ids and seconds are not dicts");
+        goto fail;
+    }
+    Py_ssize_t lines = 0, passed = 0, recognized = 0, errors = 0;
+    ptr moved = NULL, run = view.buf, end = run + view.len, at = run;
+    while (at < end) {
+        ptr stop = at + 1 < end ? memchr(at + 1, '\n', (size_t)(end - at - 1)) : NULL;
+        if (stop == NULL) {
+            break;
+        }
+        lines++;
+        Cursor c;
+        memset(c.start, 0, sizeof(c.start));
+        c.p = at + 1;
+        c.end = stop;
+        if (ready && *at == '\n' && match_line(&c)) {
+            int taken = take_row(&t, &c, &moved);
+            if (taken < 0) {
+                goto fail;
+            }
+            if (taken) {
+                at = stop;
+                continue;
+            }
+        }
+        passed++;
+        PyObject *line = PyBytes_FromStringAndSize((const char *)at + 1, stop - at - 1);
+        PyObject *outcome = line == NULL ? NULL : PyObject_CallOneArg(other, line);
+        Py_XDECREF(line);
+        if (outcome == NULL) {
+            goto fail;
+        }
+        int failed = 0;
+        if (PyList_Check(outcome)) {
+            recognized++;
+            failed = extend(t.events, outcome);
+        } else if (outcome != Py_None) {
+            errors++;
+        }
+        Py_DECREF(outcome);
+        if (failed < 0) {
+            goto fail;
+        }
+        PyDict_Clear(t.stores);
+        PyDict_Clear(t.loads);
+        moved = NULL;
+        if ((ready = ready_of(t.layer)) < 0) {
+            goto fail;
+        }
+        at = stop;
+    }
+    result = Py_BuildValue("(Onn)", t.events, lines - passed + recognized, errors);
+fail:
+    Py_XDECREF(t.seen);
+    Py_XDECREF(t.seconds);
+    Py_XDECREF(t.sums);
+    Py_XDECREF(t.epoch);
+    Py_XDECREF(t.cell);
+    Py_XDECREF(t.lookups);
+    Py_XDECREF(t.events);
+    Py_XDECREF(t.stores);
+    Py_XDECREF(t.loads);
+    PyBuffer_Release(&view);
+    return result;
+}
+
+static int intern_names(void) {
+    struct {
+        PyObject **name;
+        const char *text;
+    } names[] = {
+        {&s_seen, "_seen"}, {&s_seconds, "_seconds"}, {&s_sums, "_sums"}, {&s_epoch, "_epoch"},
+        {&s_cell, "_cell"}, {&s_seen_any, "_seen_any"}, {&s_held, "held"}, {&s_start, "start"},
+        {&s_last, "last"}, {&s_local, "local"}, {&s_lookups, "lookups"}, {&s_drain, "drain"},
+    };
+    for (size_t i = 0; i < sizeof(names) / sizeof(names[0]); i++) {
+        if ((*names[i].name = PyUnicode_InternFromString(names[i].text)) == NULL) {
+            return -1;
+        }
+    }
+    return 0;
+}
+
 static PyMethodDef methods[] = {
     {"rows", rows, METH_O, "entries.rows(run), in C: the same list for every run."},
+    {"take", (PyCFunction)(void (*)(void))take, METH_FASTCALL,
+     "LmcacheLayer._take_rows(run, other) in C: (events, lines taken, errors)."},
     {NULL, NULL, 0, NULL},
 };
 
@@ -382,5 +807,8 @@ static struct PyModuleDef module = {
 
 PyMODINIT_FUNC PyInit__rows(void) {
     init_classes();
+    if (intern_names() < 0) {
+        return NULL;
+    }
     return PyModule_Create(&module);
 }

@@ -1,3 +1,8 @@
+from typing import Any
+
 from kvwatch.engines.lmcache.entries import Row
 
 def rows(run: bytes, /) -> list[Row | bytes]: ...
+def take(
+    layer: object, run: bytes, other: object, max_ids: int, stretch: float, /
+) -> tuple[list[Any], int, int]: ...
