@@ -8,6 +8,7 @@ import json
 import random
 import re
 from collections.abc import Callable
+from datetime import datetime, timedelta
 from pathlib import Path
 from typing import Any
 
@@ -44,9 +45,9 @@ def docker_log(name: str) -> list[bytes]:
     return [moby(line) for line in (SAMPLES / name).read_text().splitlines()]
 
 
-def parsed(lines: list[bytes], *, entries: bool) -> tuple[list[Event], tuple[int, int, int]]:
+def parsed(lines: list[bytes], *, entries: bool, tz: str = "UTC") -> tuple[list[Event], tuple[int, int, int]]:
     """The events (flush included) and line counts of the entries, read undecoded where the parser can."""
-    parser = make_parser("vllm", "s", ParserSettings(year=2026))
+    parser = make_parser("vllm", "s", ParserSettings(year=2026, tz=tz))
     assert isinstance(parser, VllmParser)
     run = SourceRun("s", parser, SourceCounts())
     framer = Framer(
@@ -94,11 +95,11 @@ def read_raw(monkeypatch: pytest.MonkeyPatch, take: str) -> list[int]:
     return counts
 
 
-def both(lines: list[bytes], read_raw: list[int]) -> int:
+def both(lines: list[bytes], read_raw: list[int], tz: str = "UTC") -> int:
     """Parse the entries both ways, assert the same outcome; return how many were read raw."""
-    expected = parsed(lines, entries=False)
+    expected = parsed(lines, entries=False, tz=tz)
     read_raw.append(0)
-    assert expected == parsed(lines, entries=True)
+    assert expected == parsed(lines, entries=True, tz=tz)
     return read_raw[-1]
 
 
@@ -425,14 +426,16 @@ def test_an_entry_ending_in_an_escaped_backslash_before_n_is_joined_as_line_by_l
         assert chunked.chunk(data) == [batch for line in lines for batch in fed.feed(line)]
 
 
-@pytest.mark.parametrize("seed", range(4))
+@pytest.mark.parametrize(
+    ("seed", "tz"), [(0, "UTC"), (1, "UTC"), (2, "America/New_York"), (3, "Asia/Kolkata")]
+)
 def test_request_ids_seconds_and_numbers_of_every_kind_give_the_decoded_result(
-    seed: int, read_raw: list[int], monkeypatch: pytest.MonkeyPatch
+    seed: int, tz: str, read_raw: list[int], monkeypatch: pytest.MonkeyPatch
 ) -> None:
     """Lookups and transfers of a few requests in turn (a lookup repeated, one forgotten past MAX_IDS and
-    counted again, one run and looked up again), stamps a second or more apart and some no date at all,
-    needs below zero, numbers wider than a machine word: the same events and counts either way, and with
-    either loop (`take`, via read_raw)."""
+    counted again, one run and looked up again), stamps a second or more apart, across midnight and a
+    month's end, some no date at all, needs below zero, numbers wider than a machine word, in UTC and
+    other zones: the same events and counts either way, and with either loop (`take`, via read_raw)."""
     from kvwatch.engines.lmcache import parser as lmcache_parser
 
     monkeypatch.setattr(lmcache_parser, "MAX_IDS", 3)
@@ -441,13 +444,17 @@ def test_request_ids_seconds_and_numbers_of_every_kind_give_the_decoded_result(
     records = [line for name in LOGS for line in docker_log(name) if b"] LMCache INFO" in line]
     records = [line for line in records if re.search(rb"Reqid: |\] Stored |\] Retrieved ", line)]
     requests = [f"chatcmpl-{index:04x}".encode() for index in range(6)]
-    lines, second = [], 0
+    lines, start = [], datetime(2026, rng.choice([2, 9, 12]), 28, 23, 59, 0)
+    second = 0
     for _ in range(400):
         line = rng.choice(records)
-        second += rng.choice([0, 0, 1, 4])
-        stamp = f"2026-09-14 08:{second // 60 % 60:02d}:{second % 60:02d}".encode()
-        if rng.random() < 0.03:
-            stamp = b"2026-02-30 08:00:00"  # (no date: read the general way, which says so)
+        second += rng.choice([0, 0, 1, 4, 907])
+        stamp = (start + timedelta(seconds=second)).strftime("%Y-%m-%d %H:%M:%S").encode()
+        if rng.random() < 0.03:  # (no date: read the general way, which says so)
+            stamp = rng.choice([b"2026-02-30 08:00:00", b"2026-13-01 08:00:00", b"0000-01-01 00:00:00"])
+            stamp = rng.choice(
+                [stamp, b"2026-09-14 24:00:00", b"2026-09-14 23:60:00", b"2026-09-14 23:00:60"]
+            )
         line = re.sub(rb"\d{4}-\d\d-\d\d \d\d:\d\d:\d\d", stamp, line, count=1)
         line = re.sub(rb"(Reqid: |req_id=)[^,\]\s]+", lambda m: m.group(1) + rng.choice(requests), line)
         if rng.random() < 0.1:
@@ -455,7 +462,52 @@ def test_request_ids_seconds_and_numbers_of_every_kind_give_the_decoded_result(
         if rng.random() < 0.05:
             line = re.sub(rb"(Stored |Total tokens |hit tokens: )\d+", rb"\g<1>" + b"9" * 25, line, count=1)
         lines.append(line)
-    assert both(lines, read_raw) > 200
-    expected = parsed(lines, entries=False)
+    assert both(lines, read_raw, tz) > 200
+    expected = parsed(lines, entries=False, tz=tz)
     kinds = {type(event).__name__ for event in expected[0]}
     assert {"LmcacheLookup", "LmcacheTransfer"} <= kinds
+
+
+def test_the_c_loop_reads_a_utc_second_as_the_layer_does() -> None:
+    """_rows.take reads a UTC stamp's second itself: for leap days, month ends, the first and last years
+    a date may have and stamps that are no date, the time the layer's _when gives (or, where it gives
+    none, the line handed back to be read the general way)."""
+    from kvwatch.engines.lmcache import parser as lmcache_parser
+
+    assert lmcache_parser._take is not None
+    record = next(line for line in docker_log("lmcache-0.5.6-tp2.log") if b"] Stored " in line)
+    rng = random.Random(5)
+    stamps = ["2028-02-29 12:00:00", "2026-02-29 12:00:00", "1900-02-29 00:00:00", "2000-02-29 23:59:59"]
+    stamps += ["0001-01-01 00:00:00", "9999-12-31 23:59:59", "0000-06-01 00:00:00", "1969-12-31 23:59:59"]
+    stamps += ["2026-04-31 00:00:00", "2026-00-10 00:00:00", "2026-01-00 00:00:00", "2026-12-31 23:59:60"]
+    for _ in range(300):
+        y, mo, d = rng.randrange(0, 10000), rng.randrange(0, 14), rng.randrange(0, 33)
+        h, mi, s = rng.randrange(0, 26), rng.randrange(0, 62), rng.randrange(0, 62)
+        stamps.append(f"{y:04d}-{mo:02d}-{d:02d} {h:02d}:{mi:02d}:{s:02d}")
+    for stamp in stamps:
+        layer = LmcacheLayer("s", ParserSettings())
+        layer._seen_any = True
+        expected = layer._when(stamp + ",000")
+        line = re.sub(rb"\d{4}-\d\d-\d\d \d\d:\d\d:\d\d", stamp.encode(), record, count=1)
+        passed: list[bytes] = []
+        layer.take_run(b"\n" + line + b"\n", passed.append)
+        if expected is None:
+            assert passed == [line], stamp
+        else:
+            assert (passed, layer._sums.start, layer._sums.last) == ([], expected, expected), stamp
+
+
+@pytest.mark.parametrize("digits", [17, 18, 19])
+def test_sums_past_a_machine_word_are_exact(digits: int, read_raw: list[int]) -> None:
+    """Stores of one worker in one stretch whose tokens sum past 2^63 (the C loop adds words in a cache of
+    its own until one would overflow): the sums the decoded lines give, to the token."""
+    record = next(line for line in docker_log("lmcache-0.5.6-tp2.log") if b"] Stored " in line)
+    big = re.sub(
+        rb"Stored \d+ out of total \d+",
+        b"Stored " + b"9" * digits + b" out of total " + b"9" * digits,
+        record,
+    )
+    lines = [record, *[big] * 40, record]
+    assert both(lines, read_raw) >= 40
+    sums = [event for event in parsed(lines, entries=True)[0] if type(event).__name__ == "LmcacheTransfer"]
+    assert sum(event.tokens for event in sums) > 40 * (10 ** (digits - 1))

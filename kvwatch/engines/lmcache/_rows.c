@@ -374,15 +374,34 @@ static PyObject *rows(PyObject *module, PyObject *arg) {
 }
 
 /* ---- take(): LmcacheLayer._take_rows in C. Each step below is the Python loop's, in its order; the
- * layer's methods (_epoch, _cell, the sums' drain, `other`) are called where it calls them. */
+ * layer's methods (_epoch, _cell, the sums' drain, `other`) are called where it calls them.
+ *
+ * Two things it does its own way, for the same result: a UTC stamp's second is read here (what the
+ * layer's _when gives for it, exactly), and a store's or load's numbers, where each fits a machine
+ * word, are added up in the run's cache of its workers' cells (`Slot`) and into their Python lists
+ * only before anything can read those (the sums' drain, `other`) and at the end: integer sums, in any
+ * order the same. */
 
 static PyObject *s_seen, *s_seconds, *s_sums, *s_epoch, *s_cell, *s_seen_any, *s_held, *s_start, *s_last,
     *s_local, *s_lookups, *s_drain;
+
+/* Cells cached per direction for a run (more workers than this: the rest go the dict's way). */
+#define SLOTS 16
+/* A cell's list places of lines, tokens, asked, size and seconds (sums.Sums.transfers). */
+static const Py_ssize_t cell_at[5] = {0, 1, 2, 4, 6};
+
+typedef struct {
+    PyObject *head, *cell; /* the head's bytes, its worker's cell (a list of 8 ints) */
+    long long sums[5];     /* added since the cell was last brought up to date */
+} Slot;
 
 typedef struct {
     PyObject *layer, *seen, *seconds, *sums, *lookups, *events, *stores, *loads, *epoch, *cell;
     Py_ssize_t max_ids;
     double stretch;
+    int utc;
+    Slot slots[2][SLOTS]; /* [store, load] */
+    int used[2];
 } Take;
 
 /* list[i] += value */
@@ -397,17 +416,55 @@ static int add_at(PyObject *list, Py_ssize_t i, PyObject *value) {
     return 0;
 }
 
-static int add_all(PyObject *list, Py_ssize_t length, const Py_ssize_t *at, PyObject *const *values, int n) {
+static int check_list(PyObject *list, Py_ssize_t length) {
     if (!PyList_CheckExact(list) || PyList_GET_SIZE(list) < length) {
         PyErr_SetString(PyExc_TypeError, "take: sums are not a list of their length");
         return -1;
     }
-    for (int i = 0; i < n; i++) {
-        if (add_at(list, at[i], values[i]) < 0) {
+    return 0;
+}
+
+static int add_long(PyObject *list, Py_ssize_t i, long long value) {
+    if (value == 0) {
+        return 0;
+    }
+    PyObject *number = PyLong_FromLongLong(value);
+    if (number == NULL) {
+        return -1;
+    }
+    int failed = add_at(list, i, number);
+    Py_DECREF(number);
+    return failed;
+}
+
+/* A slot's sums into its cell's list. */
+static int bring_up(Slot *slot) {
+    for (int i = 0; i < 5; i++) {
+        if (add_long(slot->cell, cell_at[i], slot->sums[i]) < 0) {
             return -1;
         }
+        slot->sums[i] = 0;
     }
     return 0;
+}
+
+/* Every slot's sums into the lists, and the slots forgotten (as the run's dicts are cleared). */
+static int forget_slots(Take *t) {
+    int failed = 0;
+    for (int load = 0; load < 2; load++) {
+        for (int i = 0; i < t->used[load]; i++) {
+            Slot *slot = &t->slots[load][i];
+            if (!failed && bring_up(slot) < 0) {
+                failed = -1;
+            }
+            Py_CLEAR(slot->head);
+            Py_CLEAR(slot->cell);
+        }
+        t->used[load] = 0;
+    }
+    PyDict_Clear(t->stores);
+    PyDict_Clear(t->loads);
+    return failed;
 }
 
 static int extend(PyObject *events, PyObject *more) {
@@ -429,51 +486,57 @@ static double float_of(PyObject *object, PyObject *name, int *error) {
     return out;
 }
 
-/* The stretch logic (Sums.transfer's, written out): start, end (drain) or move the sums' stretch. */
-static int move_stretch(Take *t, PyObject *when) {
-    int error = 0;
-    double now = PyFloat_AsDouble(when);
-    if (now == -1.0 && PyErr_Occurred()) {
-        return -1;
-    }
-    int held = 0;
+/* The stretch logic (Sums.transfer's, written out): start, end (drain) or move the sums' stretch to
+ * `now` (`when`: its object, or NULL to make one). */
+static int move_stretch(Take *t, double now, PyObject *when) {
+    int error = 0, held = 0, result = -1;
     PyObject *flag = PyObject_GetAttr(t->sums, s_held);
     if (flag == NULL || (held = PyObject_IsTrue(flag)) < 0) {
         Py_XDECREF(flag);
         return -1;
     }
     Py_DECREF(flag);
+    if (when == NULL) {
+        if ((when = PyFloat_FromDouble(now)) == NULL) {
+            return -1;
+        }
+    } else {
+        Py_INCREF(when);
+    }
     if (held) {
         double start = float_of(t->sums, s_start, &error);
         if (error) {
-            return -1;
+            goto done;
         }
         if (now - start < t->stretch) {
             double last = float_of(t->sums, s_last, &error);
-            if (error) {
-                return -1;
+            if (!error) {
+                result = now > last ? PyObject_SetAttr(t->sums, s_last, when) : 0;
             }
-            return now > last ? PyObject_SetAttr(t->sums, s_last, when) : 0;
+            goto done;
         }
-        PyObject *done = PyObject_CallMethodNoArgs(t->sums, s_drain);
-        if (done == NULL) {
-            return -1;
+        if (forget_slots(t) < 0) {
+            goto done;
         }
-        int failed = extend(t->events, done);
-        Py_DECREF(done);
+        PyObject *drained = PyObject_CallMethodNoArgs(t->sums, s_drain);
+        if (drained == NULL) {
+            goto done;
+        }
+        int failed = extend(t->events, drained);
+        Py_DECREF(drained);
         if (failed < 0) {
-            return -1;
+            goto done;
         }
-        PyDict_Clear(t->stores);
-        PyDict_Clear(t->loads);
     }
-    if (PyObject_SetAttr(t->sums, s_held, Py_True) < 0 || PyObject_SetAttr(t->sums, s_start, when) < 0) {
-        return -1;
+    if (PyObject_SetAttr(t->sums, s_held, Py_True) == 0 && PyObject_SetAttr(t->sums, s_start, when) == 0) {
+        result = PyObject_SetAttr(t->sums, s_last, when);
     }
-    return PyObject_SetAttr(t->sums, s_last, when);
+done:
+    Py_DECREF(when);
+    return result;
 }
 
-/* A lookup's request id counted once (False: seen since it last ran). */
+/* A lookup's request id counted once (0: seen since it last ran). */
 static int first_lookup(Take *t, PyObject *rid) {
     int found = PyDict_Contains(t->seen, rid);
     if (found != 0) {
@@ -493,6 +556,53 @@ static int first_lookup(Take *t, PyObject *rid) {
     }
     return PyDict_SetItem(t->seen, rid, Py_None) < 0 ? -1 : 1;
 }
+
+/* The request of a store or load ran: a later lookup of it counts again (_ran). */
+static int ran(Take *t, Cursor *c) {
+    if (c->start[2] == NULL || PyDict_GET_SIZE(t->seen) == 0) {
+        return 0;
+    }
+    PyObject *text = PyUnicode_DecodeASCII((const char *)c->start[2], c->stop[2] - c->start[2], NULL);
+    if (text == NULL) {
+        return -1;
+    }
+    int found = PyDict_Contains(t->seen, text);
+    int failed = found < 0 || (found && PyDict_DelItem(t->seen, text) < 0);
+    Py_DECREF(text);
+    return failed ? -1 : 0;
+}
+
+/* ---- the epoch second of a UTC stamp: what _when gives (datetime's checks, then exact arithmetic) */
+
+static int two(ptr p) { return (p[0] - '0') * 10 + (p[1] - '0'); }
+
+/* Days from 1970-01-01 to a civil date (proleptic Gregorian; H. Hinnant's days_from_civil). */
+static long long days_from_civil(long long y, int m, int d) {
+    y -= m <= 2;
+    long long era = (y >= 0 ? y : y - 399) / 400;
+    long long yoe = y - era * 400;
+    long long doy = (153 * (m + (m > 2 ? -3 : 9)) + 2) / 5 + d - 1;
+    long long doe = yoe * 365 + yoe / 4 - yoe / 100 + doy;
+    return era * 146097 + doe - 719468;
+}
+
+/* `YYYY-MM-DD HH:MM:SS` (digits where LINE reads them) as epoch seconds; 0: no date. */
+static int utc_second(ptr s, double *out) {
+    static const int days[] = {31, 28, 31, 30, 31, 30, 31, 31, 30, 31, 30, 31};
+    int year = two(s) * 100 + two(s + 2), month = two(s + 5), day = two(s + 8);
+    int hh = two(s + 11), mm = two(s + 14), ss = two(s + 17);
+    if (year < 1 || month < 1 || month > 12 || day < 1 || hh > 23 || mm > 59 || ss > 59) {
+        return 0;
+    }
+    int leap = year % 4 == 0 && (year % 100 != 0 || year % 400 == 0);
+    if (day > days[month - 1] + (month == 2 && leap)) {
+        return 0;
+    }
+    *out = (double)(days_from_civil(year, month, day) * 86400 + hh * 3600 + mm * 60 + ss);
+    return 1;
+}
+
+/* ---- a row's numbers */
 
 /* The groups of a row as ints: fields 3.. of entries.Row (NULL where not printed). */
 enum { STORED, OFFERED, SIZE, COST, GOT, REQUIRED, GOT_SIZE, GOT_COST, TOTAL, LOCAL, HIT, NEED, NUMBERS };
@@ -516,30 +626,57 @@ static int numbers_of(Cursor *c, PyObject **out) {
     return 0;
 }
 
+/* A group of digits as a machine word, if it has at most 18 of them (0: more). */
+static int word(Cursor *c, int group, long long *out) {
+    ptr from = c->start[group], to = c->stop[group];
+    if (to - from > 18) {
+        return 0;
+    }
+    long long value = 0;
+    for (; from < to; from++) {
+        value = value * 10 + (*from - '0');
+    }
+    *out = value;
+    return 1;
+}
+
+/* A `%.4f`'s two groups as one word (at most 9 + 4 digits: always one). */
+static long long units_word(Cursor *c, int group) {
+    long long value = 0;
+    for (ptr digit = c->start[group]; digit < c->stop[group]; digit++) {
+        value = value * 10 + (*digit - '0');
+    }
+    for (ptr digit = c->start[group + 1]; digit < c->stop[group + 1]; digit++) {
+        value = value * 10 + (*digit - '0');
+    }
+    return value;
+}
+
+/* A store's or load's tokens, asked, size and cost as words (0: a number wider than 18 digits). */
+static int transfer_words(Cursor *c, int load, long long *out) {
+    out[2] = units_word(c, load ? 11 : 5);
+    out[3] = units_word(c, load ? 13 : 7);
+    return word(c, load ? 9 : 3, &out[0]) && word(c, load ? 10 : 4, &out[1]);
+}
+
+/* ---- a row's sums */
+
 /* The row's lookup sums (its stretch moved): Sums.lookup written out. */
 static int add_lookup(Take *t, PyObject **n) {
-    static const Py_ssize_t at[] = {0, 1, 2};
-    PyObject *values[] = {NULL, n[TOTAL], n[HIT]};
-    PyObject *one = PyLong_FromLong(1);
-    if (one == NULL) {
-        return -1;
-    }
-    values[0] = one;
+    PyObject *one = PyLong_FromLong(1), *zero = PyLong_FromLong(0);
     int result = -1, positive;
-    if (add_all(t->lookups, 5, at, values, 3) < 0) {
+    if (one == NULL || zero == NULL || check_list(t->lookups, 5) < 0) {
         goto done;
     }
-    PyObject *zero = PyLong_FromLong(0);
-    if (zero == NULL) {
+    if (add_at(t->lookups, 0, one) < 0 || add_at(t->lookups, 1, n[TOTAL]) < 0
+        || add_at(t->lookups, 2, n[HIT]) < 0) {
         goto done;
     }
     positive = PyObject_RichCompareBool(n[NEED], zero, Py_GT);
     if (positive < 0 || (positive && add_at(t->lookups, 3, n[NEED]) < 0)) {
-        Py_DECREF(zero);
         goto done;
     }
     positive = PyObject_RichCompareBool(n[HIT], zero, Py_GT);
-    Py_DECREF(zero);
     if (positive < 0 || (positive && add_at(t->lookups, 4, one) < 0)) {
         goto done;
     }
@@ -548,11 +685,7 @@ static int add_lookup(Take *t, PyObject **n) {
         if (local == NULL) {
             goto done;
         }
-        if (local == Py_None) {
-            sum = Py_NewRef(n[LOCAL]);
-        } else {
-            sum = PyNumber_Add(local, n[LOCAL]);
-        }
+        sum = local == Py_None ? Py_NewRef(n[LOCAL]) : PyNumber_Add(local, n[LOCAL]);
         Py_DECREF(local);
         if (sum == NULL) {
             goto done;
@@ -565,39 +698,141 @@ static int add_lookup(Take *t, PyObject **n) {
     }
     result = 0;
 done:
+    Py_XDECREF(one);
+    Py_XDECREF(zero);
+    return result;
+}
+
+/* The worker's cell of the row's head in one direction: the run's slot for it, or (a head not met since
+ * the slots were last forgotten) the dict's, or the layer's _cell, then a slot if one is free. Returns
+ * a new reference to the cell; `*slot` the slot (NULL: none free). */
+static PyObject *cell_of(Take *t, Cursor *c, int load, Slot **slot) {
+    ptr head = c->start[0];
+    Py_ssize_t length = c->stop[0] - head;
+    Slot *slots = t->slots[load];
+    for (int i = 0; i < t->used[load]; i++) {
+        if (PyBytes_GET_SIZE(slots[i].head) == length
+            && memcmp(PyBytes_AS_STRING(slots[i].head), head, (size_t)length) == 0) {
+            *slot = &slots[i];
+            return Py_NewRef(slots[i].cell);
+        }
+    }
+    *slot = NULL;
+    PyObject *cells = load ? t->loads : t->stores;
+    PyObject *key = PyBytes_FromStringAndSize((const char *)head, length);
+    if (key == NULL) {
+        return NULL;
+    }
+    PyObject *cell = PyDict_GetItemWithError(cells, key);
+    if (cell != NULL) {
+        Py_INCREF(cell);
+    } else if (!PyErr_Occurred()) {
+        cell = PyObject_CallFunctionObjArgs(t->cell, cells, key, load ? Py_True : Py_False, NULL);
+    }
+    if (cell == NULL || check_list(cell, 8) < 0) {
+        Py_DECREF(key);
+        Py_XDECREF(cell);
+        return NULL;
+    }
+    if (t->used[load] < SLOTS) {
+        Slot *free = &slots[t->used[load]++];
+        free->head = key;
+        free->cell = Py_NewRef(cell);
+        memset(free->sums, 0, sizeof(free->sums));
+        *slot = free;
+    } else {
+        Py_DECREF(key);
+    }
+    return cell;
+}
+
+/* A store's or load's numbers (words) into its slot's sums; past what a word holds, into the list. */
+static int add_words(Take *t, Slot *slot, PyObject *cell, const long long *v) {
+    long long row[5] = {1, v[0], v[1], v[2], v[3]};
+    for (int i = 0; i < 5; i++) {
+        long long sum;
+        if (slot != NULL && !__builtin_add_overflow(slot->sums[i], row[i], &sum)) {
+            slot->sums[i] = sum;
+            continue;
+        }
+        if (add_long(cell, cell_at[i], row[i]) < 0) {
+            return -1;
+        }
+    }
+    return 0;
+}
+
+/* A store's or load's numbers (ints) into the list. */
+static int add_numbers(PyObject *cell, PyObject **n, int load) {
+    PyObject *one = PyLong_FromLong(1);
+    if (one == NULL) {
+        return -1;
+    }
+    PyObject *values[5] = {one, n[load ? GOT : STORED], n[load ? REQUIRED : OFFERED], n[load ? GOT_SIZE : SIZE],
+                           n[load ? GOT_COST : COST]};
+    int result = 0;
+    for (int i = 0; i < 5 && result == 0; i++) {
+        result = add_at(cell, cell_at[i], values[i]);
+    }
     Py_DECREF(one);
     return result;
 }
 
-/* A store's or load's sums: its worker's cell (the layer's _cell on a head not met in this stretch). */
-static int add_transfer(Take *t, Cursor *c, PyObject **n) {
-    int load = n[STORED] == NULL;
-    PyObject *cells = load ? t->loads : t->stores;
-    PyObject *head = PyBytes_FromStringAndSize((const char *)c->start[0], c->stop[0] - c->start[0]);
-    if (head == NULL) {
+/* ---- a row */
+
+/* The row's second as epoch seconds (`*when`: its object where the layer made one): 1, or 0 for no date
+ * (the row goes to `other`), -1 an error. */
+static int second_of(Take *t, ptr second, double *now, PyObject **when) {
+    if (t->utc) {
+        return utc_second(second, now);
+    }
+    PyObject *key = PyBytes_FromStringAndSize((const char *)second, 19);
+    if (key == NULL) {
         return -1;
     }
-    PyObject *cell = PyDict_GetItemWithError(cells, head);
-    if (cell != NULL) {
-        Py_INCREF(cell);
+    PyObject *found = PyDict_GetItemWithError(t->seconds, key);
+    if (found != NULL) {
+        Py_INCREF(found);
     } else if (!PyErr_Occurred()) {
-        cell = PyObject_CallFunctionObjArgs(t->cell, cells, head, load ? Py_True : Py_False, NULL);
+        found = PyObject_CallOneArg(t->epoch, key);
     }
-    Py_DECREF(head);
+    Py_DECREF(key);
+    if (found == NULL) {
+        return -1;
+    }
+    if (found == Py_None) {
+        Py_DECREF(found);
+        return 0;
+    }
+    *now = PyFloat_AsDouble(found);
+    if (*now == -1.0 && PyErr_Occurred()) {
+        Py_DECREF(found);
+        return -1;
+    }
+    *when = found;
+    return 1;
+}
+
+/* A store or load whose numbers are words: 1 taken, 0 for `other` (a short load), -1 an error. */
+static int take_transfer(Take *t, Cursor *c, const long long *v, int load, double now, PyObject *when,
+                         int same, ptr *moved) {
+    if (load && v[0] < v[1]) {
+        return 0;
+    }
+    if (ran(t, c) < 0 || (!same && move_stretch(t, now, when) < 0)) {
+        return -1;
+    }
+    if (!same) {
+        *moved = c->start[1];
+    }
+    Slot *slot;
+    PyObject *cell = cell_of(t, c, load, &slot);
     if (cell == NULL) {
         return -1;
     }
-    static const Py_ssize_t at[] = {0, 1, 2, 4, 6};
-    PyObject *one = PyLong_FromLong(1);
-    int result = -1;
-    if (one != NULL) {
-        PyObject *values[] = {one, n[load ? GOT : STORED], n[load ? REQUIRED : OFFERED],
-                              n[load ? GOT_SIZE : SIZE], n[load ? GOT_COST : COST]};
-        result = add_all(cell, 8, at, values, 5);
-        Py_DECREF(one);
-    }
+    int failed = add_words(t, slot, cell, v);
     Py_DECREF(cell);
-    return result;
+    return failed < 0 ? -1 : 1;
 }
 
 /* One row (ready): 1 taken, 0 for `other` (no date, a short load), -1 an error. `moved` is the second
@@ -605,34 +840,25 @@ static int add_transfer(Take *t, Cursor *c, PyObject **n) {
 static int take_row(Take *t, Cursor *c, ptr *moved) {
     ptr second = c->start[1];
     int same = *moved != NULL && memcmp(second, *moved, 19) == 0;
+    double now = 0.0;
     PyObject *when = NULL, *numbers[NUMBERS], *text = NULL;
-    int result = -1;
     memset(numbers, 0, sizeof(numbers));
     if (!same) {
-        PyObject *key = PyBytes_FromStringAndSize((const char *)second, 19);
-        if (key == NULL) {
-            return -1;
+        int dated = second_of(t, second, &now, &when);
+        if (dated <= 0) {
+            return dated;
         }
-        when = PyDict_GetItemWithError(t->seconds, key);
-        if (when != NULL) {
-            Py_INCREF(when);
-        } else if (!PyErr_Occurred()) {
-            when = PyObject_CallOneArg(t->epoch, key);
-        }
-        Py_DECREF(key);
-        if (when == NULL) {
-            return -1;
-        }
-        if (when == Py_None) {
-            Py_DECREF(when);
-            return 0;
-        }
+    }
+    int result = -1, lookup = c->start[15] != NULL, load = c->start[3] == NULL;
+    long long words[4];
+    if (!lookup && transfer_words(c, load, words)) {
+        result = take_transfer(t, c, words, load, now, when, same, moved);
+        goto done;
     }
     if (numbers_of(c, numbers) < 0) {
         goto done;
     }
-    int lookup = c->start[15] != NULL;
-    if (!lookup && numbers[STORED] == NULL) {
+    if (!lookup && load) {
         int enough = PyObject_RichCompareBool(numbers[GOT], numbers[REQUIRED], Py_GE);
         if (enough <= 0) {
             result = enough;
@@ -646,20 +872,23 @@ static int take_row(Take *t, Cursor *c, ptr *moved) {
             result = first < 0 ? -1 : 1;
             goto done;
         }
-    } else if (c->start[2] != NULL && PyDict_GET_SIZE(t->seen) > 0) {
-        text = PyUnicode_DecodeASCII((const char *)c->start[2], c->stop[2] - c->start[2], NULL);
-        int found = text == NULL ? -1 : PyDict_Contains(t->seen, text);
-        if (found < 0 || (found && PyDict_DelItem(t->seen, text) < 0)) {
-            goto done;
-        }
+    } else if (ran(t, c) < 0) {
+        goto done;
     }
     if (!same) {
-        if (move_stretch(t, when) < 0) {
+        if (move_stretch(t, now, when) < 0) {
             goto done;
         }
         *moved = second;
     }
-    result = (lookup ? add_lookup(t, numbers) : add_transfer(t, c, numbers)) < 0 ? -1 : 1;
+    if (lookup) {
+        result = add_lookup(t, numbers) < 0 ? -1 : 1;
+    } else {
+        Slot *slot;
+        PyObject *cell = cell_of(t, c, load, &slot);
+        result = cell == NULL || add_numbers(cell, numbers, load) < 0 ? -1 : 1;
+        Py_XDECREF(cell);
+    }
 done:
     Py_XDECREF(when);
     Py_XDECREF(text);
@@ -679,15 +908,45 @@ static int ready_of(PyObject *layer) {
     return ready;
 }
 
+/* A line for `other`: its outcome added to the events and counts; the run's cells forgotten. */
+static int pass_on(Take *t, PyObject *other, ptr from, ptr to, Py_ssize_t *recognized, Py_ssize_t *errors) {
+    if (forget_slots(t) < 0) {
+        return -1;
+    }
+    PyObject *line = PyBytes_FromStringAndSize((const char *)from, to - from);
+    PyObject *outcome = line == NULL ? NULL : PyObject_CallOneArg(other, line);
+    Py_XDECREF(line);
+    if (outcome == NULL) {
+        return -1;
+    }
+    int failed = 0;
+    if (PyList_Check(outcome)) {
+        ++*recognized;
+        failed = extend(t->events, outcome);
+    } else if (outcome != Py_None) {
+        ++*errors;
+    }
+    Py_DECREF(outcome);
+    if (failed < 0) {
+        return -1;
+    }
+    PyDict_Clear(t->stores);
+    PyDict_Clear(t->loads);
+    return 0;
+}
+
 static PyObject *take(PyObject *module, PyObject *const *args, Py_ssize_t nargs) {
-    if (nargs != 5) {
-        PyErr_SetString(PyExc_TypeError, "take(layer, run, other, max_ids, stretch)");
+    if (nargs != 6) {
+        PyErr_SetString(PyExc_TypeError, "take(layer, run, other, max_ids, stretch, utc)");
         return NULL;
     }
-    Take t = {.layer = args[0]};
+    Take t;
+    memset(&t, 0, sizeof(t));
+    t.layer = args[0];
     PyObject *other = args[2];
     t.max_ids = PyLong_AsSsize_t(args[3]);
     t.stretch = PyFloat_AsDouble(args[4]);
+    t.utc = PyObject_IsTrue(args[5]);
     if (PyErr_Occurred()) {
         return NULL;
     }
@@ -737,33 +996,27 @@ static PyObject *take(PyObject *module, PyObject *const *args, Py_ssize_t nargs)
             }
         }
         passed++;
-        PyObject *line = PyBytes_FromStringAndSize((const char *)at + 1, stop - at - 1);
-        PyObject *outcome = line == NULL ? NULL : PyObject_CallOneArg(other, line);
-        Py_XDECREF(line);
-        if (outcome == NULL) {
+        if (pass_on(&t, other, at + 1, stop, &recognized, &errors) < 0) {
             goto fail;
         }
-        int failed = 0;
-        if (PyList_Check(outcome)) {
-            recognized++;
-            failed = extend(t.events, outcome);
-        } else if (outcome != Py_None) {
-            errors++;
-        }
-        Py_DECREF(outcome);
-        if (failed < 0) {
-            goto fail;
-        }
-        PyDict_Clear(t.stores);
-        PyDict_Clear(t.loads);
         moved = NULL;
         if ((ready = ready_of(t.layer)) < 0) {
             goto fail;
         }
         at = stop;
     }
-    result = Py_BuildValue("(Onn)", t.events, lines - passed + recognized, errors);
+    if (forget_slots(&t) == 0) {
+        result = Py_BuildValue("(Onn)", t.events, lines - passed + recognized, errors);
+    }
 fail:
+    if (t.stores != NULL && t.loads != NULL) {
+        PyObject *type, *value, *traceback;
+        PyErr_Fetch(&type, &value, &traceback);
+        if (forget_slots(&t) < 0) { /* (the sums so far: the same, whatever failed) */
+            PyErr_Clear();
+        }
+        PyErr_Restore(type, value, traceback);
+    }
     Py_XDECREF(t.seen);
     Py_XDECREF(t.seconds);
     Py_XDECREF(t.sums);
@@ -802,7 +1055,8 @@ static PyMethodDef methods[] = {
 };
 
 static struct PyModuleDef module = {
-    PyModuleDef_HEAD_INIT, "_rows", "kvwatch.engines.lmcache.entries.rows in C.", -1, methods,
+    PyModuleDef_HEAD_INIT, "_rows", "kvwatch.engines.lmcache.entries.rows and LmcacheLayer's run loop in C.",
+    -1, methods,
 };
 
 PyMODINIT_FUNC PyInit__rows(void) {

@@ -182,7 +182,7 @@ class LmcacheLayer:
         is no date, any other shape. Only for the carrying parser's layer (which holds its sums)."""
         if _take is None:
             return self._take_rows(run, other)
-        events, taken, errors = _take(self, run, other, MAX_IDS, STRETCH)
+        events, taken, errors = _take(self, run, other, MAX_IDS, STRETCH, self._tz is timezone.utc)
         return BlockResult(events, taken, errors)
 
     def _take_rows(self, run: bytes, other: Callable[[bytes], ParseResult | Malformed]) -> BlockResult:
