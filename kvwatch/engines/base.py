@@ -102,6 +102,9 @@ class Engine:
     # A fresh gathering of one source's figures (in SourceView.parts[name], for `report`); None: none.
     gather: Callable[[], Gathering] | None = None
     sniff_rank: int = 0  # auto-detection tries lower ranks first (stricter sniffs go first)
+    # What every head its looks_like takes holds, in a test cheaper than importing its parser (False: not
+    # its log; a replay tries each engine before the one that matches); None: none.
+    sniff_hint: Callable[[str], bool] | None = None
     restart_forgets: tuple[str, ...] = ()  # startup facts a restart voids (the new process may differ)
     reuses: str | None = None  # another engine whose parser reads its lines (Ollama embeds llama-server's)
     blindness: Blindness | None = None  # its own no_signal verdict (see Blindness)
@@ -127,6 +130,8 @@ class Engine:
 
     def sniff(self, head: str) -> bool:
         """Does a file's head (its first lines, decoded) read like its log?"""
+        if self.sniff_hint is not None and not self.sniff_hint(head):
+            return False
         return bool(self._home.looks_like(head))
 
     @property

@@ -45,12 +45,24 @@ def _gather() -> Gathering:
     return Figures()
 
 
+#: parser.MARKERS (a test holds them equal): the parser, which imports much, is not needed to know a log
+#: holds none.
+SNIFF_MARKERS: tuple[str, ...] = ("slot ", "srv ", "eval time", "total time", "initializing", "listening")
+SNIFF_MARKERS += ('{"type"', " | tid=", "timestamp=", "kv cache rm")
+
+
+def _hint(head: str) -> bool:
+    """parser.looks_like reads lines that hold one of its markers."""
+    return any(marker in head for marker in SNIFF_MARKERS)
+
+
 ENGINE = Engine(
     name="llamacpp",
     display="llama.cpp",
     home="kvwatch.engines.llamacpp.parser",
     parser=_parser,
     sniff_rank=1,
+    sniff_hint=_hint,
     events=(LlamaRequest,),
     signals=frozenset({"server_requests", "derived_requests"}),
     metrics=_metrics,

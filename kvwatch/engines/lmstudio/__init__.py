@@ -3,6 +3,7 @@
 
 from __future__ import annotations
 
+import re
 from collections.abc import Callable, Mapping
 from typing import TYPE_CHECKING, Any
 
@@ -48,12 +49,25 @@ def _gather() -> Gathering:
     return Figures()
 
 
+#: How a record header of LM Studio's (lines.HEADER) starts.
+_HEADER_START = re.compile(r"\d{4}-\d\d-\d\d \d\d:\d\d:\d\d +\[")
+
+
+def _hint(head: str) -> bool:
+    """parser.looks_like reads `[stamp][LEVEL]`, `[cache_wrapper][`, `Cache reuse summary: ` or a
+    header line (lines.ONE_LINE, lines.HEADER)."""
+    if "][" in head or "Cache reuse summary: " in head:
+        return True
+    return any(_HEADER_START.match(text) for text in head.splitlines())
+
+
 ENGINE = Engine(
     name="lmstudio",
     display="LM Studio",
     home="kvwatch.engines.lmstudio.parser",
     parser=_parser,
     sniff_rank=0,
+    sniff_hint=_hint,
     events=(LmstudioRequest, LmstudioCompletion, LmstudioCacheEvent, LmstudioDiskUsage),
     signals=frozenset({"server_requests"}),
     metrics=_metrics,

@@ -51,12 +51,18 @@ def _gather() -> Gathering:
     return Figures()
 
 
+def _hint(head: str) -> bool:
+    """parser.looks_like reads gin's lines or slog records with a source (`time=... source=...`)."""
+    return "[GIN] " in head or ("time=" in head and "source=" in head)
+
+
 ENGINE = Engine(
     name="ollama",
     display="Ollama",
     home="kvwatch.engines.ollama.parser",
     parser=_parser,
     sniff_rank=0,  # its log embeds llama-server's lines: it must be tried before llama.cpp
+    sniff_hint=_hint,
     events=(OllamaRequest, OllamaCacheEvent, OllamaAccess),
     signals=frozenset({"server_requests"}),
     metrics=_metrics,

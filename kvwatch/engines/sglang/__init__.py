@@ -53,12 +53,22 @@ def _gather() -> Gathering:
     return Figures()
 
 
+def _hint(head: str) -> bool:
+    """parser.looks_like, but for the prefix it asks of a head that names sglang."""
+    return (
+        any(text in head for text in ("server_args=ServerArgs(", "server_args={", "Prefill batch"))
+        or any(text in head for text in ("Decode batch", "new fill batch. #seq:"))
+        or "sglang" in head.lower()
+    )
+
+
 ENGINE = Engine(
     name="sglang",
     display="SGLang",
     home="kvwatch.engines.sglang.parser",
     parser=_parser,
     sniff_rank=1,
+    sniff_hint=_hint,
     events=(SglangPrefill, SglangDecode, SglangRequest, SglangHicacheError, CachePrefetch),
     signals=frozenset({"server_requests", "derived_requests"}),
     metrics=_metrics,

@@ -52,12 +52,18 @@ def _gather() -> Gathering:
     return Figures()
 
 
+def _hint(head: str) -> bool:
+    """parser.looks_like reads JSON rows: a line that starts with `{`."""
+    return any(text.lstrip().startswith("{") for text in head.splitlines())
+
+
 ENGINE = Engine(
     name="usage",
     display="gateway usage log",
     home="kvwatch.engines.usage.parser",
     parser=_parser,
     sniff_rank=0,  # strict (JSON rows with usage), so it goes first
+    sniff_hint=_hint,
     events=(UsageRecord,),  # (a source of skipped rows only is not known to be a gateway's)
     signals=frozenset({"gateway_requests"}),
     metrics=_metrics,
