@@ -11,12 +11,17 @@ PERIOD seconds are logged; after that, one line per period says how many more th
 
 from __future__ import annotations
 
-import hashlib
-import logging
+import sys
 from collections import Counter
 from collections.abc import Callable
+from typing import TYPE_CHECKING
 
-log = logging.getLogger("kvwatch.lines")
+if TYPE_CHECKING:
+    import logging
+
+#: The logger's name. (logging and hashlib load only when a line is to be logged: a replay, whose
+#: start-up runs before its children read, sets no logger up, and hashlib loads OpenSSL, ~10 ms.)
+LOGGER = "kvwatch.lines"
 LIMIT = 5
 PERIOD = 60.0
 SHAPE_CHARS = 32
@@ -34,8 +39,16 @@ def shape(text: str) -> str:
 
 def describe(text: str) -> str:
     """What may be logged of a line: `length=N sha256=… shape="…"`."""
+    import hashlib
+
     digest = hashlib.sha256(text.encode("utf-8", "replace")).hexdigest()[:12]
     return f"length={len(text)} sha256={digest} shape={shape(text)!r}"
+
+
+def _log() -> logging.Logger:
+    import logging
+
+    return logging.getLogger(LOGGER)
 
 
 class SkipLog:
@@ -53,7 +66,8 @@ class SkipLog:
     @classmethod
     def when_enabled(cls, source: str, clock: Callable[[], float]) -> SkipLog | None:
         """A SkipLog if the `kvwatch.lines` logger logs DEBUG (else None: the hot path stays as is)."""
-        return cls(source, clock) if log.isEnabledFor(logging.DEBUG) else None
+        logging = sys.modules.get("logging")  # (not loaded: nothing has set a logger up, none logs DEBUG)
+        return cls(source, clock) if logging is not None and _log().isEnabledFor(logging.DEBUG) else None
 
     def _roll(self) -> None:
         """Start a new period, first saying how many lines the last one held back."""
@@ -64,7 +78,7 @@ class SkipLog:
             reasons = " ".join(f"{reason}={n}" for reason, n in sorted(self._more.items()))
             total = sum(self._more.values())
             text = "source %s: %d more lines not used in the last %.0f s: %s"
-            log.debug(text, self.source, total, self.period, reasons)
+            _log().debug(text, self.source, total, self.period, reasons)
         self._start, self._logged, self._more = now, 0, Counter()
 
     def line(self, reason: str, text: str | None) -> None:
@@ -73,7 +87,7 @@ class SkipLog:
         if self._logged < self.limit:
             self._logged += 1
             what = "" if text is None else f": {describe(text)}"
-            log.debug("source %s: line %s%s", self.source, reason, what)
+            _log().debug("source %s: line %s%s", self.source, reason, what)
         else:
             self._more[reason.partition(":")[0]] += 1
 
