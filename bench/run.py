@@ -177,8 +177,10 @@ def warm(path: Path) -> None:
 
 
 def kvwatch_argv(path: Path) -> list[str]:
-    """The replay command as a user runs it."""
-    exe = shutil.which("kvwatch")
+    """The replay command as a user runs it: the venv's own `kvwatch` beside this Python (run as
+    `.venv/bin/python bench/run.py`, its bin need not be on PATH), else the one on PATH."""
+    beside = Path(sys.executable).with_name("kvwatch")
+    exe = str(beside) if beside.is_file() else shutil.which("kvwatch")
     base = [exe] if exe else [sys.executable, "-m", "kvwatch"]
     return [*base, "replay", "--format", "prom", str(path)]
 

@@ -62,3 +62,30 @@ def test_one_timestamp_replay_stays_small_with_its_child(tmp_path: Path) -> None
     assert proc.returncode == 0, proc.stdout + proc.stderr
     assert "; 2 processes," in proc.stdout, proc.stdout
     assert "[met] replay of burst-200000.log" in proc.stdout, proc.stdout
+
+
+@pytest.mark.parametrize("beside", [True, False])
+def test_the_bench_runs_the_kvwatch_a_user_runs(
+    beside: bool, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The venv's own `kvwatch` script beside the Python running the bench (`.venv/bin/python bench/run.py`
+    with the venv not on PATH), not `python -m kvwatch` from the checkout; without one, the one on PATH."""
+    sys.path.insert(0, str(RUN.parent))
+    try:
+        import run as bench_run
+    finally:
+        sys.path.remove(str(RUN.parent))
+    bin_dir = tmp_path / "venv-bin"
+    bin_dir.mkdir()
+    python = bin_dir / "python"
+    python.write_text("")
+    if beside:
+        (bin_dir / "kvwatch").write_text("")
+    on_path = tmp_path / "path-bin"
+    on_path.mkdir()
+    (on_path / "kvwatch").write_text("#!/bin/sh\n")
+    (on_path / "kvwatch").chmod(0o755)
+    monkeypatch.setattr(sys, "executable", str(python))
+    monkeypatch.setenv("PATH", str(on_path))
+    argv = bench_run.kvwatch_argv(Path("x.log"))
+    assert argv == [str((bin_dir if beside else on_path) / "kvwatch"), "replay", "--format", "prom", "x.log"]
