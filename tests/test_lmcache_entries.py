@@ -378,32 +378,49 @@ def test_a_cut_entry_among_raw_lines_sends_the_read_the_exact_way(monkeypatch: p
     assert forgotten  # (the raw framing began, and gave the read up)
 
 
-def test_the_c_reader_reads_every_run_as_the_pattern_does() -> None:
-    """kvwatch.engines.lmcache._rows (built: CI has a C compiler) gives what LINE gives, line by line and
-    in one findall, on the samples' entries mangled every way (see MUTATIONS) and runs cut anywhere."""
-    from kvwatch.engines.lmcache import _rows, entries
+def _taken(run: bytes, *, c: bool) -> tuple[Any, ...]:
+    """What a fresh layer (past its first record) makes of `run` with the C loop or its Python twin: the
+    result, the lines handed back, the request ids it holds, and its sums, flushed."""
+    layer = LmcacheLayer("s", ParserSettings())
+    layer._seen_any = True
+    passed: list[bytes] = []
+    result = layer.take_run(run, passed.append) if c else layer._take_rows(run, passed.append)
+    return result, passed, list(layer._seen), layer.flush()
 
-    assert entries.rows is _rows.rows
+
+def test_the_c_loop_reads_every_run_as_the_python_one() -> None:
+    """kvwatch.engines.lmcache._rows.take (built: CI has a C compiler) reads and sums what its Python twin
+    (LINE's rows, summed in Python) does, line by line: on the samples' entries mangled every way (see
+    MUTATIONS), runs cut anywhere, and numbers past a machine word."""
+    from kvwatch.engines.lmcache import parser as lmcache_parser
+
+    assert lmcache_parser._take is not None
     rng = random.Random(11)
     lines = [line for name in LOGS for line in docker_log(name)]
+    taken = 0
     for _ in range(300):
         picked = [rng.choice(lines) for _ in range(rng.randrange(1, 12))]
         picked = [rng.choice(MUTATIONS)(line, rng) if rng.random() < 0.5 else line for line in picked]
         run = b"\n" + b"".join(line + b"\n" for line in picked)
-        expected = entries.read_rows(run)
-        assert _rows.rows(run) == expected
-        assert len(expected) == len(picked)
+        expected = _taken(run, c=False)
+        assert _taken(run, c=True) == expected
+        # (every line taken, or handed back: whose None is no recognised line)
+        assert expected[0].recognized == len(picked) - len(expected[1])
+        taken += len(picked) - len(expected[1])
         cut = run[: rng.randrange(len(run) + 1)]
-        assert _rows.rows(cut) == entries.read_rows(cut)
+        assert _taken(cut, c=True) == _taken(cut, c=False)
+    assert taken > 500
     # numbers past a machine word (up to 18 digits are read in one), and past the C reader's buffer
     for digits in (b"1" * 18, b"9" * 19, b"7" * 25, b"3" * 70):
         for line in lines:
             longer = re.sub(rb"(Stored|Retrieved|Total tokens|need to load: -?)\d+", rb"\g<1>" + digits, line)
             if longer != line:
                 run = b"\n" + longer + b"\n"
-                assert _rows.rows(run) == entries.read_rows(run) != [longer]
-    assert _rows.rows(b"") == [] == entries.read_rows(b"")
-    assert _rows.rows(b"x\n" + run[1:]) == entries.read_rows(b"x\n" + run[1:])
+                expected = _taken(run, c=False)
+                assert _taken(run, c=True) == expected
+                assert expected[1] == [] or b"Retrieved" in longer  # (read, but a short load: handed back)
+    assert _taken(b"", c=True) == _taken(b"", c=False)
+    assert _taken(b"x\n" + run[1:], c=True) == _taken(b"x\n" + run[1:], c=False)
 
 
 @pytest.mark.parametrize("entries", [True, False])

@@ -1,6 +1,6 @@
-/* kvwatch.engines.lmcache._rows: entries.rows() in C, the same answer for every run; and take(), the
- * loop of LmcacheLayer.take_run (parser.py: _take_rows, its Python twin) over the rows read so, without
- * making them.
+/* kvwatch.engines.lmcache._rows: take(), the loop of LmcacheLayer.take_run over a run's lines in C
+ * (parser.py: _take_rows, its Python twin over entries.read_rows), reading each line as entries.LINE
+ * does, without making a row of it.
  *
  * entries.LINE read by hand: every choice in it is decided by the next bytes (its classes stop at the
  * literal that follows them, its options and alternatives differ in their first byte), so one forward
@@ -12,7 +12,6 @@
 #include <string.h>
 
 #define GROUPS 20
-#define ROW 16
 
 typedef const unsigned char *ptr;
 
@@ -296,82 +295,8 @@ static PyObject *units(Cursor *c, int group) {
     return PyLong_FromLongLong(value);
 }
 
-/* Row fields (entries.Row) from the 20 groups: (kind, group); kinds below. */
-enum { BYTES, TEXT, INT, UNITS };
-static const int fields[ROW][2] = {
-    {BYTES, 0}, {BYTES, 1}, {TEXT, 2}, {INT, 3}, {INT, 4}, {UNITS, 5}, {UNITS, 7}, {INT, 9}, {INT, 10},
-    {UNITS, 11}, {UNITS, 13}, {TEXT, 15}, {INT, 16}, {INT, 17}, {INT, 18}, {INT, 19},
-};
-
-static PyObject *row_of(Cursor *c) {
-    PyObject *row = PyTuple_New(ROW);
-    if (row == NULL) {
-        return NULL;
-    }
-    for (int i = 0; i < ROW; i++) {
-        int kind = fields[i][0], group = fields[i][1];
-        ptr from = c->start[group], to = c->stop[group];
-        PyObject *item;
-        if (from == NULL) {
-            Py_INCREF(Py_None);
-            item = Py_None;
-        } else if (kind == BYTES) {
-            item = PyBytes_FromStringAndSize((const char *)from, to - from);
-        } else if (kind == TEXT) {
-            item = PyUnicode_DecodeASCII((const char *)from, to - from, NULL);
-        } else if (kind == INT) {
-            item = number(from, to);
-        } else {
-            item = units(c, group);
-        }
-        if (item == NULL) {
-            Py_DECREF(row);
-            return NULL;
-        }
-        PyTuple_SET_ITEM(row, i, item);
-    }
-    return row;
-}
-
-static PyObject *rows(PyObject *module, PyObject *arg) {
-    Py_buffer view;
-    if (PyObject_GetBuffer(arg, &view, PyBUF_SIMPLE) < 0) {
-        return NULL;
-    }
-    ptr run = view.buf, end = run + view.len;
-    PyObject *out = PyList_New(0);
-    if (out == NULL) {
-        PyBuffer_Release(&view);
-        return NULL;
-    }
-    ptr at = run;
-    while (at < end) {
-        ptr stop = at + 1 < end ? memchr(at + 1, '\n', (size_t)(end - at - 1)) : NULL;
-        if (stop == NULL) {
-            break;
-        }
-        Cursor c;
-        memset(c.start, 0, sizeof(c.start));
-        c.p = at + 1;
-        c.end = stop;
-        PyObject *item;
-        if (*at == '\n' && match_line(&c)) {
-            item = row_of(&c);
-        } else {
-            item = PyBytes_FromStringAndSize((const char *)at + 1, stop - at - 1);
-        }
-        if (item == NULL || PyList_Append(out, item) < 0) {
-            Py_XDECREF(item);
-            Py_DECREF(out);
-            PyBuffer_Release(&view);
-            return NULL;
-        }
-        Py_DECREF(item);
-        at = stop;
-    }
-    PyBuffer_Release(&view);
-    return out;
-}
+/* How take() reads a group: as an int, or a `%.4f`'s two groups as one int (units). */
+enum { INT, UNITS };
 
 /* ---- take(): LmcacheLayer._take_rows in C. Each step below is the Python loop's, in its order; the
  * layer's methods (_epoch, _cell, the sums' drain, `other`) are called where it calls them.
@@ -1048,14 +973,13 @@ static int intern_names(void) {
 }
 
 static PyMethodDef methods[] = {
-    {"rows", rows, METH_O, "entries.rows(run), in C: the same list for every run."},
     {"take", (PyCFunction)(void (*)(void))take, METH_FASTCALL,
      "LmcacheLayer._take_rows(run, other) in C: (events, lines taken, errors)."},
     {NULL, NULL, 0, NULL},
 };
 
 static struct PyModuleDef module = {
-    PyModuleDef_HEAD_INIT, "_rows", "kvwatch.engines.lmcache.entries.rows and LmcacheLayer's run loop in C.",
+    PyModuleDef_HEAD_INIT, "_rows", "LmcacheLayer's run loop in C.",
     -1, methods,
 };
 

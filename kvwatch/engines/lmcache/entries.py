@@ -23,7 +23,7 @@ from typing import Any
 
 from kvwatch.sources.scanner import count
 
-__all__ = ["LINE", "RECORD", "Row", "read_rows", "rows"]
+__all__ = ["LINE", "RECORD", "Row", "read_rows"]
 
 # A character of a JSON string that is itself: printable ASCII but `"` and `\`; then without the space
 # (what `\S` reads of such a character), and without `]` as well; and a process tag's, without `[` and `]`
@@ -104,9 +104,3 @@ def _row(groups: tuple[bytes, ...]) -> Row:
         head, second, request.decode("ascii") if request else None, None, None, None, None, int(got),
         int(required), int(got_size + got_size4), int(got_cost + got_cost4), None, None, None, None, None,
     )  # fmt: skip
-
-
-try:  # (the same in C, several times faster: built where pip found a C compiler, see setup.py)
-    from kvwatch.engines.lmcache._rows import rows
-except ImportError:  # pragma: no cover (CI builds it: tests/test_lmcache_entries.py)
-    rows = read_rows

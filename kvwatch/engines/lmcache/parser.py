@@ -186,8 +186,8 @@ class LmcacheLayer:
         return BlockResult(events, taken, errors)
 
     def _take_rows(self, run: bytes, other: Callable[[bytes], ParseResult | Malformed]) -> BlockResult:
-        """take_run's loop over the rows of entries.rows(); _rows.take does the same in C, step for step,
-        without making the rows."""
+        """take_run's loop over the rows of entries.read_rows(); _rows.take does the same in C, step for
+        step, without making the rows (where built: this one runs without it)."""
         events: list[Event] = []
         passed = recognized = errors = 0  # (lines handed to `other`; of them recognised, in error)
         lines: list[bytes] | None = None  # (the run's lines, once one goes to `other`)
@@ -201,7 +201,7 @@ class LmcacheLayer:
         # neither ends the stretch, which that row left under STRETCH long, nor moves its end).
         moved = b""
         ready = self._seen_any
-        rows = entries.rows(run)
+        rows = entries.read_rows(run)
         for at, row in enumerate(rows):
             if ready and type(row) is tuple:
                 (

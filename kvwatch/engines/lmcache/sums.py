@@ -25,7 +25,7 @@ class Sums:
 
     def __init__(self, source: str) -> None:
         self._source = source
-        # (The fields below are the run reader's too: LmcacheLayer.take_run adds its rows in place.)
+        # (The fields below are the run loop's too: LmcacheLayer.take_run adds its rows in place.)
         self.held = False  # anything held
         self.start = 0.0  # event time of the first line held
         self.last = 0.0  # ... and of the last
