@@ -141,16 +141,26 @@ except ImportError:  # pragma: no cover (CI builds it: tests/test_lmcache_entrie
     entry_lines = read_entry_lines
 
 
+def _sliced(source: str, line: bytes, mark: int, end: int) -> LogLine | None:
+    """A json-file line of the common shape (no escape but its final `\\n`) decoded by slicing, when its
+    first marker, line[mark:end], lies inside its log value (its text then holds it; as _json_chunk
+    decodes in place); else None."""
+    simple = simple_entry(line, 0, len(line))
+    if simple is not None and 8 <= mark and end <= simple[2]:
+        return LogLine(source, simple[0], simple[1])
+    return None
+
+
 def decode_whole(
     source: str, raw: bytes, marker: bytes, markers: re.Pattern[bytes]
 ) -> LogLine | Malformed | None:
     """A `whole_entry` line whose first marker is `marker`, decoded as Framer.chunk decodes it: a LogLine,
     Malformed, or None (its text holds none of the `markers`: counted, not parsed). With no joining to
     do, it needs no framer (a parser reads its runs of such lines where the log is not framed)."""
-    simple = simple_entry(raw, 0, len(raw))
     mark = raw.find(marker)
-    if simple is not None and 8 <= mark and mark + len(marker) <= simple[2]:  # (as _json_chunk)
-        return LogLine(source, simple[0], simple[1])
+    sliced = _sliced(source, raw, mark, mark + len(marker))
+    if sliced is not None:
+        return sliced
     entry = decode_entry(raw)
     if entry is None:
         return Malformed("not a docker json-file entry")
@@ -370,11 +380,9 @@ class Framer:
     ) -> bool:
         """Add what feed() makes of a marker line whose first marker is line[mark:end]; False (the joiner as
         it was) when the line is part of an entry, to be joined with the next."""
-        simple = simple_entry(line, 0, len(line))
-        # The common entry (no escape but its final `\\n`) decodes by slicing; its text holds the marker
-        # when the marker lies inside the log value.
-        if simple is not None and 8 <= mark and end <= simple[2]:
-            items.append(LogLine(self.source, simple[0], simple[1]))
+        sliced = _sliced(self.source, line, mark, end)
+        if sliced is not None:
+            items.append(sliced)
             return True
         items.extend(each for each in self._feed_json(line) if isinstance(each, (LogLine, Malformed)))
         if self._joiner.busy:  # (the raw runs after it may hold the rest of it)
