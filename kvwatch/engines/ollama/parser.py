@@ -484,8 +484,8 @@ class OllamaParser:
         return self._owner(text) == runner
 
     def _owns_last(self, slot: int, task: int) -> bool:
-        """`_owns_task` of the runner that started last."""
-        return self._owner_of(slot, task) == self._runner if len(self._runners) >= 2 else True
+        """`_owns_task` of the runner that started last (the runner then, not when a run began)."""
+        return self._owns_task(self._runner, slot, task)
 
     def _owns_task(self, runner: str, slot: int, task: int) -> bool:
         """Whether `_owner` gives a slot line of this slot and task (ASCII digits) to this runner."""
