@@ -15,8 +15,8 @@ from kvwatch.model import SourceCounts
 from kvwatch.parsers.base import ParserSettings
 from kvwatch.parsers.run import SourceRun
 from kvwatch.replay import MAX_LINE
+from kvwatch.replay.files import batches, open_log, sniff_file
 from kvwatch.sources.framing import Framer
-from kvwatch.sources.wholefile import batches, open_log, sniff_file
 
 
 def main() -> int:

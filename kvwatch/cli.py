@@ -729,7 +729,7 @@ def _unreadable(paths: Sequence[str]) -> str | None:
 
 def cmd_replay(args: argparse.Namespace) -> int:
     """Replay files and print the chosen format on stdout; humans' notes go to stderr."""
-    from kvwatch.sources.wholefile import spooled
+    from kvwatch.replay.files import spooled
 
     with tempfile.TemporaryDirectory(prefix="kvwatch-replay-") as spool:
         try:

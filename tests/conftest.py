@@ -6,7 +6,7 @@ from collections.abc import Iterator
 
 import pytest
 
-from kvwatch import segmented
+from kvwatch.replay import segmented
 
 
 def pytest_addoption(parser: pytest.Parser) -> None:
@@ -35,7 +35,7 @@ def _no_daemon_left_behind() -> Iterator[None]:
         daemon_helpers.STARTED.pop().kill()
 
 
-# kvwatch.segmented's fixtures (tests/test_segmented.py, tests/test_lmstudio_segmented.py)
+# kvwatch.replay.segmented's fixtures (tests/test_segmented.py, tests/test_lmstudio_segmented.py)
 
 
 @pytest.fixture
@@ -78,8 +78,8 @@ def rounds(monkeypatch: pytest.MonkeyPatch) -> list[int]:
 def children(monkeypatch: pytest.MonkeyPatch) -> list[str]:
     """Files of 64 KiB or more worked on in children (framed, parsed, or parsed in segments); the
     names of the children started, in order."""
-    from kvwatch import replay
-    from kvwatch.sources import forked
+    from kvwatch.replay import driver as replay
+    from kvwatch.replay import forked
 
     names: list[str] = []
     real = forked.in_child

@@ -1,17 +1,17 @@
-"""A log parsed in one go and in segments (kvwatch.segmented), for the engines whose parsers tell their
+"""A log parsed in one go and in segments (kvwatch.replay.segmented), for the engines whose parsers tell their
 state: what each gives, events and (lines, recognized, errors)."""
 
 from __future__ import annotations
 
 from pathlib import Path
 
-from kvwatch import segmented
 from kvwatch.engines import make_parser
 from kvwatch.model import Event, SourceCounts
 from kvwatch.parsers.base import ParserSettings
 from kvwatch.parsers.run import SourceRun
+from kvwatch.replay import segmented
+from kvwatch.replay.files import batches, open_log
 from kvwatch.sources.framing import Framer
-from kvwatch.sources.wholefile import batches, open_log
 
 MAX_LINE = 4096
 Outcome = tuple[list[Event], tuple[int, int, int]]

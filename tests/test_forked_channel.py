@@ -1,4 +1,4 @@
-"""kvwatch.sources.forked.Channel: the pipe between a replay's stages carries each message whole and in
+"""kvwatch.replay.forked.Channel: the pipe between a replay's stages carries each message whole and in
 order, its buffers out of band, through short writes, and says when the other end has gone."""
 
 from __future__ import annotations
@@ -12,8 +12,8 @@ from typing import Any
 import pytest
 
 from kvwatch.model import LogLine
-from kvwatch.sources import forked
-from kvwatch.sources.forked import Channel, _pipe, _to_wire
+from kvwatch.replay import forked
+from kvwatch.replay.forked import Channel, _pipe, _to_wire
 from kvwatch.sources.framing import Entries
 
 

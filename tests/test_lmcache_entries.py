@@ -21,12 +21,12 @@ from kvwatch.engines.vllm.parser import VllmParser
 from kvwatch.model import Event, SourceCounts
 from kvwatch.parsers.base import BlockResult, ParserSettings
 from kvwatch.parsers.run import SourceRun
+from kvwatch.replay import files as wholefile
 from kvwatch.replay import plan, replay
+from kvwatch.replay.files import batches
 from kvwatch.report.exposition import golden_lines
-from kvwatch.sources import wholefile
 from kvwatch.sources.docker_json import EntryJoiner
 from kvwatch.sources.framing import Entries, Framer, decode_whole, marker_pattern, whole_entry
-from kvwatch.sources.wholefile import batches
 
 SAMPLES = Path(__file__).resolve().parents[1] / "samples"
 LOGS = ["lmcache-0.3.12-write-only.log", "lmcache-0.3.9-failed-loads.log", "lmcache-0.4.4-healthy.log"]

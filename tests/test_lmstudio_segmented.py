@@ -12,11 +12,10 @@ import pytest
 import segment_helpers
 from segment_helpers import Outcome
 
-from kvwatch import segmented
 from kvwatch.engines.lmstudio.parser import MAX_MODELS, LmstudioParser
 from kvwatch.model import Event, LmstudioCompletion
 from kvwatch.parsers.base import ParserSettings
-from kvwatch.sources import forked
+from kvwatch.replay import forked, segmented
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "bench"))
 from gen_lmstudio import generate  # the bench's generator

@@ -17,12 +17,11 @@ import pytest
 import segment_helpers
 from segment_helpers import Outcome
 
-from kvwatch import segmented
 from kvwatch.engines import make_parser
 from kvwatch.engines.ollama.parser import OllamaParser
 from kvwatch.model import Event, OllamaRequest, ServerRestart
 from kvwatch.parsers.base import ParserSettings
-from kvwatch.sources import forked
+from kvwatch.replay import forked, segmented
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "bench"))
 from gen_ollama import generate  # the bench's generator

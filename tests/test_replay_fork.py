@@ -18,12 +18,12 @@ from typing import Any
 import pytest
 from daemon_helpers import wait_until
 
-from kvwatch import replay as replay_module
 from kvwatch.detectors import DetectorSettings
 from kvwatch.parsers.base import ParserSettings
-from kvwatch.replay import ReplayInput, plan, replay
+from kvwatch.replay import ReplayInput, forked, plan, replay
+from kvwatch.replay import driver as replay_module
+from kvwatch.replay import files as wholefile
 from kvwatch.report.exposition import golden_lines
-from kvwatch.sources import forked, wholefile
 from kvwatch.sources.framing import Framer
 
 SAMPLES = Path(__file__).resolve().parents[1] / "samples"
@@ -262,8 +262,8 @@ def test_a_replay_stopped_alone_leaves_no_child_behind(tmp_path: Path, sig: int)
         gen_llamacpp.generate(out, 60000, None, 1)
     proc = _replay_running(
         log,
-        "from kvwatch import segmented\n"
-        "from kvwatch.sources import forked\n"
+        "from kvwatch.replay import segmented\n"
+        "from kvwatch.replay import forked\n"
         "forked.FORK_MIN_BYTES = 1 << 20\n"
         "segmented.MIN_SEGMENT = segmented.MAX_SEGMENT = 128 << 10\n"
         "segmented.cores = lambda: 2\n",
@@ -314,9 +314,9 @@ def test_a_child_starts_before_the_pipeline_is_imported(tmp_path: Path) -> None:
     script = tmp_path / "probe.py"
     script.write_text(
         "import sys\n"
-        "from kvwatch import replay\n"
+        "from kvwatch.replay import driver as replay\n"
         "from kvwatch.parsers.base import ParserSettings\n"
-        "from kvwatch.sources import forked\n"
+        "from kvwatch.replay import forked\n"
         "forked.FORK_MIN_BYTES = 0\n"
         "real, seen = forked.in_child, []\n"
         "def spy(work, name):\n"

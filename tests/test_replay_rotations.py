@@ -12,7 +12,8 @@ from kvwatch.engines import make_parser
 from kvwatch.model import SourceCounts
 from kvwatch.parsers.base import ParserSettings
 from kvwatch.parsers.run import SourceRun
-from kvwatch.replay import ReplayInput, _age, _rotations
+from kvwatch.replay import ReplayInput
+from kvwatch.replay.driver import _age, _rotations
 
 ROOT = Path(__file__).resolve().parents[1]
 SAMPLES = sorted((ROOT / "samples").glob("*.log"))
@@ -59,8 +60,7 @@ def test_big_rotated_llamacpp_files_parsed_by_children_hand_their_parser_on(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
 ) -> None:
     """A file parsed in segments by workers, or by one child, hands its parser to the next file."""
-    from kvwatch import segmented
-    from kvwatch.sources import forked
+    from kvwatch.replay import forked, segmented
 
     sys.path.insert(0, str(ROOT / "bench"))
     import gen_llamacpp

@@ -16,14 +16,14 @@ from pathlib import Path
 import pytest
 from test_llamacpp_block import SAMPLES, damaged, generated
 
-from kvwatch import segmented
 from kvwatch.engines import make_parser
 from kvwatch.engines.llamacpp.parser import Asked, LlamacppParser, StateKey
 from kvwatch.model import Event, LlamaRequest, SourceCounts
 from kvwatch.parsers.base import ParserSettings
 from kvwatch.parsers.run import SourceRun
+from kvwatch.replay import segmented
+from kvwatch.replay.files import batches, open_log
 from kvwatch.sources.framing import Framer
-from kvwatch.sources.wholefile import batches, open_log
 
 MAX_LINE = 4096
 Outcome = tuple[list[Event], tuple[int, int, int, int]]
@@ -353,9 +353,8 @@ def test_a_replay_of_many_big_files_runs_few_children(
     core and at least four; `--jobs N`: N), in the order given; the rest are read inline, with the
     same metrics, alerts and counts."""
     from kvwatch.detectors import DetectorSettings
-    from kvwatch.replay import plan, replay
+    from kvwatch.replay import forked, plan, replay
     from kvwatch.report.exposition import golden_lines
-    from kvwatch.sources import forked
 
     logs = [str(write(tmp_path, f"llama{seed}.log", generated(6000, seed))) for seed in range(3)]
     paths = [*logs, str(Path(SAMPLES[0]).parent / "vllm-docker.log")]  # (over 64 KiB: parsed ahead)

@@ -66,6 +66,9 @@ class Entries:
 
 Batch = int | LogLine | Malformed | Block | Entries
 
+#: How much of a file's head tells its framing (sniff) and its engine.
+HEAD = 64 << 10
+
 #: How much of the first read decides whether a plain file is dense (see Framer.every_line).
 SAMPLE = 256 << 10
 

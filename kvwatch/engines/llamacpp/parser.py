@@ -108,7 +108,7 @@ class LlamacppParser:
 
     def state_key(self) -> StateKey:
         """Everything that decides how later lines are parsed, caches left out: two parsers with equal
-        keys give the same results for the same lines (kvwatch.segmented relies on it). The slots'
+        keys give the same results for the same lines (kvwatch.replay.segmented relies on it). The slots'
         last finished tasks come apart from the rest (see `reconcile`)."""
         streams = sorted(((-1 if p is None else p), s.key()) for p, s in self._streams.items())
         finished = {port: dict(stream.finished) for port, stream in self._streams.items()}

@@ -95,7 +95,7 @@ class Stream:
     # to_int() of slot and task ids already read: int() is a tenth of a slot line's cost, and a task's
     # id comes back on each of its dozen lines (a cache: it is emptied now and then).
     ids: dict[str, int] = field(default_factory=dict)
-    watch: Questions | None = None  # noting what lines ask of `finished` (kvwatch.segmented)
+    watch: Questions | None = None  # noting what lines ask of `finished` (kvwatch.replay.segmented)
 
     def reset(self) -> None:
         """A new process: nothing of the old one applies."""
@@ -104,7 +104,7 @@ class Stream:
             setattr(self, name, getattr(fresh, name))
 
     def forget_slots(self) -> None:
-        """Forget the slots' requests, picks and finished tasks (kvwatch.segmented: a worker's, from
+        """Forget the slots' requests, picks and finished tasks (kvwatch.replay.segmented: a worker's, from
         before lines it skips, would be stale)."""
         self.requests.clear()
         self.picks.clear()

@@ -170,10 +170,10 @@ class LmstudioParser:
         self._seen_debug = False
         self._records = 0
         self._blind = ""
-        self._asked: set[str] | None = None  # models labelled while kvwatch.segmented watches
+        self._asked: set[str] | None = None  # models labelled while kvwatch.replay.segmented watches
 
     def state_key(self) -> StateKey:
-        """Everything that decides how later lines are parsed (kvwatch.segmented: equal keys, equal
+        """Everything that decides how later lines are parsed (kvwatch.replay.segmented: equal keys, equal
         results), the stamp cache left out; the model labels handed out come apart (see `reconcile`)."""
         blind = (
             self._open, self._last, self._header, self._model, self._seen_debug, self._blind,

@@ -48,7 +48,7 @@ from kvwatch.parsers.clock import LineClock, YearlessClock, parse_rfc3339
 from kvwatch.parsers.text import strip_ansi
 
 if TYPE_CHECKING:
-    from kvwatch.segmented import Segmentable
+    from kvwatch.replay.segmented import Segmentable
 
 #: Ollama's own markers; its parser adds those of the engine it reuses.
 MARKERS = ("time=", "[GIN] ")
@@ -169,7 +169,7 @@ def looks_like(sample: str) -> bool:
 
 
 def _segmentable(parser: Parser) -> Segmentable:
-    """A runner's parser, as one that tells its state (the llama.cpp parser: kvwatch.segmented)."""
+    """A runner's parser, as one that tells its state (the llama.cpp parser: kvwatch.replay.segmented)."""
     return cast("Segmentable", parser)
 
 
@@ -205,14 +205,14 @@ class OllamaParser:
         self._exact = 0
         self._blind = ""
         self._prefix: tuple[str, float | None] = ("", None)  # the last journald prefix and its time
-        # (kvwatch.segmented: what the lines ask of the loose parts while watched, see `watch`)
+        # (kvwatch.replay.segmented: what the lines ask of the loose parts while watched, see `watch`)
         self._routed = False
         self._asked: set[tuple[str, int]] | None = None
         self._cleared = False
         self._watched: dict[str, Parser] = {}
 
     def state_key(self) -> StateKey:
-        """Everything that decides how later lines are parsed (kvwatch.segmented: equal keys, equal
+        """Everything that decides how later lines are parsed (kvwatch.replay.segmented: equal keys, equal
         results), caches left out; the loose parts come apart (see `reconcile`). A runner's model
         matters only while it is a runner or may become one again without a start line (the last
         started, or "" after a restart); the counts matter only up to what the blindness tests read."""
@@ -736,7 +736,7 @@ class OllamaParser:
             return []
         key = (runner, event.slot)
         if self._asked is not None and not self._cleared:
-            self._asked.add(key)  # (kvwatch.segmented: a count read, see `reconcile`)
+            self._asked.add(key)  # (kvwatch.replay.segmented: a count read, see `reconcile`)
         number = self._conversations.get(key, 0)
         if event.selection != "lcp" or event.prompt_cache_rescue:
             number += 1

@@ -2,7 +2,7 @@
 
 Replay parses a file as one timeline: what a line means depends on the parser's state, which every
 line before it made. A llama.cpp `-lv 4` log is nearly all parse (the forked child of
-kvwatch.sources.forked spends its time in the parser), so where there are cores to spare the file is
+kvwatch.replay.forked spends its time in the parser), so where there are cores to spare the file is
 cut into segments at line starts and forked workers parse them at once, taking turns: worker w parses
 segments w, w + W, w + 2W, ...
 
@@ -36,9 +36,9 @@ from typing import Any, BinaryIO, Protocol, runtime_checkable
 from kvwatch.model import Event, SourceCounts
 from kvwatch.parsers.base import Parser
 from kvwatch.parsers.run import SourceRun
-from kvwatch.sources.forked import in_child
+from kvwatch.replay.files import batches
+from kvwatch.replay.forked import in_child
 from kvwatch.sources.framing import Framer
-from kvwatch.sources.wholefile import batches
 
 #: Workers at most (each parses a share of the file while the parent runs metrics and detectors).
 MAX_WORKERS = 4
@@ -57,7 +57,7 @@ WARM_UP = 256 << 10
 HEAD = 256 << 10
 
 #: What parsing a file added to its source's counts (SourceCounts.parsed()), the lines truncated,
-#: damage (why a compressed file ended early, see kvwatch.sources.forked), and the parser as the file
+#: damage (why a compressed file ended early, see kvwatch.replay.forked), and the parser as the file
 #: left it when children parsed its end (None: the caller's own parser did): replay's outcome of a file.
 Outcome = tuple[tuple[int, int, int], int, str | None, Parser | None]
 

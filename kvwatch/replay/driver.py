@@ -6,7 +6,7 @@ The logs' events are merged by event time before they reach metrics and detector
 replay as one timeline. Detectors tick on event time at every `tick_every` seconds of log time and
 once at the end, as the daemon's scheduler would.
 
-A big file's child (see kvwatch.sources.forked) starts reading as soon as its parser is made, before
+A big file's child (see kvwatch.replay.forked) starts reading as soon as its parser is made, before
 the pipeline's own modules (prometheus_client, the detectors) are imported: they load meanwhile.
 """
 
@@ -21,16 +21,16 @@ from itertools import chain
 from pathlib import Path
 from typing import TYPE_CHECKING
 
-from kvwatch import segmented
 from kvwatch.engines import FALLBACK, detect_engine, make_parser
 from kvwatch.model import Alert, Event, SourceCounts
 from kvwatch.parsers.base import Parser, ParserSettings
 from kvwatch.parsers.run import SourceRun
-from kvwatch.segmented import Outcome
-from kvwatch.sources.forked import FramedFile, in_child
+from kvwatch.replay import segmented
+from kvwatch.replay.files import sniff_file, source_name
+from kvwatch.replay.forked import FramedFile, in_child
+from kvwatch.replay.segmented import Outcome
 from kvwatch.sources.framing import Batch, Framer, Framing
 from kvwatch.sources.linecap import LINE_CAP
-from kvwatch.sources.wholefile import sniff_file, source_name
 
 if TYPE_CHECKING:
     from prometheus_client import CollectorRegistry
@@ -293,7 +293,7 @@ def replay(
     `report`, the summary holds the sources' line counts only (no text report will be written).
 
     Big files are read by children: `jobs` of them at most (default one per core, and at least
-    kvwatch.segmented.MAX_WORKERS), a big dense log by up to that many workers (by default one per
+    kvwatch.replay.segmented.MAX_WORKERS), a big dense log by up to that many workers (by default one per
     core, at most MAX_WORKERS)."""
     # Every file opened and its parser made, then the streams started (a big file's child begins
     # reading), then the pipeline built while they read.

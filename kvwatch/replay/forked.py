@@ -7,7 +7,7 @@ generator in a forked child and yields its items, in order, through a pipe. A bi
 child while the parent parses (`FramedFile`); a big dense file (llama.cpp -lv 4, where every line is
 parsed and few make an event) is framed and parsed in a child while the parent runs metrics and
 detectors (`FramedFile.parse_ahead`, see replay), or, with cores to spare, in segments by several
-children (kvwatch.segmented); a big docker json-file log (vLLM's container log) in three stages: framed
+children (kvwatch.replay.segmented); a big docker json-file log (vLLM's container log) in three stages: framed
 in a child of the child that parses it (`FramedFile.framed_apart`). The parent sees exactly what the
 inline path gives, so the results are the same, only sooner. Small files, and platforms without fork,
 stay inline.
@@ -28,8 +28,8 @@ from collections.abc import Callable, Generator, Iterator
 from typing import Any, TypeVar
 
 from kvwatch.model import LogLine
+from kvwatch.replay.files import DAMAGED, ClosedAtEnd, batches, open_log, read_head
 from kvwatch.sources.framing import Batch, Entries, Framer
-from kvwatch.sources.wholefile import DAMAGED, ClosedAtEnd, batches, open_log, read_head
 
 #: Files smaller than this stay inline: a fork and a pipe cost more than they save.
 FORK_MIN_BYTES = 32 << 20
