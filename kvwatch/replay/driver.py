@@ -23,7 +23,7 @@ from typing import TYPE_CHECKING
 
 from kvwatch.engines import FALLBACK, detect_engine, make_parser
 from kvwatch.model import Alert, Event, SourceCounts
-from kvwatch.parsers.base import Parser, ParserSettings
+from kvwatch.parsers.base import EntriesParser, Parser, ParserSettings
 from kvwatch.parsers.run import SourceRun
 from kvwatch.replay import forked
 from kvwatch.replay.files import sniff_file, source_name
@@ -274,7 +274,8 @@ def _chained(
 def _framer(item: ReplayInput, framing: Framing, run: SourceRun, speedups: Speedups) -> Framer:
     """A file's framer, with its parser's markers (and the one whose json-file lines it reads raw, if any
     and the replay reads raw runs)."""
-    raw_marker = getattr(run.parser, "raw_marker", None) if speedups.raw_runs else None
+    parser = run.parser
+    raw_marker = parser.raw_marker if speedups.raw_runs and isinstance(parser, EntriesParser) else None
     return Framer(
         item.source, framing, run.parser.markers, MAX_LINE, raw_marker=raw_marker, blocks=speedups.blocks
     )
