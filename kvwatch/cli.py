@@ -798,6 +798,8 @@ def _replay_files(args: argparse.Namespace, paths: list[str], named: dict[str, s
     for note in result.damaged:
         path, _, damage = note.partition(": ")  # ("path: what was wrong")
         print(f"kvwatch: {named.get(path, path)}: {damage}", file=sys.stderr)
+    if result.slower:
+        print(f"kvwatch: {result.slower}", file=sys.stderr)
     if args.format == "prom":
         sys.stdout.write(prom_text(result.registry))
     elif args.format == "json":

@@ -10,11 +10,12 @@ the plain path, one line at a time in one process, here.
 from __future__ import annotations
 
 import gzip
+import json
 import random
 from pathlib import Path
 
 import pytest
-from test_golden import golden_of, sample_logs
+from test_golden import SAMPLES, golden_of, sample_logs
 
 from kvwatch.cli import main
 from kvwatch.parsers.base import ParserSettings
@@ -124,3 +125,26 @@ def test_version_names_the_accelerators_and_the_switch(
     with pytest.raises(SystemExit):
         main(["--version"])
     assert f"replay accelerators: off ({SWITCH} is set)" in capsys.readouterr().out
+
+
+def test_a_replay_without_the_compiled_loop_says_so(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """A replay of a json-file log whose LMCache records are read in runs says on stderr when a loop it
+    could use is not compiled (no silent fallback); a plain log, or the switch set, says nothing."""
+    from kvwatch.replay import speedups
+
+    lines = (SAMPLES / "lmcache-0.5.6-tp2.log").read_text().splitlines()
+    stamp = '","stream":"stderr","time":"2026-09-14T08:00:00.5Z"}\n'
+    log = tmp_path / "vllm-lmcache-json.log"
+    log.write_text("".join('{"log":' + json.dumps(line + "\n")[:-1] + stamp for line in lines))
+    args = ["replay", "--format", "golden", "--year", "2026"]
+    assert 0 == main([*args, str(log)])
+    assert "" == capsys.readouterr().err  # (CI builds the loops: a C compiler is installed)
+    monkeypatch.setitem(speedups.NATIVE, "kvwatch.no_such_loop", "a loop")
+    assert 0 == main([*args, str(log)])
+    assert "kvwatch: a loop not compiled in this install" in capsys.readouterr().err
+    assert 0 == main([*args, str(SAMPLES / "lmcache-0.5.6-tp2.log")])
+    monkeypatch.setenv(SWITCH, "1")
+    assert 0 == main([*args, str(log)])
+    assert "" == capsys.readouterr().err

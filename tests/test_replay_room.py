@@ -6,7 +6,10 @@ from __future__ import annotations
 import ast
 import subprocess
 import sys
+import zipfile
 from pathlib import Path
+
+import pytest
 
 PACKAGE = Path(__file__).resolve().parents[1] / "kvwatch"
 #: What may import the replay room from outside it: the command line (`kvwatch replay`, `--version`).
@@ -46,3 +49,18 @@ def test_the_daemon_loads_nothing_of_the_replay_room() -> None:
     )
     out = subprocess.run([sys.executable, "-c", script], capture_output=True, text=True, check=True).stdout
     assert "[]" == out.strip()
+
+
+@pytest.mark.slow
+def test_the_wheel_carries_the_compiled_loops_not_their_sources(tmp_path: Path) -> None:
+    """`pip wheel .` builds each compiled loop (CI has a C compiler) and ships no `.c` file."""
+    root = PACKAGE.parent
+    subprocess.run(
+        [sys.executable, "-m", "pip", "wheel", "-q", "--no-deps", "-w", str(tmp_path), str(root)],
+        check=True,
+        capture_output=True,
+    )
+    (wheel,) = tmp_path.glob("kvwatch-*.whl")
+    names = zipfile.ZipFile(wheel).namelist()
+    assert [] == [name for name in names if name.endswith(".c")]
+    assert any(name.startswith("kvwatch/engines/lmcache/_rows.") and name.endswith(".so") for name in names)

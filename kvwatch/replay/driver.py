@@ -28,7 +28,7 @@ from kvwatch.parsers.run import SourceRun
 from kvwatch.replay import forked
 from kvwatch.replay.files import sniff_file, source_name
 from kvwatch.replay.forked import FramedFile
-from kvwatch.replay.speedups import Speedups, chosen
+from kvwatch.replay.speedups import Speedups, chosen, uncompiled
 from kvwatch.sources.framing import Batch, Framer, Framing
 from kvwatch.sources.linecap import LINE_CAP
 
@@ -80,6 +80,7 @@ class ReplayResult:
     unrecognised: list[str] = field(default_factory=list)  # the files of which no line was recognised
     damaged: list[str] = field(default_factory=list)  # "path: what was wrong" for damaged gzip files
     lines: dict[str, int] = field(default_factory=dict)  # lines read, per file
+    slower: str | None = None  # why this replay ran slower than this machine could (a loop not compiled)
 
 
 @dataclass
@@ -271,6 +272,11 @@ def _chained(
     return parser
 
 
+def _in_runs(framing: Framing, parser: Parser) -> bool:
+    """Whether a file's lines may be read in runs (a json-file log whose parser reads some raw)."""
+    return framing == "docker-json" and isinstance(parser, EntriesParser) and parser.raw_marker is not None
+
+
 def _framer(item: ReplayInput, framing: Framing, run: SourceRun, speedups: Speedups) -> Framer:
     """A file's framer, with its parser's markers (and the one whose json-file lines it reads raw, if any
     and the replay reads raw runs)."""
@@ -319,10 +325,13 @@ def replay(
     try:
         for files in _rotations(prepared):
             streams.append(_log_events(files, notes, children))
-        return _replay(prepared, streams, notes, detectors, tick_every, report=report)
+        result = _replay(prepared, streams, notes, detectors, tick_every, report=report)
     finally:
         for stream in streams:
             stream.close()  # a child not read to its end (after an error) is ended
+    if any(_in_runs(framing, run.parser) for _, framing, run in prepared):
+        result.slower = uncompiled(children.speedups)  # (by a compiled loop, if this install has it)
+    return result
 
 
 def _replay(

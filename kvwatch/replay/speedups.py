@@ -55,6 +55,17 @@ def built() -> dict[str, bool]:
     return {what: importlib.util.find_spec(name) is not None for name, what in NATIVE.items()}
 
 
+def uncompiled(speedups: Speedups) -> str | None:
+    """What a replay that reads runs lacks where this install has no compiled loop (None: it has them)."""
+    missing = [what for what, have in built().items() if not have]
+    if not missing or not speedups.raw_runs:
+        return None
+    return (
+        f"{' and '.join(missing)} not compiled in this install (no C compiler when it was installed): "
+        "the same output, about twice the time; `kvwatch --version` says what is built"
+    )
+
+
 def describe() -> str:
     """One paragraph for `kvwatch --version`: the accelerators in use and the switch that turns them off."""
     if not chosen().any:
