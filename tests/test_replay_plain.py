@@ -12,6 +12,8 @@ from __future__ import annotations
 import gzip
 import json
 import random
+import re
+from datetime import datetime, timedelta
 from pathlib import Path
 
 import pytest
@@ -29,9 +31,10 @@ EAGER = Speedups(fork_bytes=0, dense_fork_bytes=0)
 SETTINGS = ParserSettings(year=2026)
 
 
-def replayed(path: Path, speedups: Speedups) -> str:
+def replayed(path: Path, speedups: Speedups, tz: str = "UTC", engine: str = "auto") -> str:
     """The golden lines and the text report of `kvwatch replay --year 2026 PATH` with these accelerators."""
-    result = replay(plan([str(path)], "auto", None), SETTINGS, speedups=speedups)
+    settings = ParserSettings(year=2026, tz=tz)
+    result = replay(plan([str(path)], engine, None), settings, speedups=speedups)
     golden = "\n".join(golden_lines(result.registry, result.alerts))
     return golden + "\n" + render(result.summary, result.alerts)
 
@@ -40,6 +43,20 @@ def text_of(log: Path) -> bytes:
     """A sample's bytes, decompressed."""
     data = log.read_bytes()
     return gzip.decompress(data) if data[:2] == b"\x1f\x8b" else data
+
+
+def moby(text: bytes, time: str = "2026-09-14T08:00:36.123456789Z") -> bytes:
+    """One line as the docker json-file entry moby writes for it (stderr; ESC as `\\u001b`, `<>&`
+    escaped, non-ASCII raw)."""
+    body = json.dumps(text.decode("utf-8", "replace") + "\n", ensure_ascii=False)
+    body = body.replace("<", "\\u003c").replace(">", "\\u003e").replace("&", "\\u0026")
+    return ('{"log":' + body + ',"stream":"stderr","time":"' + time + '"}').encode()
+
+
+def json_file_copy(data: bytes) -> bytes:
+    """A log's lines as a container's json-file log holds them (LMCache's records among vLLM's lines
+    then cross undecoded, in runs read by the compiled loop)."""
+    return b"".join(moby(line) + b"\n" for line in data.splitlines())
 
 
 def mutated(data: bytes, seed: int) -> bytes:
@@ -86,16 +103,21 @@ def test_forced_accelerators_equal_the_plain_replay(log: Path) -> None:
 
 @pytest.mark.parametrize("log", sample_logs(), ids=lambda p: p.name)
 def test_mutated_and_cut_samples_give_the_same_either_way(log: Path, tmp_path: Path) -> None:
-    """Mutated copies of each sample, and cuts of them at random offsets, replay the same with the default
-    accelerators and with none."""
+    """Mutated copies of each sample and of its json-file copy, and cuts of them at random offsets, replay
+    the same with the default accelerators and with none."""
     data = text_of(log)
     rng = random.Random(log.name)
-    for seed in range(2):
-        copy = mutated(data, seed)
+    if data.lstrip()[:8].startswith(b'{"log":'):
+        copies = [data, mutated(data, 0), mutated(data, 1)]
+    else:  # (and its json-file copy, whole and mutated)
+        copies = [mutated(data, 0), mutated(data, 1), json_file_copy(data), json_file_copy(mutated(data, 2))]
+    for seed, copy in enumerate(copies):
         for name, body in (("whole", copy), ("cut", copy[: rng.randrange(1, len(copy) + 1)])):
             path = tmp_path / f"{seed}-{name}-{log.name.removesuffix('.gz')}"
             path.write_bytes(body)
             assert replayed(path, PLAIN) == replayed(path, Speedups()), path.name
+            if log.name.startswith("lmcache") and seed >= 2:  # (in vLLM's container log: read in runs)
+                assert replayed(path, PLAIN, engine="vllm") == replayed(path, Speedups(), engine="vllm")
 
 
 def test_the_switch_is_read_from_the_environment(monkeypatch: pytest.MonkeyPatch) -> None:
@@ -148,3 +170,53 @@ def test_a_replay_without_the_compiled_loop_says_so(
     monkeypatch.setenv(SWITCH, "1")
     assert 0 == main([*args, str(log)])
     assert "" == capsys.readouterr().err
+
+
+def lmcache_records(seed: int) -> bytes:
+    """LMCache's commonest records (lookups, stores, loads) of a few requests in turn, as vLLM's json-file
+    log holds them: a lookup repeated, requests run and looked up again, stamps a second or more apart
+    across midnight and a month's end, leap days, stamps that are no date, needs below zero, numbers
+    wider than a machine word and sums past 2^63: what the compiled loop reads its own way."""
+    rng = random.Random(seed)
+    records = [
+        line
+        for name in ("lmcache-0.3.12-write-only", "lmcache-0.4.4-healthy", "lmcache-0.5.6-tp2")
+        for line in (SAMPLES / f"{name}.log").read_bytes().splitlines()
+        if re.search(rb"\] LMCache INFO.*(Reqid: |\] Stored |\] Retrieved )", line)
+    ]
+    requests = [f"chatcmpl-{index:04x}".encode() for index in range(6)]
+    start, second, lines = datetime(2026, rng.choice([2, 9, 12]), 28, 23, 59, 0), 0, []
+    odd = [b"2026-02-30 08:00:00", b"2026-13-01 08:00:00", b"0000-01-01 00:00:00", b"2026-09-14 24:00:00"]
+    odd += [b"2028-02-29 12:00:00", b"2000-02-29 23:59:59", b"2026-12-31 23:59:60"]
+    for _ in range(600):
+        line = rng.choice(records)
+        second += rng.choice([0, 0, 1, 4, 907])
+        stamp = (start + timedelta(seconds=second)).strftime("%Y-%m-%d %H:%M:%S").encode()
+        if rng.random() < 0.03:
+            stamp = rng.choice(odd)
+        line = re.sub(rb"\d{4}-\d\d-\d\d \d\d:\d\d:\d\d", stamp, line, count=1)
+        line = re.sub(rb"(Reqid: |req_id=)[^,\]\s]+", lambda m: m.group(1) + rng.choice(requests), line)
+        if rng.random() < 0.1:
+            line = re.sub(rb"need to load: \d+", b"need to load: -" + str(rng.randrange(9)).encode(), line)
+        if rng.random() < 0.05:
+            digits = rng.choice([17, 18, 19, 25])
+            line = re.sub(
+                rb"(Stored |Total tokens |hit tokens: )\d+", rb"\g<1>" + b"9" * digits, line, count=1
+            )
+        lines.append(line)
+    return json_file_copy(b"\n".join(lines))
+
+
+@pytest.mark.parametrize(
+    ("seed", "tz"), [(0, "UTC"), (1, "UTC"), (2, "America/New_York"), (3, "Asia/Kolkata")]
+)
+def test_lmcache_records_of_every_kind_read_in_runs_give_the_plain_result(
+    seed: int, tz: str, tmp_path: Path
+) -> None:
+    """LMCache's records read in runs by the compiled loop (its numbers, stamps and request ids of every
+    kind, in UTC and other zones) give what decoding and parsing each line gives."""
+    log = tmp_path / "vllm-lmcache.log"
+    log.write_bytes(lmcache_records(seed))
+    plain = replayed(log, PLAIN, tz, "vllm")  # (as vLLM's container log holds them)
+    assert "kvwatch_lmcache_" in plain
+    assert plain == replayed(log, Speedups(), tz, "vllm")

@@ -140,7 +140,7 @@ def read_entry_lines(
 
 try:  # (the same in C, several times faster: built where pip found a C compiler, see setup.py)
     from kvwatch.sources._spans import entry_lines
-except ImportError:  # pragma: no cover (CI builds it: tests/test_lmcache_entries.py)
+except ImportError:  # pragma: no cover (CI builds it: tests/test_replay_plain.py holds it to the plain path)
     entry_lines = read_entry_lines
 
 
