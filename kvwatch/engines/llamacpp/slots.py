@@ -205,11 +205,9 @@ class Stream:
 
     def apply(self, where: tuple[int, Request], msg: str, now: float, source: str) -> ParseResult:
         """Update a slot's request in progress from one of its messages; emit it when it ends."""
-        try:  # (`update`, written out: this is a -lv 4 log's commonest call but the quiet lines)
-            ended = _update(where[1], msg)
-        except ln.GarbledError as exc:
-            where[1].broken = True
-            return ParseError(f"llamacpp: {exc}")
+        ended = self.update(where, msg)
+        if isinstance(ended, ParseError):
+            return ended
         return self.finish(where, now, source) if ended else []
 
     def update(self, where: tuple[int, Request], msg: str) -> bool | ParseError:

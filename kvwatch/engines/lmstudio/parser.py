@@ -186,7 +186,6 @@ class LmstudioParser:
         recognized = errors = 0
         elsewhere = 0  # lines not in a run (every line of a run is recognised: counted at the end)
         parse, find = self._parse_text, text.index
-        source = self.source
         pos, end = 0, len(text)
         clean = "\x1b" not in text and "\r" not in text
         starts = _read_lines(text) if clean else []
@@ -228,17 +227,7 @@ class LmstudioParser:
                         elsewhere += 2  # (the run after it is counted with the others)
                         pos = found.end()
                         if cached is not None and found.end(3) - found.end(5) == 18:  # (nothing after it)
-                            using, total = int(cached), int(prompt)
-                            if using <= total and not self._blind:  # (`_using`, written out)
-                                self._records += 1
-                                result: ParseResult = [
-                                    LmstudioRequest(
-                                        source, self._last, total, using, False, None, "", "", False, None,
-                                        self._label(), "mlx", None,
-                                    )
-                                ]  # fmt: skip
-                            else:
-                                result = self._using(total, using)
+                            result: ParseResult = self._using(int(prompt), int(cached))
                         elif model is not None and "prompt cache disk usage" not in message:
                             self._model = _model_tag(model)
                             result = self._generation(self._last)
