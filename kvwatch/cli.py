@@ -779,8 +779,8 @@ def _replay_files(args: argparse.Namespace, paths: list[str], named: dict[str, s
         return 2
     # (imported after the replay, which has a big file read while the pipeline's modules load)
     from kvwatch.notify.payload import alert_to_json
-    from kvwatch.report.exposition import golden_lines, prom_text, samples
-    from kvwatch.report.text import render
+    from kvwatch.output.exposition import golden_lines, prom_text, samples
+    from kvwatch.output.text import render
 
     for path in result.unrecognised:
         print(_unrecognised(named[path], result.lines[path], args.engine), file=sys.stderr)

@@ -11,11 +11,11 @@ from pathlib import Path
 import pytest
 from notify_helpers import Receiver
 
-from kvwatch.alerting import LiveAlerts
 from kvwatch.alerts import AlertBook
 from kvwatch.cli import main
 from kvwatch.config import parse_config
 from kvwatch.config.types import ConfigError
+from kvwatch.daemon.live_alerts import LiveAlerts
 from kvwatch.daemon.log import JournalFormatter, RateLimit
 from kvwatch.daemon.setup import prepare
 from kvwatch.model import Finding

@@ -40,7 +40,7 @@ from kvwatch.model import (
     VllmStats,
 )
 from kvwatch.pipeline import Pipeline
-from kvwatch.window import Windows
+from kvwatch.windows.window import Windows
 
 T0 = 1_787_000_000.0
 

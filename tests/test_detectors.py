@@ -33,7 +33,7 @@ from kvwatch.model import (
     VllmKvTransfer,
     VllmStats,
 )
-from kvwatch.window import KvPoint, RequestPoint, StatsPoint, Windows
+from kvwatch.windows.window import KvPoint, RequestPoint, StatsPoint, Windows
 
 T0 = 1_787_000_000.0
 
@@ -63,7 +63,7 @@ def offload_traffic(intervals: int, **kw: object) -> list[Event]:
 
 def windows_of(events: list[Event]):  # type: ignore[no-untyped-def]
     """Windows fed with events."""
-    from kvwatch.window import Windows
+    from kvwatch.windows.window import Windows
 
     windows = Windows()
     for event in events:
@@ -232,7 +232,7 @@ def test_pinned_cache_precheck_never_hides_a_pinned_group() -> None:
     """detect() skips assess() for a group _may_be_pinned rules out: only ever a group assess() would
     not find pinned (random groups: few or many requests, ties, zero and negative cached lengths),
     with or without the count of the whole group's commonest length."""
-    from kvwatch.window import RequestPoint
+    from kvwatch.windows.window import RequestPoint
 
     rng = random.Random(3)
     checked = skipped = 0
@@ -263,7 +263,7 @@ def test_pinned_cache_precheck_never_hides_a_pinned_group() -> None:
 def test_a_groups_tally_is_a_count_of_its_points() -> None:
     """Windows.tallies: the commonest positive cached length's count and the points carrying a
     conversation, as a count of the group's kept points finds them, through evictions and restarts."""
-    from kvwatch.window import Windows
+    from kvwatch.windows.window import Windows
 
     rng = random.Random(11)
     for max_requests in (0, 1, 7, 60):
@@ -642,7 +642,7 @@ def scanned_per_slot(
 @pytest.mark.parametrize("seed", range(4))
 def test_prefix_reuse_reads_each_slot_as_a_scan_of_the_group_would(seed: int) -> None:
     """prefix_reuse_broken's per-slot view, read from the window's slots, is the whole group's scan."""
-    from kvwatch.window import Windows
+    from kvwatch.windows.window import Windows
 
     rng = random.Random(seed)
     windows = Windows(max_requests=rng.choice((10, 100, 500)))
@@ -701,7 +701,7 @@ def test_a_memo_changes_no_tick(seed: int) -> None:
     """detect_all with a memo (the request detectors asked only when their windows changed) finds at
     every tick what it finds without one, whatever changed in between; both request alerts fire."""
     from kvwatch.detectors import DetectorSettings, Memo, detect_all
-    from kvwatch.window import Windows
+    from kvwatch.windows.window import Windows
 
     rng = random.Random(seed)
     windows, memo = Windows(max_requests=rng.choice((20, 500))), Memo()
@@ -751,7 +751,7 @@ def test_a_memo_changes_no_tick_of_any_sample(
 
 def _cleared_by_walking(eng: object, cfg: write_only_offload.Settings) -> bool:
     """write_only_offload._cleared as its three walks alone (the reference for its shortcut)."""
-    from kvwatch.window import EngineWindow
+    from kvwatch.windows.window import EngineWindow
 
     assert isinstance(eng, EngineWindow)
     if cfg.min_intervals < 1:
@@ -785,7 +785,7 @@ def _cleared_by_walking(eng: object, cfg: write_only_offload.Settings) -> bool:
 def test_write_only_offload_cleared_is_the_walks_verdict(seed: int) -> None:
     """_cleared (a point of one line read without an inner loop) gives the three walks' verdict on
     random engines: loads rare or frequent, several lines a point, times out of order."""
-    from kvwatch.window import EngineWindow, KvPoint, StatsPoint
+    from kvwatch.windows.window import EngineWindow, KvPoint, StatsPoint
 
     rng = random.Random(seed)
     verdicts = set()
@@ -823,10 +823,10 @@ def test_write_only_offload_in_order_verdict_is_the_walks(monkeypatch: pytest.Mo
     External hits rare or frequent, points leaving by the horizon and by the count, restarts): the
     order count and the newest marks the windows keep are right, and write_only_offload's verdict
     from them is the three walks' at every line."""
-    import kvwatch.window
+    import kvwatch.windows.window
 
     rng = random.Random(seed)
-    monkeypatch.setattr(kvwatch.window, "MAX_POINTS", rng.choice((6, 40, 4096)))
+    monkeypatch.setattr(kvwatch.windows.window, "MAX_POINTS", rng.choice((6, 40, 4096)))
     windows = Windows(horizon=rng.choice((60.0, 400.0, 3600.0)))
     cfgs = [
         write_only_offload.Settings(min_intervals=n, min_prompt_throughput=p)

@@ -259,7 +259,7 @@ def test_no_signal_names_lmcache_log_level_when_its_lines_are_missing() -> None:
     """An LMCache connector, prompts flowing and no LMCache line: no_signal names LMCACHE_LOG_LEVEL;
     one LMCache line read, or no traffic yet, and it says nothing."""
     from kvwatch.detectors import no_signal
-    from kvwatch.window import Windows
+    from kvwatch.windows.window import Windows
 
     def verdict(*lines: str) -> list[str]:
         windows = Windows()

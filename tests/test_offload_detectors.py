@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from kvwatch.detectors import offload_retrieve_failed, write_only_offload
 from kvwatch.model import LmcacheFailure, LmcacheLookup, LmcacheTransfer, VllmStats
-from kvwatch.window import Windows
+from kvwatch.windows.window import Windows
 
 T0 = 1_800_000_000.0
 

@@ -355,8 +355,8 @@ def test_a_dense_ollama_log_is_parsed_by_workers_with_inline_results(
     """Replay parses a dense Ollama log (every line read) in segments by workers; its golden lines
     and counts are those of the inline replay."""
     from kvwatch.detectors import DetectorSettings
+    from kvwatch.output.exposition import golden_lines
     from kvwatch.replay import plan, replay
-    from kvwatch.report.exposition import golden_lines
 
     path = str(write(tmp_path, "ollama.log", generated()))
 

@@ -27,7 +27,7 @@ from kvwatch.model import (
     SglangRequest,
 )
 from kvwatch.parsers.base import ParseError, ParserSettings
-from kvwatch.window import Windows
+from kvwatch.windows.window import Windows
 from scripts.samples.sglang import lines as sl
 
 T = 1775419200.0  # 2026-04-05T20:00:00Z

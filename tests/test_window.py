@@ -10,7 +10,7 @@ import pytest
 
 from kvwatch.detectors import hit_rate_low, write_only_offload
 from kvwatch.model import Event, VllmKvTransfer, VllmStats
-from kvwatch.window import HORIZON, MAX_POINTS, POINT_TAIL, Windows
+from kvwatch.windows.window import HORIZON, MAX_POINTS, POINT_TAIL, Windows
 
 T0 = 1_787_000_000.0
 
@@ -223,7 +223,7 @@ def test_newest_is_the_tail_of_the_list() -> None:
     """`newest(points, n)` is `list(points)[-n:]` for any n, a deque's or a list's."""
     from collections import deque
 
-    from kvwatch.window import RequestPoint, newest
+    from kvwatch.windows.window import RequestPoint, newest
 
     for size in (0, 1, 5, 50, 500):
         points = [RequestPoint(T0 + i, 100 + i, i) for i in range(size)]

@@ -29,11 +29,11 @@ from apscheduler.schedulers.background import BackgroundScheduler
 from prometheus_client import CollectorRegistry, PlatformCollector, ProcessCollector
 
 from kvwatch import __version__
-from kvwatch.alerting import LiveAlerts, silences_of
 from kvwatch.atomic import unwritable
 from kvwatch.config import load_config
 from kvwatch.config.types import Config, ConfigError
 from kvwatch.daemon.feed import Feeder
+from kvwatch.daemon.live_alerts import LiveAlerts, silences_of
 from kvwatch.daemon.loop import STOP, WAKE, Call, PipelineLoop
 from kvwatch.daemon.metrics import SourceStateCollector
 from kvwatch.daemon.probes import ProbeCollector, Probes

@@ -11,7 +11,7 @@ from collections.abc import Sequence
 
 from kvwatch.engines import ENGINES
 from kvwatch.model import Finding
-from kvwatch.window import Windows
+from kvwatch.windows.window import Windows
 
 
 def advised(findings: Sequence[Finding], windows: Windows) -> list[Finding]:

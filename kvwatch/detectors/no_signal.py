@@ -25,7 +25,7 @@ from dataclasses import dataclass
 from kvwatch.detectors.stable import NEVER, before
 from kvwatch.engines import ENGINES, signals_of
 from kvwatch.model import Finding
-from kvwatch.window import SourceWindow, Windows
+from kvwatch.windows.window import SourceWindow, Windows
 
 FIX_STATS = (
     "Remove --disable-log-stats; with data parallelism run `--api-server-count 1` (or one API server per "

@@ -20,8 +20,8 @@ if TYPE_CHECKING:
     from prometheus_client import CollectorRegistry
 
     from kvwatch.model import Finding
+    from kvwatch.output.summary import SourceView
     from kvwatch.parsers.clock import LineClock
-    from kvwatch.report.summary import SourceView
 
 #: The engine-neutral signals an engine's events can carry; detectors judge these, `no_signal` asks
 #: which of them an engine can produce:

@@ -8,7 +8,7 @@ from dataclasses import dataclass, field
 from datetime import datetime, timezone
 
 from kvwatch.model import LlamaRequest
-from kvwatch.report.summary import SourceView
+from kvwatch.output.summary import SourceView
 
 #: The text report keeps the last this many llama.cpp requests per source (memory stays bounded).
 MAX_ROWS = 5000

@@ -6,8 +6,8 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 
 from kvwatch.model import LmcacheFailure, LmcacheLookup, LmcachePrefetch, LmcacheStoreRequest, LmcacheTransfer
-from kvwatch.report.cells import pct, size, table
-from kvwatch.report.summary import SourceView
+from kvwatch.output.cells import pct, size, table
+from kvwatch.output.summary import SourceView
 
 #: Workers (TP ranks) and failure kinds kept per source, then "other".
 MAX_WORKERS = 16

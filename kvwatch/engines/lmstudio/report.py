@@ -7,9 +7,9 @@ from collections import deque
 from dataclasses import dataclass, field
 
 from kvwatch.model import LmstudioCacheEvent, LmstudioCompletion, LmstudioDiskUsage, LmstudioRequest
+from kvwatch.output.cells import pct, size, table
+from kvwatch.output.summary import SourceView
 from kvwatch.parsers.clock import iso
-from kvwatch.report.cells import pct, size, table
-from kvwatch.report.summary import SourceView
 
 #: Rows kept per source: (model, runtime) pairs (then "other"), and the last requests shown.
 MAX_MODELS = 16

@@ -7,9 +7,9 @@ from collections import deque
 from dataclasses import dataclass, field
 
 from kvwatch.model import OllamaAccess, OllamaCacheEvent, OllamaRequest
+from kvwatch.output.cells import pct, table
+from kvwatch.output.summary import SourceView
 from kvwatch.parsers.clock import iso
-from kvwatch.report.cells import pct, table
-from kvwatch.report.summary import SourceView
 
 #: Rows kept per source: models (then "other"), and the last requests shown.
 MAX_MODELS = 16

@@ -19,7 +19,7 @@ from kvwatch.parsers.base import Parser, ParserSettings
 if TYPE_CHECKING:
     from prometheus_client import CollectorRegistry
 
-    from kvwatch.report.summary import SourceView
+    from kvwatch.output.summary import SourceView
 
 
 def _parser(source: str, settings: ParserSettings, options: Any) -> Parser:

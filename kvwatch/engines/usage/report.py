@@ -5,8 +5,8 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 
 from kvwatch.model import UsageRecord
-from kvwatch.report.cells import pct
-from kvwatch.report.summary import SourceView
+from kvwatch.output.cells import pct
+from kvwatch.output.summary import SourceView
 
 
 @dataclass

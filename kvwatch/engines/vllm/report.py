@@ -5,8 +5,8 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 
 from kvwatch.model import EngineFact, VllmKvTransfer, VllmPrefixV0, VllmStats
-from kvwatch.report.cells import pct, size
-from kvwatch.report.summary import SourceView
+from kvwatch.output.cells import pct, size
+from kvwatch.output.summary import SourceView
 
 
 @dataclass

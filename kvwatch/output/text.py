@@ -4,8 +4,8 @@ from __future__ import annotations
 
 from kvwatch.engines import ENGINES
 from kvwatch.model import Alert
+from kvwatch.output.summary import SourceView, Summary
 from kvwatch.parsers.clock import iso
-from kvwatch.report.summary import SourceView, Summary
 
 
 def _source(name: str, view: SourceView) -> list[str]:

@@ -34,7 +34,7 @@ from kvwatch.model import (
     VllmPrefixV0,
     VllmStats,
 )
-from kvwatch.offloads import OffloadHistory
+from kvwatch.windows.offloads import OffloadHistory
 
 Labels = tuple[tuple[str, str], ...]
 K = TypeVar("K")

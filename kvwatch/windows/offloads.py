@@ -1,9 +1,9 @@
 """One source's recent history of an external KV tier (an offload layer): lookups, stores, loads, shortfalls.
 
-Fed with the engine-neutral offload events (kvwatch.model.OffloadLookup, OffloadTransfer, OffloadFailure)
-by kvwatch.window.Windows; read by write_only_offload and offload_retrieve_failed. Points are per event
-second, bounded by the windows' horizon and a count; stored tokens are kept per worker (each TP worker
-reports the same tokens: detectors take the busiest worker's).
+Fed with the engine-neutral offload events (kvwatch.model.OffloadLookup, OffloadTransfer,
+OffloadFailure) by kvwatch.windows.window.Windows; read by write_only_offload and offload_retrieve_failed.
+Points are per event second, bounded by the windows' horizon and a count; stored tokens are kept per
+worker (each TP worker reports the same tokens: detectors take the busiest worker's).
 """
 
 from __future__ import annotations
