@@ -1,9 +1,10 @@
 """`offload_retrieve_failed`: an external KV tier's loads fall short or fail, again and again, on one worker.
 
 Per source and worker, from the tier's shortfalls (kvwatch.windows.offloads: a load that got fewer
-tokens than it required, or a failure line of a load): it fires at the `min_failures`-th shortfall within `window`
-seconds of event time, and holds while they keep coming: its finding lasts until `quiet` seconds pass
-without one (then the alert book resolves it). The requests named are those the log printed.
+tokens than it required, or a failure line of a load): it fires at the `min_failures`-th shortfall
+within `window` seconds of event time, and holds while they keep coming: its finding lasts until
+`quiet` seconds pass without one (then the alert book resolves it). The requests named are those the
+log printed.
 """
 
 from __future__ import annotations
