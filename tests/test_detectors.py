@@ -22,17 +22,9 @@ from kvwatch.detectors import (
     prefix_reuse,
     write_only_offload,
 )
-from kvwatch.model import (
-    EngineFact,
-    Event,
-    Finding,
-    LlamaRequest,
-    RequestRecord,
-    ServerRestart,
-    UsageRecord,
-    VllmKvTransfer,
-    VllmStats,
-)
+from kvwatch.engines.llamacpp.events import LlamaRequest
+from kvwatch.engines.vllm.events import VllmKvTransfer, VllmStats
+from kvwatch.model import EngineFact, Event, Finding, RequestRecord, ServerRestart, UsageRecord
 from kvwatch.windows.window import KvPoint, RequestPoint, StatsPoint, Windows
 
 T0 = 1_787_000_000.0

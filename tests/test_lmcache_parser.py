@@ -5,15 +5,14 @@ from __future__ import annotations
 import pytest
 
 from kvwatch.engines import detect_engine, make_parser, markers_of
-from kvwatch.model import (
-    EngineFact,
+from kvwatch.engines.lmcache.events import (
     LmcacheFailure,
     LmcacheLookup,
     LmcachePrefetch,
     LmcacheStoreRequest,
     LmcacheTransfer,
-    LogLine,
 )
+from kvwatch.model import EngineFact, LogLine
 from kvwatch.parsers.base import ParseError, ParserSettings
 
 GIB = 1 << 30

@@ -21,16 +21,14 @@ from test_golden import SAMPLES
 
 from kvwatch.cli import main
 from kvwatch.engines import detect_engine, make_parser, markers_of
-from kvwatch.engines.lmstudio.parser import MAX_MODELS
-from kvwatch.model import (
-    EngineFact,
-    Event,
+from kvwatch.engines.lmstudio.events import (
     LmstudioCacheEvent,
     LmstudioCompletion,
     LmstudioDiskUsage,
     LmstudioRequest,
-    LogLine,
 )
+from kvwatch.engines.lmstudio.parser import MAX_MODELS
+from kvwatch.model import EngineFact, Event, LogLine
 from kvwatch.parsers.base import ParseError, ParseResult, ParserSettings
 
 # LM Studio 0.3.31, 2025-11-09 (lmstudio-bug-tracker#1143): two-line records.

@@ -13,8 +13,9 @@ import segment_helpers
 from segment_helpers import Outcome
 
 from kvwatch import segmented
+from kvwatch.engines.lmstudio.events import LmstudioCompletion
 from kvwatch.engines.lmstudio.parser import MAX_MODELS, LmstudioParser
-from kvwatch.model import Event, LmstudioCompletion
+from kvwatch.model import Event
 from kvwatch.parsers.base import ParserSettings
 from kvwatch.sources import forked
 

@@ -19,8 +19,9 @@ from segment_helpers import Outcome
 
 from kvwatch import segmented
 from kvwatch.engines import make_parser
+from kvwatch.engines.ollama.events import OllamaRequest
 from kvwatch.engines.ollama.parser import OllamaParser
-from kvwatch.model import Event, OllamaRequest, ServerRestart
+from kvwatch.model import Event, ServerRestart
 from kvwatch.parsers.base import ParserSettings
 from kvwatch.sources import forked
 

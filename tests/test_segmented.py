@@ -18,8 +18,9 @@ from test_llamacpp_block import SAMPLES, damaged, generated
 
 from kvwatch import segmented
 from kvwatch.engines import make_parser
+from kvwatch.engines.llamacpp.events import LlamaRequest
 from kvwatch.engines.llamacpp.parser import Asked, LlamacppParser, StateKey
-from kvwatch.model import Event, LlamaRequest, SourceCounts
+from kvwatch.model import Event, SourceCounts
 from kvwatch.parsers.base import ParserSettings
 from kvwatch.parsers.run import SourceRun
 from kvwatch.sources.framing import Framer

@@ -10,8 +10,9 @@ import pytest
 
 from kvwatch.engines.vllm import kv as vllm_kv
 from kvwatch.engines.vllm import parser as vllm
+from kvwatch.engines.vllm.events import VllmKvTransfer, VllmStats
 from kvwatch.engines.vllm.parser import VllmParser
-from kvwatch.model import LogLine, VllmKvTransfer, VllmStats
+from kvwatch.model import LogLine
 from kvwatch.parsers.base import ParseResult, ParserSettings
 
 KEYS = (

@@ -9,7 +9,8 @@ from typing import Any
 import pytest
 
 from kvwatch.detectors import hit_rate_low, write_only_offload
-from kvwatch.model import Event, VllmKvTransfer, VllmStats
+from kvwatch.engines.vllm.events import VllmKvTransfer, VllmStats
+from kvwatch.model import Event
 from kvwatch.windows.window import HORIZON, MAX_POINTS, POINT_TAIL, Windows
 
 T0 = 1_787_000_000.0
@@ -157,7 +158,8 @@ def test_engines_adapters_make_request_points_and_count_how_exact() -> None:
     """llama.cpp's records become points numbered by slot conversation (a new one after any pick but
     lcp, even one without counts; afresh after a restart), counted exact / derived / joined; a usage
     row's point carries its entry."""
-    from kvwatch.model import LlamaRequest, ServerRestart, UsageRecord
+    from kvwatch.engines.llamacpp.events import LlamaRequest
+    from kvwatch.model import ServerRestart, UsageRecord
 
     def llama(t: float, selection: str, *, derived: bool = False, prompt: int | None = 100) -> LlamaRequest:
         return LlamaRequest("l", T0 + t, 0, int(t), prompt, 90, 10, selection, derived=derived)  # type: ignore[arg-type]

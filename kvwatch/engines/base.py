@@ -13,14 +13,13 @@ from functools import cached_property
 from types import ModuleType
 from typing import TYPE_CHECKING, Any, Literal, Protocol, cast
 
-from kvwatch.model import RequestRecord
+from kvwatch.model import RequestRecord, SourceCounts
 from kvwatch.parsers.base import Parser, ParserSettings
 
 if TYPE_CHECKING:
     from prometheus_client import CollectorRegistry
 
     from kvwatch.model import Finding
-    from kvwatch.output.summary import SourceView
     from kvwatch.parsers.clock import LineClock
 
 #: The engine-neutral signals an engine's events can carry; detectors judge these, `no_signal` asks
@@ -62,6 +61,23 @@ Advise = Callable[["Finding"], "Finding"]
 Basis = Literal["exact", "derived", "joined"]
 
 
+@dataclass
+class SourceView:
+    """One source's figures over a replay (kvwatch.output.summary gathers them): what an engine's
+    report section reads."""
+
+    engine: str  # after a replay, the engines that recognised a line of it ("": none did)
+    framing: str
+    counts: SourceCounts
+    first: float | None = None
+    last: float | None = None
+    parts: dict[str, Any] = field(default_factory=dict)  # engine name -> its gathering (Engine.gather)
+    #: event type -> what takes it in: the observe of the part its engine owns, else of the parts of the
+    #: layers the source's engine carries; found at its first event (parts are only added to, and
+    #: `engine` changes only after the replay)
+    gathers: dict[type, Callable[[Any], None]] = field(default_factory=dict, repr=False, compare=False)
+
+
 class RequestAdapter(Protocol):
     """One source's conversion of an engine's request events into engine-neutral request records."""
 
@@ -78,6 +94,19 @@ class Gathering(Protocol):
 
     def observe(self, event: Any) -> None:
         """Take one of the engine's events into account."""
+
+
+@dataclass(frozen=True)
+class Later:
+    """`module:name`, imported at its first call and called: how an engine's package names its parser,
+    metrics, report and adapters without importing them (start-up loads only what a run uses: replay's
+    parsing child needs no metrics, a daemon no report)."""
+
+    target: str
+
+    def __call__(self, *args: Any, **kwargs: Any) -> Any:
+        module, _, name = self.target.partition(":")
+        return getattr(importlib.import_module(module), name)(*args, **kwargs)
 
 
 @dataclass(frozen=True)

@@ -3,8 +3,9 @@
 from __future__ import annotations
 
 from kvwatch.engines import ENGINES
+from kvwatch.engines.base import SourceView
 from kvwatch.model import Alert
-from kvwatch.output.summary import SourceView, Summary
+from kvwatch.output.summary import Summary
 from kvwatch.parsers.clock import iso
 
 

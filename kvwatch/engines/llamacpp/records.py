@@ -3,7 +3,8 @@
 from __future__ import annotations
 
 from kvwatch.engines.base import Basis
-from kvwatch.model import LlamaRequest, RequestRecord
+from kvwatch.engines.llamacpp.events import LlamaRequest
+from kvwatch.model import RequestRecord
 
 
 class Requests:

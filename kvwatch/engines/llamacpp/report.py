@@ -7,8 +7,8 @@ from collections.abc import Sequence
 from dataclasses import dataclass, field
 from datetime import datetime, timezone
 
-from kvwatch.model import LlamaRequest
-from kvwatch.output.summary import SourceView
+from kvwatch.engines.base import SourceView
+from kvwatch.engines.llamacpp.events import LlamaRequest
 
 #: The text report keeps the last this many llama.cpp requests per source (memory stays bounded).
 MAX_ROWS = 5000

@@ -5,9 +5,15 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 
-from kvwatch.model import LmcacheFailure, LmcacheLookup, LmcachePrefetch, LmcacheStoreRequest, LmcacheTransfer
+from kvwatch.engines.base import SourceView
+from kvwatch.engines.lmcache.events import (
+    LmcacheFailure,
+    LmcacheLookup,
+    LmcachePrefetch,
+    LmcacheStoreRequest,
+    LmcacheTransfer,
+)
 from kvwatch.output.cells import pct, size, table
-from kvwatch.output.summary import SourceView
 
 #: Workers (TP ranks) and failure kinds kept per source, then "other".
 MAX_WORKERS = 16

@@ -6,9 +6,14 @@ from __future__ import annotations
 from collections import deque
 from dataclasses import dataclass, field
 
-from kvwatch.model import LmstudioCacheEvent, LmstudioCompletion, LmstudioDiskUsage, LmstudioRequest
+from kvwatch.engines.base import SourceView
+from kvwatch.engines.lmstudio.events import (
+    LmstudioCacheEvent,
+    LmstudioCompletion,
+    LmstudioDiskUsage,
+    LmstudioRequest,
+)
 from kvwatch.output.cells import pct, size, table
-from kvwatch.output.summary import SourceView
 from kvwatch.parsers.clock import iso
 
 #: Rows kept per source: (model, runtime) pairs (then "other"), and the last requests shown.

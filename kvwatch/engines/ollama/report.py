@@ -6,9 +6,9 @@ from __future__ import annotations
 from collections import deque
 from dataclasses import dataclass, field
 
-from kvwatch.model import OllamaAccess, OllamaCacheEvent, OllamaRequest
+from kvwatch.engines.base import SourceView
+from kvwatch.engines.ollama.events import OllamaAccess, OllamaCacheEvent, OllamaRequest
 from kvwatch.output.cells import pct, table
-from kvwatch.output.summary import SourceView
 from kvwatch.parsers.clock import iso
 
 #: Rows kept per source: models (then "other"), and the last requests shown.

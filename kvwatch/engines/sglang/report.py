@@ -6,9 +6,10 @@ from __future__ import annotations
 from collections import deque
 from dataclasses import dataclass, field
 
-from kvwatch.model import CachePrefetch, SglangDecode, SglangHicacheError, SglangPrefill, SglangRequest
+from kvwatch.engines.base import SourceView
+from kvwatch.engines.sglang.events import SglangDecode, SglangHicacheError, SglangPrefill, SglangRequest
+from kvwatch.model import CachePrefetch
 from kvwatch.output.cells import pct, table
-from kvwatch.output.summary import SourceView
 from kvwatch.parsers.clock import iso
 
 #: Rows kept per source: DP ranks, tiers, prefetch outcomes and error kinds (then "other"); last requests.

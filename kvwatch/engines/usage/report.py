@@ -4,9 +4,9 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 
+from kvwatch.engines.base import SourceView
 from kvwatch.model import UsageRecord
 from kvwatch.output.cells import pct
-from kvwatch.output.summary import SourceView
 
 
 @dataclass

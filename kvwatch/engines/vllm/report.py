@@ -4,9 +4,10 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 
-from kvwatch.model import EngineFact, VllmKvTransfer, VllmPrefixV0, VllmStats
+from kvwatch.engines.base import SourceView
+from kvwatch.engines.vllm.events import VllmKvTransfer, VllmPrefixV0, VllmStats
+from kvwatch.model import EngineFact
 from kvwatch.output.cells import pct, size
-from kvwatch.output.summary import SourceView
 
 
 @dataclass
