@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import ast
+import re
 import subprocess
 import sys
 from collections import Counter
@@ -143,6 +144,30 @@ def test_no_import_cycle() -> None:
     ]
     assert "kvwatch.config" in graph["kvwatch.daemon.daemon"]  # (through the package's __init__)
     assert [] == cycles(graph)
+
+
+def engine_packages() -> set[str]:
+    """The engines' packages (kvwatch/engines/<name>/)."""
+    return {f"kvwatch.engines.{p.parent.name}" for p in (ROOT / "kvwatch" / "engines").glob("*/__init__.py")}
+
+
+def test_no_module_outside_the_engines_imports_or_names_an_engine() -> None:
+    """An engine's knowledge stays in its package: no module outside kvwatch/engines/ imports one (the
+    registry, kvwatch/engines/__init__.py, reaches them) or names one's module or path."""
+    engines = engine_packages()
+    assert {"kvwatch.engines.vllm", "kvwatch.engines.llamacpp"} <= engines
+    graph = import_graph()
+    named = re.compile(r"kvwatch[./]engines[./](" + "|".join(e.rpartition(".")[2] for e in engines) + r")\b")
+    offenders = {}
+    for path in (ROOT / "kvwatch").rglob("*.py"):
+        module = module_name(path)
+        if module == "kvwatch.engines" or module.startswith("kvwatch.engines."):
+            continue
+        imports = sorted(t for t in graph[module] if any(t == e or t.startswith(e + ".") for e in engines))
+        names = sorted({m.group(0) for m in named.finditer(path.read_text())})
+        if imports or names:
+            offenders[module] = imports + names
+    assert {} == offenders
 
 
 def test_the_cycle_test_sees_imports_inside_functions() -> None:

@@ -3,8 +3,7 @@ values they are, or carry, are in kvwatch.model)."""
 
 from __future__ import annotations
 
-from collections.abc import Mapping
-from dataclasses import dataclass, field, fields
+from dataclasses import dataclass, fields
 from operator import attrgetter
 from typing import Any
 
@@ -44,12 +43,7 @@ class VllmPrefixV0:
 
 @dataclass(slots=True)
 class VllmKvTransfer(OffloadCounters):
-    """One `KV Transfer metrics:` line: per-interval deltas, attributed to the engine logged just above.
-
-    `values` keeps every numeric key as printed (nested MultiConnector dicts flattened with "/").
-    """
-
-    values: Mapping[str, float] = field(default_factory=dict)
+    """One `KV Transfer metrics:` line: per-interval deltas, attributed to the engine logged just above."""
 
     def __reduce__(self) -> tuple[type[VllmKvTransfer], tuple[Any, ...]]:
         """Pickled as its fields in order (replay's parsing child sends one per KV Transfer line)."""

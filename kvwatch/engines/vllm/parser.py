@@ -19,7 +19,7 @@ from typing import TYPE_CHECKING, Any
 from kvwatch.engines import layer_parsers
 from kvwatch.engines.vllm import facts as vllm_facts
 from kvwatch.engines.vllm.events import VllmKvTransfer, VllmSpecDecoding
-from kvwatch.engines.vllm.kv import KvPayloadError, KvValues, read_kv_payload
+from kvwatch.engines.vllm.kv import KvPayloadError, read_kv_payload
 from kvwatch.engines.vllm.stats import COMMON, common_stats, parse_stats, parse_v0_prefix
 from kvwatch.model import EngineFact, Event, LogLine, ServerRestart
 from kvwatch.parsers.base import BlockResult, ParseError, Parser, ParseResult, ParserSettings
@@ -314,7 +314,7 @@ class VllmParser:
             _, store, load, lookups = read_kv_payload(payload)
         except KvPayloadError as err:
             return ParseError(f"vllm KV Transfer: {err}")
-        return [VllmKvTransfer(self.source, when, self._engine, store, load, lookups, KvValues(payload))]
+        return [VllmKvTransfer(self.source, when, self._engine, store, load, lookups)]
 
     def _spec(self, message: str, when: float) -> ParseResult:
         match = _SPEC.search(message) or _V0_SPEC.search(message)
