@@ -73,7 +73,13 @@ def metrics(registry):
     return {ToyRequest: lambda event: requests.inc((event.source,), 1)}
 
 
-ENGINE = Engine(
+class Toy(Engine):
+    """The toy ships its dashboard row and rules in its own package (capabilities.ShipsAssets)."""
+
+    package = "toyengine"
+
+
+ENGINE = Toy(
     name="toy",
     display="Toy",
     home=__name__,  # (this module: MARKERS and looks_like)
@@ -81,7 +87,6 @@ ENGINE = Engine(
     events=(ToyRequest,),
     signals=frozenset({"server_requests"}),
     metrics=metrics,
-    package="toyengine",  # where its dashboard row and rules are
 )
 '''
 

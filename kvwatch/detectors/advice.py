@@ -2,7 +2,8 @@
 
 A detector words its cause and fix for the engine whose incident it was built from (llama-server's
 flags in `prefix_reuse_broken`'s); an engine whose users act elsewhere (Ollama, LM Studio, SGLang)
-declares its own in `Engine.advice`, by alert name, and the finding is reworded here.
+declares its own by alert name (it Advises: kvwatch.engines.capabilities), and the finding is
+reworded here.
 """
 
 from __future__ import annotations
@@ -10,6 +11,7 @@ from __future__ import annotations
 from collections.abc import Sequence
 
 from kvwatch.engines import ENGINES
+from kvwatch.engines.capabilities import Advises
 from kvwatch.model import Finding
 from kvwatch.windows.window import Windows
 
@@ -21,7 +23,7 @@ def advised(findings: Sequence[Finding], windows: Windows) -> list[Finding]:
         source = next((value for key, value in finding.labels if key == "source"), None)
         window = windows.sources.get(source) if source is not None else None
         engine = ENGINES.get(window.kind) if window is not None and window.kind else None
-        advise = engine.advice.get(finding.alert) if engine is not None else None
+        advise = engine.advice.get(finding.alert) if isinstance(engine, Advises) else None
         if advise is not None:
             out[i] = advise(finding)
     return out

@@ -7,6 +7,7 @@ from __future__ import annotations
 
 from kvwatch.engines import llamacpp, lmcache, lmstudio, ollama, sglang, usage, vllm
 from kvwatch.engines.base import AS_LAYER, Engine, Signal
+from kvwatch.engines.capabilities import CarriesLayers, ReusesParser
 from kvwatch.parsers.base import Parser, ParserSettings
 
 #: name -> engine, in the order lists show them (and metrics are registered).
@@ -50,7 +51,7 @@ def make_parser(engine: str, source: str, settings: ParserSettings, options: obj
 
 def reused_parser(engine: str, source: str, settings: ParserSettings) -> Parser:
     """A fresh parser of the engine that `engine` reuses (its `reuses`), for lines its log embeds."""
-    reused = ENGINES[engine].reuses
+    reused = reuses_of(engine)
     if reused is None or reused not in ENGINES:
         raise ValueError(f"engine {engine!r} reuses no known engine")
     return ENGINES[reused].parser(source, settings, None)
@@ -59,9 +60,20 @@ def reused_parser(engine: str, source: str, settings: ParserSettings) -> Parser:
 def layer_parsers(engine: str, source: str, settings: ParserSettings) -> list[Parser]:
     """Fresh parsers of the cache layers whose lines the engine's log carries (its `layers`), made with
     the options AS_LAYER."""
-    return [
-        ENGINES[name].parser(source, settings, AS_LAYER) for name in ENGINES[engine].layers if name in ENGINES
-    ]
+    return [ENGINES[name].parser(source, settings, AS_LAYER) for name in layers_of(engine) if name in ENGINES]
+
+
+def layers_of(engine: str) -> tuple[str, ...]:
+    """The cache layers whose lines the engine's log carries (none for an unknown engine, or one that
+    carries none)."""
+    chosen = ENGINES.get(engine)
+    return chosen.layers if isinstance(chosen, CarriesLayers) else ()
+
+
+def reuses_of(engine: str) -> str | None:
+    """The engine whose parser reads lines the engine's log embeds (None: none)."""
+    chosen = ENGINES.get(engine)
+    return chosen.reuses if isinstance(chosen, ReusesParser) else None
 
 
 def markers_of(engine: str) -> tuple[str, ...] | None:
@@ -71,7 +83,7 @@ def markers_of(engine: str) -> tuple[str, ...] | None:
     if chosen is None:
         return None
     markers = chosen.markers
-    for other in (chosen.reuses, *chosen.layers):
+    for other in (reuses_of(engine), *layers_of(engine)):
         found = ENGINES.get(other) if other else None
         if found is not None:
             markers += tuple(m for m in found.markers if m not in markers)

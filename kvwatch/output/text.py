@@ -2,8 +2,8 @@
 
 from __future__ import annotations
 
-from kvwatch.engines import ENGINES
-from kvwatch.engines.base import SourceView
+from kvwatch.engines import ENGINES, layers_of
+from kvwatch.engines.capabilities import Reports, SourceView
 from kvwatch.model import Alert
 from kvwatch.output.summary import Summary
 from kvwatch.parsers.clock import iso
@@ -23,14 +23,14 @@ def _source(name: str, view: SourceView) -> list[str]:
         f"truncated {counts.truncated}",
         f"  events {span}",
     ]
-    layers = {layer for known in ENGINES.values() for layer in known.layers}
+    layers = {layer for name in ENGINES for layer in layers_of(name)}
     for known in ENGINES.values():  # the first engine with something to say about the source
-        section = known.report(view) if known.report is not None and known.name not in layers else None
+        section = known.section(view) if isinstance(known, Reports) and known.name not in layers else None
         if section is not None:
             lines.extend(section)
             break
     for known in ENGINES.values():  # then each cache layer's the source carries
-        section = known.report(view) if known.report is not None and known.name in layers else None
+        section = known.section(view) if isinstance(known, Reports) and known.name in layers else None
         if section is not None:
             lines.extend(section)
     return lines

@@ -20,7 +20,7 @@ from itertools import islice
 from typing import Any, NamedTuple, TypeVar
 
 from kvwatch.engines import ENGINES, engine_of
-from kvwatch.engines.base import RequestAdapter
+from kvwatch.engines.capabilities import ConvertsRequests, ForgetsOnRestart, RequestAdapter
 from kvwatch.model import (
     CachePrefetch,
     CacheRateSample,
@@ -374,7 +374,7 @@ class Windows:
     def _known(self, kind: type) -> tuple[str, _Take | None]:
         """The engine that makes events of `kind` ("": none) and how a window takes one in, remembered."""
         owner = engine_of(kind) or ""
-        converted = bool(owner) and ENGINES[owner].requests is not None
+        converted = bool(owner) and isinstance(ENGINES[owner], ConvertsRequests)
         take: _Take | None = None
         if converted or issubclass(kind, _KEPT):
             # (the first of these a kind is a subclass of: a subclass is taken in as its base)
@@ -529,8 +529,8 @@ class Windows:
 
     @staticmethod
     def _adapter(window: SourceWindow, owner: str) -> RequestAdapter | None:
-        start = ENGINES[owner].requests
-        adapter = window.adapters[owner] = start() if start is not None else None
+        engine = ENGINES[owner]
+        adapter = window.adapters[owner] = engine.requests() if isinstance(engine, ConvertsRequests) else None
         return adapter
 
     def _convert(self, window: SourceWindow, adapter: RequestAdapter, event: Event) -> None:
@@ -629,8 +629,9 @@ class Windows:
             if adapter is not None:
                 adapter.restart()
         restarted = ENGINES.get(event.engine_kind)
-        for key in restarted.restart_forgets if restarted is not None else ():
-            window.facts.pop(key, None)
+        if isinstance(restarted, ForgetsOnRestart):
+            for key in restarted.restart_forgets:
+                window.facts.pop(key, None)
         for labels in [k for k in self.requests if dict(k).get("source") == event.source]:
             self.requests[labels].clear()
             self.slots[labels].clear()

@@ -16,17 +16,23 @@ def _hint(head: str) -> bool:
     return any(marker in head for marker in SNIFF_MARKERS)
 
 
-ENGINE = Engine(
+class Llamacpp(Engine):
+    """llama.cpp's optional capabilities (kvwatch.engines.capabilities): Hints, Reports,
+    ConvertsRequests."""
+
+    hint = staticmethod(_hint)
+    section = Later("kvwatch.engines.llamacpp.report:section")
+    gather = Later("kvwatch.engines.llamacpp.report:Figures")
+    requests = Later("kvwatch.engines.llamacpp.records:Requests")
+
+
+ENGINE = Llamacpp(
     name="llamacpp",
     display="llama.cpp",
     home="kvwatch.engines.llamacpp.parser",
     parser=Later("kvwatch.engines.llamacpp.parser:make_parser"),
     sniff_rank=1,
-    sniff_hint=_hint,
     events=(LlamaRequest,),
     signals=frozenset({"server_requests", "derived_requests"}),
     metrics=Later("kvwatch.engines.llamacpp.metrics:handlers"),
-    report=Later("kvwatch.engines.llamacpp.report:section"),
-    gather=Later("kvwatch.engines.llamacpp.report:Figures"),
-    requests=Later("kvwatch.engines.llamacpp.records:Requests"),
 )

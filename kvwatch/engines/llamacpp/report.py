@@ -7,7 +7,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass, field
 from datetime import datetime, timezone
 
-from kvwatch.engines.base import SourceView
+from kvwatch.engines.capabilities import SourceView
 from kvwatch.engines.llamacpp.events import LlamaRequest
 
 #: The text report keeps the last this many llama.cpp requests per source (memory stays bounded).

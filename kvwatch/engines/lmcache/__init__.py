@@ -6,7 +6,18 @@ from __future__ import annotations
 from kvwatch.engines.base import Engine, Later
 from kvwatch.engines.lmcache.blind import blindness
 
-ENGINE = Engine(
+
+class Lmcache(Engine):
+    """LMCache's optional capabilities (kvwatch.engines.capabilities): Reports, JudgesBlindness."""
+
+    section = Later("kvwatch.engines.lmcache.report:section")
+    gather = Later("kvwatch.engines.lmcache.report:Figures")
+    blindness = staticmethod(
+        blindness
+    )  # (judged for the sources of the engines that carry it: see no_signal)
+
+
+ENGINE = Lmcache(
     name="lmcache",
     display="LMCache",
     home="kvwatch.engines.lmcache.parser",
@@ -17,7 +28,4 @@ ENGINE = Engine(
     events=(),
     signals=frozenset({"offload"}),
     metrics=Later("kvwatch.engines.lmcache.metrics:handlers"),
-    report=Later("kvwatch.engines.lmcache.report:section"),
-    gather=Later("kvwatch.engines.lmcache.report:Figures"),
-    blindness=blindness,  # (judged for the sources of the engines that carry it: see no_signal)
 )

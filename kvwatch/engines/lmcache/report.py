@@ -5,7 +5,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 
-from kvwatch.engines.base import SourceView
+from kvwatch.engines.capabilities import SourceView
 from kvwatch.engines.lmcache.events import (
     LmcacheFailure,
     LmcacheLookup,

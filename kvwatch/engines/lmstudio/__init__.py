@@ -27,18 +27,24 @@ def _hint(head: str) -> bool:
     return any(_HEADER_START.match(text) for text in head.splitlines())
 
 
-ENGINE = Engine(
+class Lmstudio(Engine):
+    """LM Studio's optional capabilities (kvwatch.engines.capabilities): Hints, Reports,
+    JudgesBlindness, Advises."""
+
+    hint = staticmethod(_hint)
+    section = Later("kvwatch.engines.lmstudio.report:section")
+    gather = Later("kvwatch.engines.lmstudio.report:Figures")
+    blindness = staticmethod(blindness)
+    advice = ADVICE
+
+
+ENGINE = Lmstudio(
     name="lmstudio",
     display="LM Studio",
     home="kvwatch.engines.lmstudio.parser",
     parser=Later("kvwatch.engines.lmstudio.parser:make_parser"),
     sniff_rank=0,
-    sniff_hint=_hint,
     events=(LmstudioRequest, LmstudioCompletion, LmstudioCacheEvent, LmstudioDiskUsage),
     signals=frozenset({"server_requests"}),
     metrics=Later("kvwatch.engines.lmstudio.metrics:handlers"),
-    report=Later("kvwatch.engines.lmstudio.report:section"),
-    gather=Later("kvwatch.engines.lmstudio.report:Figures"),
-    blindness=blindness,
-    advice=ADVICE,
 )

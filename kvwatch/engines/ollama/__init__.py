@@ -14,20 +14,26 @@ def _hint(head: str) -> bool:
     return "[GIN] " in head or ("time=" in head and "source=" in head)
 
 
-ENGINE = Engine(
+class Ollama(Engine):
+    """Ollama's optional capabilities (kvwatch.engines.capabilities): Hints, Reports, ReusesParser,
+    JudgesBlindness, ForgetsOnRestart, Advises."""
+
+    hint = staticmethod(_hint)
+    section = Later("kvwatch.engines.ollama.report:section")
+    gather = Later("kvwatch.engines.ollama.report:Figures")
+    reuses = "llamacpp"
+    blindness = staticmethod(blindness)
+    restart_forgets = ("blind",)
+    advice = ADVICE
+
+
+ENGINE = Ollama(
     name="ollama",
     display="Ollama",
     home="kvwatch.engines.ollama.parser",
     parser=Later("kvwatch.engines.ollama.parser:make_parser"),
     sniff_rank=0,  # its log embeds llama-server's lines: it must be tried before llama.cpp
-    sniff_hint=_hint,
     events=(OllamaRequest, OllamaCacheEvent, OllamaAccess),
     signals=frozenset({"server_requests"}),
     metrics=Later("kvwatch.engines.ollama.metrics:handlers"),
-    report=Later("kvwatch.engines.ollama.report:section"),
-    gather=Later("kvwatch.engines.ollama.report:Figures"),
-    reuses="llamacpp",
-    blindness=blindness,
-    restart_forgets=("blind",),
-    advice=ADVICE,
 )

@@ -6,7 +6,7 @@ from __future__ import annotations
 from collections import deque
 from dataclasses import dataclass, field
 
-from kvwatch.engines.base import SourceView
+from kvwatch.engines.capabilities import SourceView
 from kvwatch.engines.ollama.events import OllamaAccess, OllamaCacheEvent, OllamaRequest
 from kvwatch.output.cells import pct, table
 from kvwatch.parsers.clock import iso

@@ -17,18 +17,24 @@ def _hint(head: str) -> bool:
     )
 
 
-ENGINE = Engine(
+class Sglang(Engine):
+    """SGLang's optional capabilities (kvwatch.engines.capabilities): Hints, Reports,
+    ForgetsOnRestart, Advises."""
+
+    hint = staticmethod(_hint)
+    section = Later("kvwatch.engines.sglang.report:section")
+    gather = Later("kvwatch.engines.sglang.report:Figures")
+    restart_forgets = ("prefix_cache", "cache_storage_backend", "cache_prefetch_policy", "prefetch_logged")
+    advice = ADVICE
+
+
+ENGINE = Sglang(
     name="sglang",
     display="SGLang",
     home="kvwatch.engines.sglang.parser",
     parser=Later("kvwatch.engines.sglang.parser:make_parser"),
     sniff_rank=1,
-    sniff_hint=_hint,
     events=(SglangPrefill, SglangDecode, SglangRequest, SglangHicacheError, CachePrefetch),
     signals=frozenset({"server_requests", "derived_requests"}),
     metrics=Later("kvwatch.engines.sglang.metrics:handlers"),
-    report=Later("kvwatch.engines.sglang.report:section"),
-    gather=Later("kvwatch.engines.sglang.report:Figures"),
-    restart_forgets=("prefix_cache", "cache_storage_backend", "cache_prefetch_policy", "prefetch_logged"),
-    advice=ADVICE,
 )

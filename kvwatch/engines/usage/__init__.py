@@ -11,18 +11,24 @@ def _hint(head: str) -> bool:
     return any(text.lstrip().startswith("{") for text in head.splitlines())
 
 
-ENGINE = Engine(
+class Usage(Engine):
+    """A gateway usage log's optional capabilities (kvwatch.engines.capabilities): Hints, Reports,
+    ConvertsRequests, TakesOptions."""
+
+    hint = staticmethod(_hint)
+    section = Later("kvwatch.engines.usage.report:section")
+    gather = Later("kvwatch.engines.usage.report:Figures")
+    requests = Later("kvwatch.engines.usage.records:Requests")
+    options = Later("kvwatch.engines.usage.options:read_mapping")
+
+
+ENGINE = Usage(
     name="usage",
     display="gateway usage log",
     home="kvwatch.engines.usage.parser",
     parser=Later("kvwatch.engines.usage.parser:make_parser"),
     sniff_rank=0,  # strict (JSON rows with usage), so it goes first
-    sniff_hint=_hint,
     events=(UsageRecord,),  # (a source of skipped rows only is not known to be a gateway's)
     signals=frozenset({"gateway_requests"}),
     metrics=Later("kvwatch.engines.usage.metrics:handlers"),
-    report=Later("kvwatch.engines.usage.report:section"),
-    gather=Later("kvwatch.engines.usage.report:Figures"),
-    requests=Later("kvwatch.engines.usage.records:Requests"),
-    options=Later("kvwatch.engines.usage.options:read_mapping"),
 )

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from kvwatch.engines.base import Basis
+from kvwatch.engines.capabilities import Basis
 from kvwatch.model import RequestRecord, UsageRecord
 
 

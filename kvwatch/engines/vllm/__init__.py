@@ -7,7 +7,18 @@ from kvwatch.engines.base import Engine, Later
 from kvwatch.engines.vllm.events import VllmKvTransfer, VllmPrefixV0, VllmSpecDecoding, VllmStats
 from kvwatch.model import EngineFact
 
-ENGINE = Engine(
+
+class Vllm(Engine):
+    """vLLM's optional capabilities (kvwatch.engines.capabilities): Reports, ForgetsOnRestart,
+    CarriesLayers."""
+
+    section = Later("kvwatch.engines.vllm.report:section")
+    gather = Later("kvwatch.engines.vllm.report:Figures")
+    restart_forgets = ("stats_disabled", "api_server_count", "offload_excluded_groups")
+    layers = ("lmcache",)
+
+
+ENGINE = Vllm(
     name="vllm",
     display="vLLM",
     home="kvwatch.engines.vllm.parser",
@@ -16,8 +27,4 @@ ENGINE = Engine(
     events=(VllmStats, VllmKvTransfer, VllmPrefixV0, VllmSpecDecoding, EngineFact),
     signals=frozenset({"cache_rate", "offload"}),
     metrics=Later("kvwatch.engines.vllm.metrics:handlers"),
-    report=Later("kvwatch.engines.vllm.report:section"),
-    gather=Later("kvwatch.engines.vllm.report:Figures"),
-    restart_forgets=("stats_disabled", "api_server_count", "offload_excluded_groups"),
-    layers=("lmcache",),
 )

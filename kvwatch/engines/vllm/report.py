@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 
-from kvwatch.engines.base import SourceView
+from kvwatch.engines.capabilities import SourceView
 from kvwatch.engines.vllm.events import VllmKvTransfer, VllmPrefixV0, VllmStats
 from kvwatch.model import EngineFact
 from kvwatch.output.cells import pct, size
