@@ -1,4 +1,5 @@
-"""SGLang, 0.1.14 to 0.5.23: batch lines, request records, HiCache lines, startup facts (parser, metrics)."""
+"""SGLang, 0.1.14 to 0.5.23: batch lines, request records, HiCache lines, startup facts (parser, metrics,
+report, advice)."""
 
 from __future__ import annotations
 
