@@ -27,7 +27,7 @@ import re
 from dataclasses import dataclass
 
 from kvwatch.engines.base import Engine
-from kvwatch.metrics.families import Family
+from kvwatch.engines.families import Family
 from kvwatch.model import RequestRecord
 from kvwatch.parsers.base import ParseError
 from kvwatch.parsers.clock import parse_rfc3339

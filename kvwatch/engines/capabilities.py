@@ -92,13 +92,29 @@ class ConvertsRequests(Protocol):
         """A fresh adapter of one source."""
 
 
+class OptionTable(Protocol):
+    """A `[source.<name>]` table as an engine reads it (kvwatch.config.fields.Fields is one: not
+    imported, config imports the engines): each value by key, a problem recorded with its field."""
+
+    def get(self, key: str) -> Any:
+        """The raw value of `key` (None if absent)."""
+
+    def string(self, key: str, default: str | None = None, required: str | None = None) -> str | None:
+        """A non-empty string (`required`: the reason given when it is missing)."""
+
+    def strings(self, key: str) -> tuple[str, ...]:
+        """A list of non-empty strings (absent: empty)."""
+
+    def problem(self, key: str, why: str) -> None:
+        """Record `<field>: <why>`."""
+
+
 @runtime_checkable
 class TakesOptions(Protocol):
     """It reads its own `[source.<name>]` table: what its parser is handed as `options`."""
 
-    def options(self, fields: Any) -> Any:
-        """Its options from the table, read from a kvwatch.config.fields.Fields (whose unknown keys the
-        caller reports; not imported here: config imports the engines)."""
+    def options(self, table: OptionTable) -> Any:
+        """Its options from the table (whose unknown keys the caller reports)."""
 
 
 @runtime_checkable

@@ -10,8 +10,8 @@ from typing import Any
 
 from prometheus_client import CollectorRegistry
 
+from kvwatch.engines.families import Family, HistogramFamily
 from kvwatch.engines.llamacpp.events import LlamaRequest
-from kvwatch.metrics.families import Family, HistogramFamily
 
 # Ratios: fine steps at the bottom, where a broken prefix lives (the incident reused 21 of ~24k
 # tokens, 0.001; its LCP similarity was 0.086, just under the 0.1 selection threshold), and near 1,

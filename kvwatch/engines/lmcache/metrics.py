@@ -12,6 +12,7 @@ from typing import Any
 
 from prometheus_client import CollectorRegistry
 
+from kvwatch.engines.families import Family
 from kvwatch.engines.lmcache.events import (
     LmcacheFailure,
     LmcacheLookup,
@@ -19,7 +20,6 @@ from kvwatch.engines.lmcache.events import (
     LmcacheStoreRequest,
     LmcacheTransfer,
 )
-from kvwatch.metrics.families import Family
 
 _S = ("source",)
 _SW = ("source", "worker")

@@ -6,6 +6,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 
 from kvwatch.engines.capabilities import SourceView
+from kvwatch.engines.cells import pct, size, table
 from kvwatch.engines.lmcache.events import (
     LmcacheFailure,
     LmcacheLookup,
@@ -13,7 +14,6 @@ from kvwatch.engines.lmcache.events import (
     LmcacheStoreRequest,
     LmcacheTransfer,
 )
-from kvwatch.output.cells import pct, size, table
 
 #: Workers (TP ranks) and failure kinds kept per source, then "other".
 MAX_WORKERS = 16

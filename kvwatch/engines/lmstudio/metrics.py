@@ -12,13 +12,13 @@ from typing import Any
 
 from prometheus_client import CollectorRegistry
 
+from kvwatch.engines.families import Family
 from kvwatch.engines.lmstudio.events import (
     LmstudioCacheEvent,
     LmstudioCompletion,
     LmstudioDiskUsage,
     LmstudioRequest,
 )
-from kvwatch.metrics.families import Family
 
 _REQUEST = ("source", "model", "runtime")
 

@@ -7,13 +7,13 @@ from collections import deque
 from dataclasses import dataclass, field
 
 from kvwatch.engines.capabilities import SourceView
+from kvwatch.engines.cells import pct, size, table
 from kvwatch.engines.lmstudio.events import (
     LmstudioCacheEvent,
     LmstudioCompletion,
     LmstudioDiskUsage,
     LmstudioRequest,
 )
-from kvwatch.output.cells import pct, size, table
 from kvwatch.parsers.clock import iso
 
 #: Rows kept per source: (model, runtime) pairs (then "other"), and the last requests shown.

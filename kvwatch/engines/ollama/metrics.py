@@ -11,8 +11,8 @@ from typing import Any
 
 from prometheus_client import CollectorRegistry
 
+from kvwatch.engines.families import Family
 from kvwatch.engines.ollama.events import OllamaAccess, OllamaCacheEvent, OllamaRequest
-from kvwatch.metrics.families import Family
 
 
 class OllamaMetrics:

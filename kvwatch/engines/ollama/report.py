@@ -7,8 +7,8 @@ from collections import deque
 from dataclasses import dataclass, field
 
 from kvwatch.engines.capabilities import SourceView
+from kvwatch.engines.cells import pct, table
 from kvwatch.engines.ollama.events import OllamaAccess, OllamaCacheEvent, OllamaRequest
-from kvwatch.output.cells import pct, table
 from kvwatch.parsers.clock import iso
 
 #: Rows kept per source: models (then "other"), and the last requests shown.

@@ -11,8 +11,8 @@ from typing import Any
 
 from prometheus_client import CollectorRegistry
 
+from kvwatch.engines.families import Family
 from kvwatch.engines.sglang.events import SglangDecode, SglangHicacheError, SglangPrefill, SglangRequest
-from kvwatch.metrics.families import Family
 from kvwatch.model import CachePrefetch
 
 _SE = ("source", "engine")

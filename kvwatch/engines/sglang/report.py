@@ -7,9 +7,9 @@ from collections import deque
 from dataclasses import dataclass, field
 
 from kvwatch.engines.capabilities import SourceView
+from kvwatch.engines.cells import pct, table
 from kvwatch.engines.sglang.events import SglangDecode, SglangHicacheError, SglangPrefill, SglangRequest
 from kvwatch.model import CachePrefetch
-from kvwatch.output.cells import pct, table
 from kvwatch.parsers.clock import iso
 
 #: Rows kept per source: DP ranks, tiers, prefetch outcomes and error kinds (then "other"); last requests.

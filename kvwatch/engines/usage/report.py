@@ -5,8 +5,8 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 
 from kvwatch.engines.capabilities import SourceView
+from kvwatch.engines.cells import pct
 from kvwatch.model import UsageRecord
-from kvwatch.output.cells import pct
 
 
 @dataclass

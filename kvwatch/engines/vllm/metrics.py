@@ -11,8 +11,8 @@ from typing import Any
 
 from prometheus_client import CollectorRegistry
 
+from kvwatch.engines.families import Family
 from kvwatch.engines.vllm.events import VllmKvTransfer, VllmPrefixV0, VllmSpecDecoding, VllmStats
-from kvwatch.metrics.families import Family
 from kvwatch.model import EngineFact
 
 _SE = ("source", "engine")

@@ -5,9 +5,9 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 
 from kvwatch.engines.capabilities import SourceView
+from kvwatch.engines.cells import pct, size
 from kvwatch.engines.vllm.events import VllmKvTransfer, VllmPrefixV0, VllmStats
 from kvwatch.model import EngineFact
-from kvwatch.output.cells import pct, size
 
 
 @dataclass
