@@ -271,7 +271,7 @@ def test_source_state_counts_malformed_entries_and_the_sources_own_restarts() ->
     config = SourceConfig("vllm", "vllm", "docker", DockerSettings("vllm"))
     feeder = Feeder(config, lambda: None, lambda item: None)
     feeder.source = Stub()  # type: ignore[assignment]
-    feeder._close()  # a reopen: the closed source's counts are kept
+    feeder.close()  # a reopen: the closed source's counts are kept
     feeder.source = Stub()  # type: ignore[assignment]
     registry = CollectorRegistry()
     registry.register(SourceStateCollector(lambda: [feeder], lambda: 0))
