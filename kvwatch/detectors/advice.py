@@ -10,8 +10,7 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 
-from kvwatch.engines import ENGINES
-from kvwatch.engines.capabilities import Advises
+from kvwatch.engines import advice_of
 from kvwatch.model import Finding
 from kvwatch.windows.window import Windows
 
@@ -22,8 +21,7 @@ def advised(findings: Sequence[Finding], windows: Windows) -> list[Finding]:
     for i, finding in enumerate(out):
         source = next((value for key, value in finding.labels if key == "source"), None)
         window = windows.sources.get(source) if source is not None else None
-        engine = ENGINES.get(window.kind) if window is not None and window.kind else None
-        advise = engine.advice.get(finding.alert) if isinstance(engine, Advises) else None
+        advise = advice_of(window.kind).get(finding.alert) if window is not None and window.kind else None
         if advise is not None:
             out[i] = advise(finding)
     return out

@@ -23,8 +23,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 from kvwatch.detectors.stable import NEVER, before
-from kvwatch.engines import ENGINES, layers_of, signals_of
-from kvwatch.engines.capabilities import JudgesBlindness
+from kvwatch.engines import blindness_of, layers_of, signals_of
 from kvwatch.model import Finding
 from kvwatch.windows.window import SourceWindow, Windows
 
@@ -131,9 +130,9 @@ def detect(windows: Windows, now: float, cfg: Settings) -> list[Finding]:
     findings = []
     for source, win in sorted(windows.sources.items()):
         finding: Finding | None = None
-        engine = ENGINES.get(win.kind)
-        if isinstance(engine, JudgesBlindness):  # the engine's own verdict
-            finding = engine.blindness(source, win.facts)
+        blindness = blindness_of(win.kind)
+        if blindness is not None:  # the engine's own verdict
+            finding = blindness(source, win.facts)
             if finding is not None:
                 findings.append(finding)
             continue
@@ -156,8 +155,8 @@ def _layers_blind(source: str, win: SourceWindow, layers: tuple[str, ...]) -> Fi
     last = win.last_stats
     facts = {**win.facts, "traffic": "yes" if last is not None and last.prompt_throughput > 0 else "no"}
     for name in layers:
-        layer = ENGINES.get(name)
-        finding = layer.blindness(source, facts) if isinstance(layer, JudgesBlindness) else None
+        blindness = blindness_of(name)
+        finding = blindness(source, facts) if blindness is not None else None
         if finding is not None:
             return finding
     return None
