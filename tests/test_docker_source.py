@@ -13,9 +13,9 @@ from typing import Any, BinaryIO
 import pytest
 
 from kvwatch.model import LogLine
-from kvwatch.parsers.clock import parse_rfc3339
 from kvwatch.sources.docker import DockerSource, find_container
 from kvwatch.sources.positions import PositionStore
+from kvwatch.times import parse_rfc3339
 
 NAME = "vllm"
 

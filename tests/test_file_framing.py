@@ -13,8 +13,8 @@ from prometheus_client.parser import text_string_to_metric_families
 
 from kvwatch.daemon.feed import runs_by_kind
 from kvwatch.model import LogLine
-from kvwatch.parsers.clock import parse_rfc3339
 from kvwatch.sources.file import FileSource
+from kvwatch.times import parse_rfc3339
 
 STATS = (
     "(APIServer pid=1) INFO 08-18 01:12:10 [loggers.py:310] Engine 001: Avg prompt throughput: 955.5 "

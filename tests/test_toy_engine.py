@@ -30,7 +30,7 @@ from kvwatch.engines.base import Engine
 from kvwatch.engines.families import Family
 from kvwatch.model import RequestRecord
 from kvwatch.parsers.base import ParseError
-from kvwatch.parsers.clock import parse_rfc3339
+from kvwatch.times import parse_rfc3339
 
 LINE = re.compile(r"^\\[toy\\] t=(\\S+) request slot=(\\d+) prompt=(\\d+) cached=(\\d+)$")
 DOCS_ROW = "| `kvwatch_toy_requests_total` | counter | source | requests | toy requests completed |"

@@ -6,7 +6,7 @@ from __future__ import annotations
 import argparse
 from typing import Any
 
-from kvwatch.parsers.clock import parse_rfc3339, zone
+from kvwatch.times import parse_rfc3339, zone
 
 #: `--log.level` and `--log.format` (kvwatch.daemon.log's LEVELS and FORMATS; not imported: replay
 #: would load the daemon's modules).

@@ -19,7 +19,7 @@ from typing import Any
 from kvwatch.cli.options import command, jobs, start_time, time_zone, year
 from kvwatch.engines import choices, names
 from kvwatch.parsers.base import DEFAULT_START, ParserSettings
-from kvwatch.parsers.clock import iso
+from kvwatch.times import iso
 
 FORMATS = ("text", "prom", "json", "golden")
 #: `kvwatch replay`'s exit status when a FILE had no line any engine tried recognised.

@@ -6,7 +6,7 @@ from kvwatch.engines import ENGINES, layers_of
 from kvwatch.engines.capabilities import Reports, SourceView
 from kvwatch.model import Alert
 from kvwatch.output.summary import Summary
-from kvwatch.parsers.clock import iso
+from kvwatch.times import iso
 
 
 def _source(name: str, view: SourceView) -> list[str]:

@@ -23,8 +23,9 @@ from kvwatch.engines.lmcache.events import LmcacheFailure, LmcachePrefetch, Lmca
 from kvwatch.engines.lmcache.sums import STRETCH, Sums
 from kvwatch.model import EngineFact, Event, LogLine
 from kvwatch.parsers.base import BlockResult, ParseError, ParseResult, ParserSettings
-from kvwatch.parsers.clock import LineClock, zone
+from kvwatch.parsers.clock import LineClock
 from kvwatch.parsers.text import segments, strip_ansi
+from kvwatch.times import zone
 
 if TYPE_CHECKING:
     from kvwatch.sources.framing import Malformed

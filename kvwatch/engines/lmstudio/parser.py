@@ -30,9 +30,10 @@ from kvwatch.engines.lmstudio.events import (
 )
 from kvwatch.model import EngineFact, Event, LogLine
 from kvwatch.parsers.base import BlockResult, ParseError, ParseResult, ParserSettings
-from kvwatch.parsers.clock import LineClock, zone
+from kvwatch.parsers.clock import LineClock
 from kvwatch.parsers.text import strip_ansi
 from kvwatch.sources.scanner import Scanner
+from kvwatch.times import zone
 
 MARKERS: tuple[str, ...] = (
     "[DEBUG]",

@@ -14,7 +14,7 @@ from kvwatch.engines.lmstudio.events import (
     LmstudioDiskUsage,
     LmstudioRequest,
 )
-from kvwatch.parsers.clock import iso
+from kvwatch.times import iso
 
 #: Rows kept per source: (model, runtime) pairs (then "other"), and the last requests shown.
 MAX_MODELS = 16

@@ -38,8 +38,9 @@ from kvwatch.engines.ollama import lines as ol
 from kvwatch.engines.ollama.events import OllamaAccess, OllamaCacheEvent, OllamaRequest
 from kvwatch.model import EngineFact, Event, LogLine, ServerRestart
 from kvwatch.parsers.base import BlockResult, ParseError, Parser, ParseResult, ParserSettings, tally
-from kvwatch.parsers.clock import LineClock, YearlessClock, parse_rfc3339
+from kvwatch.parsers.clock import LineClock, YearlessClock
 from kvwatch.parsers.text import strip_ansi
+from kvwatch.times import parse_rfc3339
 
 if TYPE_CHECKING:
     from kvwatch.segmented import Segmentable

@@ -9,7 +9,7 @@ from dataclasses import dataclass, field
 from kvwatch.engines.capabilities import SourceView
 from kvwatch.engines.cells import pct, table
 from kvwatch.engines.ollama.events import OllamaAccess, OllamaCacheEvent, OllamaRequest
-from kvwatch.parsers.clock import iso
+from kvwatch.times import iso
 
 #: Rows kept per source: models (then "other"), and the last requests shown.
 MAX_MODELS = 16

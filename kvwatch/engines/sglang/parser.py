@@ -17,8 +17,9 @@ from kvwatch.engines.sglang import lines, requests
 from kvwatch.engines.sglang.events import SglangDecode, SglangHicacheError, SglangPrefill, SglangRequest
 from kvwatch.model import CachePrefetch, EngineFact, Event, LogLine, ServerRestart
 from kvwatch.parsers.base import ParseError, ParseResult, ParserSettings
-from kvwatch.parsers.clock import LineClock, zone
+from kvwatch.parsers.clock import LineClock
 from kvwatch.parsers.text import segments, strip_ansi
+from kvwatch.times import zone
 
 #: Every line that can yield an event contains one of these.
 MARKERS = (

@@ -10,7 +10,7 @@ from kvwatch.engines.capabilities import SourceView
 from kvwatch.engines.cells import pct, table
 from kvwatch.engines.sglang.events import SglangDecode, SglangHicacheError, SglangPrefill, SglangRequest
 from kvwatch.model import CachePrefetch
-from kvwatch.parsers.clock import iso
+from kvwatch.times import iso
 
 #: Rows kept per source: DP ranks, tiers, prefetch outcomes and error kinds (then "other"); last requests.
 MAX_ROWS = 16

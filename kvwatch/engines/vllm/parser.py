@@ -23,9 +23,10 @@ from kvwatch.engines.vllm.kv import KvPayloadError, read_kv_payload
 from kvwatch.engines.vllm.stats import COMMON, common_stats, parse_stats, parse_v0_prefix
 from kvwatch.model import EngineFact, Event, LogLine, ServerRestart
 from kvwatch.parsers.base import BlockResult, ParseError, Parser, ParseResult, ParserSettings
-from kvwatch.parsers.clock import LineClock, YearlessClock, parse_rfc3339
+from kvwatch.parsers.clock import LineClock, YearlessClock
 from kvwatch.parsers.text import segments, strip_ansi
 from kvwatch.sources.framing import decode_whole, marker_pattern
+from kvwatch.times import parse_rfc3339
 
 if TYPE_CHECKING:
     from kvwatch.sources.framing import Entries, Malformed
