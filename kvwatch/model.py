@@ -94,7 +94,7 @@ class EngineFact:
 @dataclass(slots=True)
 class RequestRecord:
     """One request, engine-neutral: an engine's request event may be (a subclass of) this, or its
-    engine's `requests` adapter converts its own events into these (kvwatch.engines.base).
+    engine converts its own events into these (kvwatch.engines.capabilities.ConvertsRequests).
 
     `conversation` names the conversation the engine shows the request continues ("": not known);
     `selection` how the engine chose where to serve it ("": not told); `derived` marks counts inferred

@@ -4,9 +4,9 @@
 entries older than the horizon are dropped relative to the newest event time seen. An engine's cache-rate
 samples and offload counters (kvwatch.model.CacheRateSample, OffloadCounters) are kept as points, one
 per run of lines that share an event time (engines stamp whole seconds), each summarising its lines
-exactly, so a flood of lines costs one point a second. An
-engine's request events become engine-neutral request points through its `requests` adapter
-(kvwatch.engines.base.RequestAdapter), one per source, or are `RequestRecord`s themselves.
+exactly, so a flood of lines costs one point a second. An engine's request events become
+engine-neutral request points through its adapter (kvwatch.engines.capabilities.ConvertsRequests),
+one per source, or are `RequestRecord`s themselves.
 """
 
 from __future__ import annotations
