@@ -8,7 +8,7 @@ from kvwatch.model import RequestRecord
 
 
 class Requests:
-    """One source's `LlamaRequest`s as `RequestRecord`s (kvwatch.engines.base.RequestAdapter)."""
+    """One source's `LlamaRequest`s as `RequestRecord`s (kvwatch.engines.capabilities.RequestAdapter)."""
 
     def __init__(self) -> None:
         """No conversation seen yet."""
