@@ -19,11 +19,11 @@ import pytest
 from daemon_helpers import wait_until
 
 from kvwatch.detectors import DetectorSettings
+from kvwatch.output.exposition import golden_lines
 from kvwatch.parsers.base import ParserSettings
 from kvwatch.replay import ReplayInput, forked, plan, replay
 from kvwatch.replay.files import HEAD
 from kvwatch.replay.speedups import PLAIN, Speedups
-from kvwatch.report.exposition import golden_lines
 
 SAMPLES = Path(__file__).resolve().parents[1] / "samples"
 SETTINGS = ParserSettings(now_year=2026)

@@ -58,10 +58,10 @@ def test_a_sample_cut_into_rotated_files_replays_as_the_whole(
 def test_rotated_files_parsed_in_children_hand_their_parser_on(tmp_path: Path) -> None:
     """Each file of a rotated llama.cpp log parsed in a child of its own, one after another (one child
     allowed), hands its parser to the next file: the result is the plain replay's of the whole log."""
+    from kvwatch.output.exposition import golden_lines
     from kvwatch.parsers.base import ParserSettings
     from kvwatch.replay import plan, replay
     from kvwatch.replay.speedups import PLAIN, Speedups
-    from kvwatch.report.exposition import golden_lines
 
     sys.path.insert(0, str(ROOT / "bench"))
     import gen_llamacpp

@@ -11,15 +11,18 @@ for byte the same (tests/test_replay_plain.py holds that on every sample).
 
 from __future__ import annotations
 
+import ast
 import importlib.util
 import os
 from dataclasses import dataclass
+from pathlib import Path
 
 #: The environment variable that turns every accelerator off (any value but empty or `0`).
 SWITCH = "KVWATCH_REPLAY_PLAIN"
 
-#: The compiled loops kvwatch may have been built with (setup.py), and what each stands for.
-NATIVE = {"kvwatch.engines.lmcache._rows": "LMCache's run loop"}
+#: Where kvwatch's modules are: each compiled loop (setup.py) has a type stub beside it, whose
+#: docstring says what it is.
+PACKAGE = Path(__file__).resolve().parents[1]
 
 
 @dataclass(frozen=True)
@@ -51,8 +54,14 @@ def chosen() -> Speedups:
 
 
 def built() -> dict[str, bool]:
-    """Each compiled loop (by what it stands for) and whether this install has it."""
-    return {what: importlib.util.find_spec(name) is not None for name, what in NATIVE.items()}
+    """Each compiled loop kvwatch may have been built with (by what it is) and whether this install has
+    it (a stub with no module beside it: not compiled)."""
+    found = {}
+    for stub in sorted(PACKAGE.rglob("*.pyi")):
+        name = ".".join(("kvwatch", *stub.relative_to(PACKAGE).with_suffix("").parts))
+        what = ast.get_docstring(ast.parse(stub.read_text(encoding="utf-8"))) or name
+        found[what] = importlib.util.find_spec(name) is not None
+    return found
 
 
 def uncompiled(speedups: Speedups) -> str | None:
