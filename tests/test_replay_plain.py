@@ -10,9 +10,11 @@ the plain path, one line at a time in one process, here.
 from __future__ import annotations
 
 import gzip
+import io
 import json
 import random
 import re
+import sys
 from datetime import datetime, timedelta
 from pathlib import Path
 
@@ -221,3 +223,38 @@ def test_lmcache_records_of_every_kind_read_in_runs_give_the_plain_result(
     plain = replayed(log, PLAIN, tz, "vllm")  # (as vLLM's container log holds them)
     assert "kvwatch_lmcache_" in plain
     assert plain == replayed(log, Speedups(), tz, "vllm")
+
+
+def generated(kind: str, seed: int) -> bytes:
+    """A log of the bench's generator for `kind` (llama.cpp -lv 4, LM Studio, Ollama under journald):
+    thousands of requests in a real line mix, dense enough to be read a block at a time."""
+    sys.path.insert(0, str(SAMPLES.parent / "bench"))
+    import gen_llamacpp
+    import gen_lmstudio
+    import gen_ollama
+
+    out = io.StringIO()
+    if kind == "llamacpp":
+        gen_llamacpp.generate(out, 6000, None, seed)
+    elif kind == "lmstudio":
+        gen_lmstudio.generate(out, 0.4, seed)
+    else:
+        gen_ollama.generate(out, 0.4, seed)
+    return out.getvalue().encode()
+
+
+@pytest.mark.parametrize("kind", ["llamacpp", "lmstudio", "ollama"])
+def test_generated_dense_logs_give_the_same_every_way(kind: str, tmp_path: Path) -> None:
+    """A generated dense log, a mutated copy and a cut of it: the same with no accelerator, the
+    defaults, and a child forced."""
+    data = generated(kind, 3)
+    rng = random.Random(kind)
+    for name, body in (
+        ("whole", data),
+        ("mutated", mutated(data, 4)),
+        ("cut", data[: rng.randrange(len(data))]),
+    ):
+        path = tmp_path / f"{kind}-{name}.log"
+        path.write_bytes(body)
+        plain = replayed(path, PLAIN)
+        assert plain == replayed(path, Speedups()) == replayed(path, EAGER), name
