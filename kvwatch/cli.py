@@ -182,6 +182,9 @@ def build_parser() -> argparse.ArgumentParser:
         "least 4; workers: at most 4)",
     )
     _daemon_commands(sub)
+    from kvwatch.forensic import command as forensic  # (`kvwatch report`: its parser and handler)
+
+    forensic.add_parser(sub)
     return parser
 
 
@@ -810,6 +813,12 @@ def _unrecognised(name: str, lines: int, engine: str) -> str:
     return f"kvwatch: no line of {name} was recognised as {engine} output ({count})"
 
 
+def _cmd_report(args: argparse.Namespace) -> int:
+    from kvwatch.forensic import command as forensic
+
+    return forensic.run(args)
+
+
 class TerminatedError(BaseException):
     """SIGTERM during a replay (a BaseException, as KeyboardInterrupt: no `except Exception` keeps it)."""
 
@@ -854,6 +863,7 @@ def main(argv: Sequence[str] | None = None) -> int:
             "hash-password": cmd_hash_password,
             "init": cmd_init,
             "probe": cmd_probe,
+            "report": _cmd_report,
         }
         return commands[args.command](args)
     except BrokenPipeError:

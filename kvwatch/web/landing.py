@@ -146,8 +146,11 @@ def landing_page(
     alerts: Sequence[tuple[Alert, bool]],
     now: float,
     refresh: int = REFRESH,
+    *,
+    charts: str = "",
 ) -> str:
-    """The HTML of `/`: sources, the firing (alert, silenced) pairs, links; reloads every `refresh` s."""
+    """The HTML of `/`: sources, the firing (alert, silenced) pairs, links, then `charts` (the sources'
+    recent windows, kvwatch.forensic.live); reloads every `refresh` s."""
     up = sum(row.up for row in sources)
     cards = "".join(_alert(alert, silenced, now) for alert, silenced in alerts)
     rows = "".join(_source_row(row, now) for row in sources)
@@ -163,10 +166,11 @@ def landing_page(
         f"<header><h1>kvwatch {escape(version)}</h1>"
         f"<span><span class='{'firing' if alerts else 'ok'}'>{len(alerts)} alert"
         f"{'' if len(alerts) == 1 else 's'} firing</span> · {up}/{len(sources)} sources up</span>"
-        "<nav><a href='metrics'>/metrics</a><a href='healthz'>/healthz</a></nav></header>"
+        "<nav><a href='metrics'>/metrics</a><a href='healthz'>/healthz</a><a href='report'>/report</a></nav>"
+        "</header>"
         "<p class='muted'>Prefix-cache and KV-offload health from inference-engine logs. "
         f"Rendered {stamp}; reloads every {refresh:d} s.</p>"
         f"<h2>Firing alerts</h2>{cards or '<p class=ok>no alert firing</p>'}"
         f"<h2>Sources</h2><table><tr>{head}</tr>{rows}</table>"
-        "</body></html>\n"
+        f"{charts}</body></html>\n"
     )
