@@ -103,11 +103,12 @@ def minmax(
     width = (end - start) / buckets or 1.0
     out_x: list[float] = []
     out: list[list[float]] = [[] for _ in columns]
+    last = buckets - 1  # (the end's time falls in the last bucket, not one past it)
     index = 0
     while index < size:
-        bucket = int((times[index] - start) / width)
+        bucket = min(int((times[index] - start) / width), last)
         stop = index + 1
-        while stop < size and int((times[stop] - start) / width) == bucket:
+        while stop < size and min(int((times[stop] - start) / width), last) == bucket:
             stop += 1
         if stop - index == 1:
             out_x.append(times[index])

@@ -204,7 +204,7 @@ def _page(
         sources.append(SourceFacts(name, view.engine, view.counts, first, last))
     files = [f"{named[path]}: no known engine recognised any of its lines." for path in result.unrecognised]
     files += [f"{note}" for note in result.damaged]
-    alerts = [a for a in result.alerts if _within(a.at, args.since, args.until)]
+    alerts = overlapping(result.alerts, args.since, args.until)
     names = ", ".join(os.path.basename(named[path]) for path in named)
     report = page(
         data,
@@ -218,5 +218,17 @@ def _page(
     return render(report)
 
 
-def _within(at: float, since: float | None, until: float | None) -> bool:
-    return (since is None or at >= since) and (until is None or at <= until)
+def overlapping(alerts: list[Any], since: float | None, until: float | None) -> list[Any]:
+    """The transitions of the alerts that fired within [since, until] or were firing across it."""
+    low = -math.inf if since is None else since
+    high = math.inf if until is None else until
+    spans: dict[str, list[float]] = {}  # fingerprint -> [first firing, last resolved or inf]
+    for alert in alerts:
+        span = spans.setdefault(alert.fingerprint(), [math.inf, math.inf])
+        if alert.state == "firing":
+            span[0] = min(span[0], alert.at)
+            span[1] = math.inf
+        else:
+            span[1] = alert.at
+    kept = {key for key, (fired, resolved) in spans.items() if fired <= high and resolved >= low}
+    return [alert for alert in alerts if alert.fingerprint() in kept]

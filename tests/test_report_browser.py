@@ -1,0 +1,89 @@
+"""The forensic reports of the incident samples as a person sees them: rendered by Debian's headless
+chromium from the file alone, read back (charts drawn with their series and points, the words that tell
+the incident), with no console error and no request beyond the file; screenshots taken."""
+
+from __future__ import annotations
+
+import struct
+import time
+from pathlib import Path
+from typing import Any
+
+import pytest
+from cdp import Browser, Page
+from test_forensic import SAMPLES, charts, report
+
+#: sample -> what a person must read on the page
+INCIDENTS = {
+    "usage-newapi.log": (
+        "17920 = 280 \u00d7 64 tokens: 291 of 300 requests (97%)",
+        "pinned_cache_length",
+        "hit_rate_gap",
+        "cached length 17,920 on 97% of requests",
+    ),
+    "vllm-write-only-offload.log": ("write_only_offload", "84.7 GB stored, 0 bytes loaded back"),
+    "llamacpp-synthetic-incident4.log": (
+        "prefix_reuse_broken",
+        "Nothing cached: 10 of 10 requests (100%).",
+        "token hit rate 0.0%",
+    ),
+    "usage-newapi-fixed.log": ("no alert: kvwatch found no prefix-cache or offload problem",),
+}
+
+
+def drawn(page: Page) -> list[dict[str, Any]]:
+    """What the page drew: each chart element's id, series and points per series."""
+    value: list[dict[str, Any]] = page.evaluate(
+        "[...document.querySelectorAll('.plot')].map(e => ({id: e.id, series: Number(e.dataset.series), "
+        "points: JSON.parse(e.dataset.points || 'null'), canvas: e.querySelectorAll('canvas').length}))"
+    )
+    return value
+
+
+def expected(spec: dict[str, Any]) -> list[int]:
+    """The points each series of a chart specification holds (its values that are not null)."""
+    counts = []
+    for table in spec["tables"]:
+        counts.extend(sum(value is not None for value in column) for column in table[1:])
+    return counts
+
+
+def png_size(path: Path) -> tuple[int, int]:
+    """A PNG's width and height, from its header."""
+    head = path.read_bytes()[:24]
+    assert head[:8] == b"\x89PNG\r\n\x1a\n"
+    width, height = struct.unpack(">II", head[16:24])
+    return width, height
+
+
+@pytest.mark.slow
+def test_each_incident_report_reads_as_its_incident_in_chromium(tmp_path: Path) -> None:
+    """Every chart drawn with the series and points of its data; the incident's words on the page; no
+    console error; the only request the page's own file; a full-page screenshot of each."""
+    with Browser(tmp_path / "chromium") as browser:
+        for sample, words in INCIDENTS.items():
+            out = tmp_path / sample.replace(".log", "")
+            out.mkdir()
+            status, html = report(out, str(SAMPLES / sample))
+            assert 0 == status, sample
+            specs = charts(html)
+            page = Page(browser)
+            url = (out / "report.html").as_uri()
+            page.load(url)
+            count = page.wait_for("document.body.dataset.charts", time.monotonic() + 30)
+            assert str(len(specs)) == count, sample
+            seen = drawn(page)
+            assert [s["id"] for s in specs] == [d["id"] for d in seen], sample
+            for spec, chart in zip(specs, seen, strict=True):
+                assert len(spec["series"]) == chart["series"], (sample, spec["title"])
+                assert expected(spec) == chart["points"], (sample, spec["title"])
+                assert chart["canvas"] >= 1, (sample, spec["title"])
+            text = page.evaluate("document.body.innerText")
+            for phrase in words:
+                assert phrase in text, (sample, phrase)
+            assert [] == page.console_errors(), sample
+            assert [url] == page.requests(), sample
+            shot = out / "report.png"
+            page.screenshot(shot, scale=0.75)
+            width, height = png_size(shot)
+            assert 960 == width and height > 600, sample
