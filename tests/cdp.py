@@ -173,11 +173,11 @@ class Page:
             assert time.monotonic() < deadline, f"never true: {expression}"
             time.sleep(0.05)
 
-    def screenshot(self, path: Path, *, scale: float = 1.0, height: int | None = None) -> None:
-        """A PNG of the page from its top (`height` CSS pixels, or all of it), scaled by `scale`."""
+    def screenshot(self, path: Path, *, scale: float = 1.0, top: float = 0, height: float | None = None) -> None:
+        """A PNG of the page from `top` (CSS pixels) for `height` (or to its end), scaled by `scale`."""
         size = self.send("Page.getLayoutMetrics")["cssContentSize"]
-        tall = min(height or size["height"], size["height"])
-        clip = {"x": 0, "y": 0, "width": self.width, "height": tall, "scale": scale}
+        tall = min(height or size["height"], size["height"] - top)
+        clip = {"x": 0, "y": top, "width": self.width, "height": tall, "scale": scale}
         shot = self.send(
             "Page.captureScreenshot", {"format": "png", "clip": clip, "captureBeyondViewport": True}
         )

@@ -120,7 +120,7 @@ def test_since_until_and_source_narrow_the_report(tmp_path: Path) -> None:
     usage, vllm = str(SAMPLES / "usage-newapi.log"), str(SAMPLES / "vllm-write-only-offload.log")
     status, html = report(tmp_path, usage, vllm, "--source", "usage-newapi")
     assert 0 == status
-    assert "<h2>usage-newapi</h2>" in html and "<h2>vllm-write-only-offload</h2>" not in html
+    assert "<h2 class='source'>usage-newapi</h2>" in html and ">vllm-write-only-offload</h2>" not in html
     since, until = "2026-08-18T10:00:00Z", "2026-08-18T12:00:00Z"
     status, html = report(tmp_path, usage, "--since", since, "--until", until)
     assert 0 == status

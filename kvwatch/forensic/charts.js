@@ -12,7 +12,7 @@
     if (v == null) { return ""; }
     var a = Math.abs(v);
     if (a >= 1e6) { return +(v / 1e6).toFixed(a >= 1e7 ? 0 : 1) + "M"; }
-    if (a >= 1e4) { return +(v / 1e3).toFixed(0) + "k"; }
+    if (a >= 1e5) { return +(v / 1e3).toFixed(0) + "k"; }
     if (a >= 1e3) { return +(v / 1e3).toFixed(1) + "k"; }
     return String(+v.toFixed(2));
   }

@@ -178,6 +178,9 @@ def _report(args: argparse.Namespace, paths: list[str], named: dict[str, str]) -
             from kvwatch.atomic import write_atomic
 
             write_atomic(Path(args.output), html)
+            umask = os.umask(0o022)  # (a report is for sharing: the mode of a file `>` writes)
+            os.umask(umask)
+            os.chmod(args.output, 0o666 & ~umask)
     except OSError as err:
         print(f"kvwatch report: cannot write {args.output}: {err.strerror or err}", file=sys.stderr)
         return 2

@@ -200,7 +200,7 @@ def render(report: ReportPage) -> str:
     blind = "".join(f"<li>{escape(line)}</li>" for line in report.blind) or "<li>nothing left out</li>"
     narrowed = f" · narrowed to {escape(', '.join(report.narrowed))}" if report.narrowed else ""
     sections = "".join(
-        f"<h2>{escape(section.source)}</h2>"
+        f"<h2 class='source'>{escape(section.source)}</h2>"
         + (chart_cards(section) if section.charts else "<p class='muted'>nothing to draw for this source</p>")
         for section in report.sections
     )
