@@ -48,7 +48,7 @@ def main() -> None:
             subprocess.run(argv, cwd=ROOT, check=True)
             page = Page(browser)
             page.load(html.as_uri())
-            page.wait_for("document.body.dataset.charts", time.monotonic() + 30)
+            page.wait_for("document.documentElement.dataset.charts", time.monotonic() + 30)
             charts = page.evaluate("document.querySelector('h2.source').getBoundingClientRect().top")
             page.screenshot(out / f"{name}-summary.png", scale=SCALE, height=charts - 10)
             page.screenshot(out / f"{name}-charts.png", scale=SCALE, top=charts - 10)

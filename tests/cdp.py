@@ -173,7 +173,9 @@ class Page:
             assert time.monotonic() < deadline, f"never true: {expression}"
             time.sleep(0.05)
 
-    def screenshot(self, path: Path, *, scale: float = 1.0, top: float = 0, height: float | None = None) -> None:
+    def screenshot(
+        self, path: Path, *, scale: float = 1.0, top: float = 0, height: float | None = None
+    ) -> None:
         """A PNG of the page from `top` (CSS pixels) for `height` (or to its end), scaled by `scale`."""
         size = self.send("Page.getLayoutMetrics")["cssContentSize"]
         tall = min(height or size["height"], size["height"] - top)

@@ -11,6 +11,7 @@ from typing import Any
 
 import pytest
 from cdp import Browser, Page
+from daemon_helpers import Kvwatch, file_source, wait_until, write_config
 from test_forensic import SAMPLES, charts, report
 
 #: sample -> what a person must read on the page
@@ -70,7 +71,7 @@ def test_each_incident_report_reads_as_its_incident_in_chromium(tmp_path: Path) 
             page = Page(browser)
             url = (out / "report.html").as_uri()
             page.load(url)
-            count = page.wait_for("document.body.dataset.charts", time.monotonic() + 30)
+            count = page.wait_for("document.documentElement.dataset.charts", time.monotonic() + 30)
             assert str(len(specs)) == count, sample
             seen = drawn(page)
             assert [s["id"] for s in specs] == [d["id"] for d in seen], sample
@@ -87,3 +88,26 @@ def test_each_incident_report_reads_as_its_incident_in_chromium(tmp_path: Path) 
             page.screenshot(shot, scale=0.75)
             width, height = png_size(shot)
             assert 960 == width and height > 600, sample
+
+
+@pytest.mark.slow
+def test_the_landing_page_draws_each_window_without_fetching_anything(tmp_path: Path) -> None:
+    """The daemon's `/`, read by chromium: the pinned gateway's window charted (the pin on it, the
+    alerts marked), no console error, no request but the page's own."""
+    log = tmp_path / "usage.log"
+    log.write_bytes((SAMPLES / "usage-newapi.log").read_bytes())
+    config = write_config(tmp_path / "c.toml", file_source("gw", log, engine="usage"))
+    daemon = Kvwatch(["--config", str(config)], tmp_path / "k.log")
+    wait_until(lambda: "pinned_cache_length" in daemon.get("/")[2], 30.0, "the pin found")
+    with Browser(tmp_path / "chromium") as browser:
+        page = Page(browser)
+        page.load(daemon.url + "/")
+        count = int(page.wait_for("document.documentElement.dataset.charts", time.monotonic() + 30))
+        seen = drawn(page)
+        text = page.evaluate("document.body.innerText")
+        errors, requests = page.console_errors(), page.requests()
+    assert 0 == daemon.stop()
+    assert 5 == count == len(seen) and all(chart["canvas"] for chart in seen)
+    assert "17920 = 280 \u00d7 64 tokens" in text and "Recent window: gw" in text
+    assert [] == errors
+    assert [daemon.url + "/"] == requests

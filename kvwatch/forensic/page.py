@@ -207,6 +207,7 @@ def render(report: ReportPage) -> str:
     return (
         "<!doctype html><html lang='en'><head><meta charset='utf-8'>"
         "<meta name='viewport' content='width=device-width,initial-scale=1'>"
+        "<link rel='icon' href='data:,'>"
         f"<title>{escape(report.title)}</title><style>{CSS}{CHART_CSS}</style></head><body>"
         f"<header><h1>{escape(report.title)}</h1>"
         f"<p class='muted'>Period {escape(period)}{narrowed}</p></header>"

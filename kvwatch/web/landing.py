@@ -162,6 +162,7 @@ def landing_page(
         "<!doctype html><html lang='en'><head><meta charset='utf-8'>"
         f"<meta http-equiv='refresh' content='{refresh:d}'>"
         "<meta name='viewport' content='width=device-width,initial-scale=1'>"
+        "<link rel='icon' href='data:,'>"  # (no /favicon.ico request, no 404)
         f"<title>kvwatch: {len(alerts)} firing</title><style>{_CSS}</style></head><body>"
         f"<header><h1>kvwatch {escape(version)}</h1>"
         f"<span><span class='{'firing' if alerts else 'ok'}'>{len(alerts)} alert"
