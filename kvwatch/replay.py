@@ -72,6 +72,8 @@ class ReplayResult:
     unrecognised: list[str] = field(default_factory=list)  # the files of which no line was recognised
     damaged: list[str] = field(default_factory=list)  # "path: what was wrong" for damaged gzip files
     lines: dict[str, int] = field(default_factory=dict)  # lines read, per file
+    #: the alerts firing at the end as the alert book holds them (summary and evidence of the last tick)
+    firing: list[Alert] = field(default_factory=list)
 
 
 @dataclass
@@ -364,4 +366,5 @@ def _replay(
         summary.sources[source].engine = ", ".join(found)
     unrecognised = [path for path, counts in read.items() if counts.recognized == 0]
     lines = {path: counts.lines for path, counts in read.items()}
-    return ReplayResult(registry, metrics, summary, alerts, unrecognised, notes.damaged, lines)
+    firing = list(pipeline.book.firing())
+    return ReplayResult(registry, metrics, summary, alerts, unrecognised, notes.damaged, lines, firing)

@@ -65,6 +65,9 @@ def test_the_pinned_gateway_report_shows_the_pin_its_blocks_and_both_entries_rat
     assert 0 == status
     text = visible(html)
     assert "What kvwatch concluded: 2 alerts" in text
+    # (an alert still firing at the end is told in its latest words)
+    assert "still firing at the end of the log: summary and evidence as of then" in text
+    assert "98% of the last 50 requests reused exactly 17920 tokens" in text
     for words in ("pinned_cache_length", "hit_rate_gap", "Strip the per-request header at the gateway"):
         assert words in text, words
     assert "17920 = 280 \u00d7 64 tokens: 291 of 300 requests (97%)" in text

@@ -111,3 +111,27 @@ def test_the_landing_page_draws_each_window_without_fetching_anything(tmp_path: 
     assert "17920 = 280 \u00d7 64 tokens" in text and "Recent window: gw" in text
     assert [] == errors
     assert [daemon.url + "/"] == requests
+
+
+@pytest.mark.slow
+def test_every_sample_report_draws_what_it_holds_without_an_error(tmp_path: Path) -> None:
+    """Each bundled sample's report, whatever its engine: every chart drawn with its data's series and
+    points, no console error, no request but the file."""
+    logs = sorted([*SAMPLES.glob("*.log"), *SAMPLES.glob("*.log.*.gz")])
+    assert len(logs) > 40
+    with Browser(tmp_path / "chromium") as browser:
+        for log in logs:
+            out = tmp_path / log.name
+            out.mkdir()
+            status, html = report(out, str(log))
+            assert 0 == status, log.name
+            page = Page(browser)
+            url = (out / "report.html").as_uri()
+            page.load(url)
+            page.wait_for("document.documentElement.dataset.charts", time.monotonic() + 30)
+            specs = charts(html)
+            assert [(len(s["series"]), expected(s)) for s in specs] == [
+                (d["series"], d["points"]) for d in drawn(page)
+            ], log.name
+            assert ([], [url]) == (page.console_errors(), page.requests()), log.name
+            page.send("Page.close")

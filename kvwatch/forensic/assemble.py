@@ -83,6 +83,7 @@ def page(
     made: str,
     files: Iterable[str] = (),
     narrowed: Sequence[str] = (),
+    firing: Sequence[Alert] = (),
 ) -> ReportPage:
     """The report's page of `sources` (in that order)."""
     names = [source.name for source in sources]
@@ -117,6 +118,7 @@ def page(
         build(data, shown, names),
         made,
         list(narrowed),
+        [a for a in firing if a.labels.get("source") in names],
     )
 
 

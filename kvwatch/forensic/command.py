@@ -217,6 +217,7 @@ def _page(
         made=f"kvwatch report of {len(named)} file{'' if len(named) == 1 else 's'}",
         files=files,
         narrowed=narrowing(args.since, args.until, args.source),
+        firing=result.firing if args.until is None else [],  # (its words are the log's end's)
     )
     return render(report)
 

@@ -54,4 +54,5 @@ def window_report(
         title="kvwatch report: the daemon's recent windows",
         made=f"kvwatch {version} daemon: its windows (the last hour per source) and its firing alerts",
     )
+    # (the book's alerts are the transitions and hold their latest words already)
     return render(report)

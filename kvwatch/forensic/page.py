@@ -77,11 +77,13 @@ class ReportPage:
     title: str
     period: tuple[float, float] | None
     sources: list[SourceInfo]
-    alerts: list[Alert]
+    alerts: list[Alert]  # the transitions
     blind: list[str]  # what kvwatch could not see, one sentence each
     sections: list[SourceCharts]
     made: str = ""  # how it was made, e.g. the command, for the footer
     narrowed: list[str] = field(default_factory=list)  # the narrowing asked for (--since, ...)
+    #: the alerts firing at the end as the alert book holds them (their words as of the last tick)
+    firing: list[Alert] = field(default_factory=list)
 
 
 @cache
@@ -135,14 +137,20 @@ def chart_cards(section: SourceCharts) -> str:
     return f"<div class='charts'>{''.join(cards)}</div>"
 
 
-def _transitions(alerts: Sequence[Alert]) -> list[tuple[Alert, list[str]]]:
-    """Each alert once (its last firing transition) with when it fired and resolved."""
+def _transitions(alerts: Sequence[Alert], firing: Sequence[Alert]) -> list[tuple[Alert, list[str]]]:
+    """Each alert once with when it fired and resolved: as the book holds it at the end when it still
+    fires then (its latest words), else as its last firing transition said it."""
     kept: dict[str, tuple[Alert, list[str]]] = {}
     for alert in alerts:
         key = alert.fingerprint()
         last, times = kept.get(key, (alert, []))
         times.append(f"{alert.state} {stamp(alert.at)}")
         kept[key] = (alert if alert.state == "firing" else last, times)
+    for alert in firing:
+        key = alert.fingerprint()
+        if key in kept:
+            still = "still firing at the end of the log: summary and evidence as of then"
+            kept[key] = (alert, [*kept[key][1], still])
     return list(kept.values())
 
 
@@ -184,7 +192,7 @@ def _sources_table(sources: Sequence[SourceInfo]) -> str:
 
 def render(report: ReportPage) -> str:
     """The whole HTML file."""
-    alerts = _transitions(report.alerts)
+    alerts = _transitions(report.alerts, report.firing)
     if report.period is not None:
         first, last = report.period
         period = f"{stamp(first)} to {stamp(last)} ({_span(last - first)})"
@@ -192,11 +200,12 @@ def render(report: ReportPage) -> str:
         period = "no event with a time"
     cards = "".join(alert_card(alert, times) for alert, times in alerts)
     firing = len(alerts)
-    verdict = (
-        f"<span class='{'muted' if not firing else ''}'>{firing} alert{'' if firing == 1 else 's'}</span>"
-        if firing
-        else "<span class='ok'>no alert: kvwatch found no prefix-cache or offload problem</span>"
-    )
+    if firing:
+        verdict = f"<span>{firing} alert{'' if firing == 1 else 's'}</span>"
+    elif report.blind:
+        verdict = "<span>no alert, but see what kvwatch could not see</span>"
+    else:
+        verdict = "<span class='ok'>no alert: kvwatch found no prefix-cache or offload problem</span>"
     blind = "".join(f"<li>{escape(line)}</li>" for line in report.blind) or "<li>nothing left out</li>"
     narrowed = f" · narrowed to {escape(', '.join(report.narrowed))}" if report.narrowed else ""
     sections = "".join(
