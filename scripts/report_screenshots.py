@@ -1,11 +1,13 @@
 """Rewrite docs/report/*.png, the screenshots docs/report.md shows: each incident sample's report rendered
-by headless chromium (tests/cdp.py), its summary and its charts, at 0.6 scale.
+by headless chromium (tests/cdp.py), its summary and its charts, at 0.6 scale; made smaller by Debian's
+pngquant (256 colours) where it is installed.
 
     python scripts/report_screenshots.py
 """
 
 from __future__ import annotations
 
+import shutil
 import subprocess
 import sys
 import tempfile
@@ -52,7 +54,13 @@ def main() -> None:
             charts = page.evaluate("document.querySelector('h2.source').getBoundingClientRect().top")
             page.screenshot(out / f"{name}-summary.png", scale=SCALE, height=charts - 10)
             page.screenshot(out / f"{name}-charts.png", scale=SCALE, top=charts - 10)
-            print(f"docs/report/{name}-summary.png, docs/report/{name}-charts.png")
+            shots = [out / f"{name}-summary.png", out / f"{name}-charts.png"]
+            if shutil.which("pngquant"):
+                subprocess.run(
+                    ["pngquant", "--force", "--ext", ".png", "--skip-if-larger", *map(str, shots)],
+                    check=False,
+                )
+            print(", ".join(str(shot.relative_to(ROOT)) for shot in shots))
 
 
 if __name__ == "__main__":

@@ -65,6 +65,26 @@
           var ctx = u.ctx, b = u.bbox, lastLabel = -1e9;
           ctx.save();
           ctx.font = Math.round(11 * devicePixelRatio) + "px system-ui,sans-serif";
+          (spec.lines || []).forEach(function (line) {
+            var y = u.valToPos(line.v, "y", true);
+            ctx.strokeStyle = "#7b2d8e";
+            ctx.fillStyle = "#7b2d8e";
+            ctx.lineWidth = 1.5 * devicePixelRatio;
+            ctx.setLineDash([8 * devicePixelRatio, 4 * devicePixelRatio]);
+            ctx.beginPath();
+            ctx.moveTo(b.left, y);
+            ctx.lineTo(b.left + b.width, y);
+            ctx.stroke();
+            ctx.font = "bold " + Math.round(12 * devicePixelRatio) + "px system-ui,sans-serif";
+            ctx.textAlign = "right";
+            var right = b.left + b.width - 4 * devicePixelRatio, px = devicePixelRatio;
+            var wide = ctx.measureText(line.text).width;
+            ctx.fillStyle = "rgba(255,255,255,0.9)";  /* (legible over the points) */
+            ctx.fillRect(right - wide - 4 * px, y - 20 * px, wide + 8 * px, 16 * px);
+            ctx.fillStyle = "#7b2d8e";
+            ctx.fillText(line.text, right, y - 7 * px);
+            ctx.font = Math.round(11 * devicePixelRatio) + "px system-ui,sans-serif";
+          });
           (spec.markers || []).forEach(function (m) {
             var x = u.valToPos(m.t, "x", true);
             if (x < b.left - 1 || x > b.left + b.width + 1) { return; }

@@ -143,8 +143,11 @@ def _drawn_note(count: int, drawn: int, what: str) -> str:
     )
 
 
-def timeline(group: RequestGroup, markers: Sequence[Marker], chart_id: str) -> dict[str, Any]:
-    """Prompt and cached length per request, by lane where there are a few, alerts marked."""
+def timeline(
+    group: RequestGroup, markers: Sequence[Marker], chart_id: str, block_size: int = 0
+) -> dict[str, Any]:
+    """Prompt and cached length per request, by lane where there are a few, alerts marked; a cached
+    length on a DOMINANT share of the requests drawn as a labelled line."""
     lanes = group.lanes if 1 < len(group.lanes) <= MAX_LANES else [""]
     budget = max(100, TIMELINE_BUCKETS // len(lanes))
     tables, series, drawn = [], [], 0
@@ -176,7 +179,18 @@ def timeline(group: RequestGroup, markers: Sequence[Marker], chart_id: str) -> d
         "markers": [m.spec() for m in markers if applies(m, group.labels)],
         "note": _drawn_note(len(group.time), drawn, "requests"),
         "subtitle": _request_subtitle(group),
+        "lines": _pinned_line(group, block_size),
     }
+
+
+def _pinned_line(group: RequestGroup, block_size: int) -> list[dict[str, Any]]:
+    """The cached length a DOMINANT share of the group's requests have, as a line to draw ([]: none)."""
+    common = Counter(c for c in group.cached if c > 0).most_common(1)
+    if not common or common[0][1] / len(group.time) < DOMINANT:
+        return []
+    length, count = int(common[0][0]), common[0][1]
+    arithmetic = blocks(length, block_size).replace(" x ", " \u00d7 ")
+    return [{"v": length, "text": f"cached {arithmetic} on {count / len(group.time):.0%} of requests"}]
 
 
 def _request_subtitle(group: RequestGroup) -> str:
@@ -410,7 +424,7 @@ def build(
             )
         )
         for group in groups:
-            charts.append(timeline(group, markers, next_id()))
+            charts.append(timeline(group, markers, next_id(), block))
             chart, lines = distribution(group, block, next_id())
             charts.append(chart)
             words[chart["id"]] = lines
