@@ -175,3 +175,39 @@ def test_the_daemon_serves_its_report_behind_its_web_auth(tmp_path: Path) -> Non
     landing = daemon.get("/", good)[2]
     assert "<a href='report'>/report</a>" in landing and "Prompt vs cached length per request" in landing
     assert 0 == daemon.stop()
+
+
+@pytest.mark.parametrize(
+    "sample", ["vllm-write-only-offload.log", "llamacpp-healthy-two-slots.log", "usage-anthropic-correct.log",
+               "lmcache-0.3.12-write-only.log"],
+)  # fmt: skip
+def test_the_daemons_windows_chart_what_the_report_of_the_same_log_does(sample: str) -> None:
+    """Where the windows keep a whole (short) log, the charts drawn from them hold the report's
+    requests, offload totals and rate lines."""
+    from kvwatch.forensic.collect import EventCollector, from_windows
+    from kvwatch.parsers.base import ParserSettings
+    from kvwatch.replay import plan, replay
+    from kvwatch.window import Windows
+
+    collector, windows = EventCollector(), Windows()
+    path = str(SAMPLES / sample)
+    replay(
+        plan([path], "auto", None), ParserSettings(year=2026), observers=[collector.observe, windows.observe]
+    )
+    events, kept = collector.data, from_windows(windows)
+    assert {k: len(g.time) for k, g in events.groups.items()} == {
+        k: len(g.time) for k, g in kept.groups.items()
+    }
+    for key, group in events.groups.items():
+        assert sorted(group.cached) == sorted(kept.groups[key].cached), key
+    assert set(events.rates) == set(kept.rates)
+    for source in {s for s, _ in events.offloads}:
+        logged = [t for (s, _), t in events.offloads.items() if s == source]
+        (held,) = [t for (s, _), t in kept.offloads.items() if s == source] or [None]
+        assert held is not None, source
+        if held.unit == "bytes":  # (vLLM: one engine's KV Transfer lines, summed per second)
+            assert (sum(logged[0].stored), sum(logged[0].loaded)) == (sum(held.stored), sum(held.loaded))
+        else:  # (an offload layer: each worker's stores, the busiest one's per second; all loads)
+            stored = [sum(t.stored) for t in logged]
+            assert max(stored) <= sum(held.stored) <= sum(stored), source
+            assert sum(sum(t.loaded) for t in logged) == sum(held.loaded), source
