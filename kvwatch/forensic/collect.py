@@ -24,6 +24,7 @@ from kvwatch.model import (
     RequestRecord,
     ServerRestart,
     UsageRecord,
+    UsageSkipped,
     VllmKvTransfer,
     VllmPrefixV0,
     VllmStats,
@@ -188,6 +189,9 @@ class EventCollector:
             (OffloadTransfer, self._transfer),
             (EngineFact, self._fact),
             (ServerRestart, self._restart),
+            # (a gateway row that is no request carries the last time seen, or the clock's start before
+            # any: it says nothing of the period)
+            (UsageSkipped, self._ignored),
         ):
             if issubclass(kind, base):
                 take = taker
@@ -198,6 +202,9 @@ class EventCollector:
                 take = self._adapted
         self._takers[kind] = take
         return take
+
+    def _ignored(self, event: Event) -> None:
+        pass
 
     def _other(self, event: Event) -> None:
         self.data.seen(event.source, event.time)
