@@ -404,9 +404,8 @@ def build(
         groups = [g for (s, _), g in sorted(data.groups.items()) if s == source and len(g.time)]
         rates = [r for (s, _), r in sorted(data.rates.items()) if s == source and len(r.time)]
         tiers = [o for (s, _), o in sorted(data.offloads.items()) if s == source]
-        times = [t for g in groups for t in (g.time[0], g.time[-1])] + [
-            t for r in rates for t in (r.time[0], r.time[-1])
-        ]
+        spans = [series.time for series in groups] + [series.time for series in rates]
+        times = [t for stamps in spans for t in (min(stamps), max(stamps))]
         charts: list[dict[str, Any]] = []
         words: dict[str, list[str]] = {}
         if times:
