@@ -211,3 +211,16 @@ def test_the_daemons_windows_chart_what_the_report_of_the_same_log_does(sample: 
             stored = [sum(t.stored) for t in logged]
             assert max(stored) <= sum(held.stored) <= sum(stored), source
             assert sum(sum(t.loaded) for t in logged) == sum(held.loaded), source
+
+
+def test_a_missing_log_or_output_folder_is_refused_with_exit_2(tmp_path: Path, capsys: Any) -> None:
+    """A missing FILE, and an output in a folder that does not exist (none is made), exit 2 with the
+    path and the reason."""
+    assert 2 == main(["report", str(tmp_path / "nope.log"), "-o", str(tmp_path / "r.html")])
+    assert (
+        f"kvwatch: cannot read {tmp_path / 'nope.log'}: No such file or directory" in capsys.readouterr().err
+    )
+    out = tmp_path / "missing" / "r.html"
+    assert 2 == main(["report", str(SAMPLES / "usage-newapi.log"), "-o", str(out)])
+    assert f"cannot write {out}: no such directory" in capsys.readouterr().err
+    assert not out.parent.exists()

@@ -152,7 +152,14 @@ def _report(args: argparse.Namespace, paths: list[str], named: dict[str, str]) -
     settings = ParserSettings(
         year=args.year, now_year=datetime.now(timezone.utc).year, tz=args.tz, start=args.start
     )
-    inputs = plan(paths, args.engine, args.label)
+    try:
+        inputs = plan(paths, args.engine, args.label)
+    except OSError as err:
+        print(
+            f"kvwatch: cannot read {named.get(err.filename, err.filename)}: {err.strerror or err}",
+            file=sys.stderr,
+        )
+        return 2
     known = sorted({item.source for item in inputs})
     unknown = [name for name in args.source if name not in known]
     if unknown:
@@ -177,6 +184,8 @@ def _report(args: argparse.Namespace, paths: list[str], named: dict[str, str]) -
         else:
             from kvwatch.atomic import write_atomic
 
+            if not Path(args.output).parent.is_dir():  # (as a shell's `>`: no folder is made)
+                raise FileNotFoundError(2, "no such directory")
             write_atomic(Path(args.output), html)
             umask = os.umask(0o022)  # (a report is for sharing: the mode of a file `>` writes)
             os.umask(umask)
