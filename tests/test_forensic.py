@@ -224,3 +224,22 @@ def test_a_missing_log_or_output_folder_is_refused_with_exit_2(tmp_path: Path, c
     assert 2 == main(["report", str(SAMPLES / "usage-newapi.log"), "-o", str(out)])
     assert f"cannot write {out}: no such directory" in capsys.readouterr().err
     assert not out.parent.exists()
+
+
+def test_text_from_a_log_cannot_break_out_of_the_page() -> None:
+    """An entry and model named like markup reach the page escaped: in the HTML, and inside the inline
+    JSON (no `</script>` can end it); the chart library shows labels as text."""
+    from kvwatch.forensic.assemble import SourceFacts, page
+    from kvwatch.forensic.collect import EventCollector
+    from kvwatch.forensic.page import render
+    from kvwatch.model import SourceCounts, UsageRecord
+
+    collector = EventCollector()
+    evil = "</script><img src=x onerror=alert(1)>"
+    for turn in range(3):
+        collector.observe(UsageRecord("gw<b>", 1787212800.0 + turn, evil, evil, 1000 * (turn + 1), 512))
+    facts = [SourceFacts("gw<b>", "usage", SourceCounts(3, 3), 1787212800.0, 1787212802.0)]
+    html = render(page(collector.data, [], facts, title="t", made="m"))
+    assert "<img" not in html and "<b>" not in html
+    assert "&lt;/script&gt;&lt;img" in html  # (the titles, escaped)
+    assert [evil + " · " + evil] == [s["label"] for s in charts(html)[0]["series"]]
