@@ -17,20 +17,10 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
-#: Headless, no sandbox (tests run as root), and nothing that would reach beyond the page.
-FLAGS = (
-    "--headless",
-    "--no-sandbox",
-    "--disable-gpu",
-    "--disable-quic",
-    "--no-first-run",
-    "--disable-background-networking",
-    "--disable-component-update",
-    "--disable-sync",
-    "--disable-extensions",
-    "--hide-scrollbars",
-    "--font-render-hinting=none",
-)
+from test_landing_browser import CHROMIUM_FLAGS
+
+#: The suite's flags for chromium (headless, no sandbox, nothing reaching out), and quieter drawing.
+FLAGS = (*CHROMIUM_FLAGS, "--disable-extensions", "--hide-scrollbars", "--font-render-hinting=none")
 
 
 def _high(fd: int) -> int:

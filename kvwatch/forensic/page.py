@@ -18,8 +18,7 @@ from importlib import resources
 
 from kvwatch.forensic.charts import SourceCharts
 from kvwatch.model import Alert
-from kvwatch.notify.payload import jsonable
-from kvwatch.web.landing import evidence_value
+from kvwatch.web.landing import alert_card
 
 #: The vendored chart library's version (kvwatch/forensic/vendor/README.md records its origin).
 UPLOT_VERSION = "1.6.32"
@@ -154,25 +153,6 @@ def _transitions(alerts: Sequence[Alert], firing: Sequence[Alert]) -> list[tuple
     return list(kept.values())
 
 
-def alert_card(alert: Alert, times: Sequence[str]) -> str:
-    """One alert as the landing page shows it: what, where, when, summary, cause, evidence, fix."""
-    labels = ", ".join(f"{k}={v}" for k, v in sorted(alert.labels.items()))
-    evidence = "".join(
-        f"<dt>{escape(str(key))}</dt><dd>{escape(evidence_value(str(key), value))}</dd>"
-        for key, value in jsonable(alert.evidence).items()
-    )
-    severity = escape(alert.severity)
-    return (
-        f"<section class='alert {severity}'>"
-        f"<h3><span class='sev'>{severity}</span> {escape(alert.alert)}</h3>"
-        f"<p class='muted'>{escape(labels)} · {escape('; '.join(times))}</p>"
-        f"<p class='summary'>{escape(alert.summary)}</p>"
-        f"<p class='label'>Cause</p><p>{escape(alert.cause)}</p>"
-        f"<p class='label'>Evidence</p><dl>{evidence}</dl>"
-        f"<p class='label'>Fix</p><p>{escape(alert.fix)}</p></section>"
-    )
-
-
 def _sources_table(sources: Sequence[SourceInfo]) -> str:
     head = "".join(f"<th>{name}</th>" for name in ("source", "engine", "version", "first line", "last line"))
     head += "".join(f"<th class='n'>{name}</th>" for name in ("lines read", "recognised", "parse errors"))
@@ -198,7 +178,7 @@ def render(report: ReportPage) -> str:
         period = f"{stamp(first)} to {stamp(last)} ({_span(last - first)})"
     else:
         period = "no event with a time"
-    cards = "".join(alert_card(alert, times) for alert, times in alerts)
+    cards = "".join(alert_card(alert, "; ".join(times)) for alert, times in alerts)
     firing = len(alerts)
     if firing:
         verdict = f"<span>{firing} alert{'' if firing == 1 else 's'}</span>"

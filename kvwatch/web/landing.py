@@ -122,8 +122,14 @@ def _source_row(row: SourceRow, now: float) -> str:
 
 def _alert(alert: Alert, silenced: bool, now: float) -> str:
     """One firing alert as a card: what, where, since when, summary, cause, evidence, fix."""
-    labels = ", ".join(f"{k}={v}" for k, v in sorted(alert.labels.items()))
     note = " · silenced: not notified" if silenced else ""
+    return alert_card(alert, f"firing since {when(alert.at, now)}{note}")
+
+
+def alert_card(alert: Alert, status: str) -> str:
+    """An alert as a card: its name, labels and `status` (e.g. since when it fires), summary, cause,
+    evidence, fix (also the forensic report's, kvwatch.forensic.page)."""
+    labels = ", ".join(f"{k}={v}" for k, v in sorted(alert.labels.items()))
     evidence = "".join(
         f"<dt>{escape(str(key))}</dt><dd>{escape(evidence_value(str(key), value))}</dd>"
         for key, value in jsonable(alert.evidence).items()
@@ -132,7 +138,7 @@ def _alert(alert: Alert, silenced: bool, now: float) -> str:
     return (
         f"<section class='alert {severity}'>"
         f"<h3><span class='sev'>{severity}</span> {escape(alert.alert)}</h3>"
-        f"<p class='muted'>{escape(labels)} · firing since {escape(when(alert.at, now))}{note}</p>"
+        f"<p class='muted'>{escape(labels)} · {escape(status)}</p>"
         f"<p class='summary'>{escape(alert.summary)}</p>"
         f"<p class='label'>Cause</p><p>{escape(alert.cause)}</p>"
         f"<p class='label'>Evidence</p><dl>{evidence}</dl>"
