@@ -187,7 +187,7 @@ def test_the_daemons_windows_chart_what_the_report_of_the_same_log_does(sample: 
     from kvwatch.forensic.collect import EventCollector, from_windows
     from kvwatch.parsers.base import ParserSettings
     from kvwatch.replay import plan, replay
-    from kvwatch.window import Windows
+    from kvwatch.windows.window import Windows
 
     collector, windows = EventCollector(), Windows()
     path = str(SAMPLES / sample)

@@ -16,18 +16,16 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from kvwatch.engines import ENGINES, engine_of
-from kvwatch.engines.base import RequestAdapter
+from kvwatch.engines.capabilities import ConvertsRequests, RequestAdapter
 from kvwatch.model import (
+    CacheRateSample,
     EngineFact,
     Event,
+    OffloadCounters,
     OffloadTransfer,
     RequestRecord,
     ServerRestart,
     UsageRecord,
-    UsageSkipped,
-    VllmKvTransfer,
-    VllmPrefixV0,
-    VllmStats,
 )
 
 NAN = math.nan
@@ -165,7 +163,6 @@ class EventCollector:
         self.since, self.until = since, until
         self._takers: dict[type, Callable[[Any], None]] = {}
         self._adapters: dict[tuple[str, str], RequestAdapter | None] = {}
-        self._last_prompt: dict[tuple[str, str], float] = {}  # (source, engine) -> last stats' throughput
 
     def observe(self, event: Event) -> None:
         """Take one event in (the pipeline's observer)."""
@@ -181,35 +178,28 @@ class EventCollector:
         """How events of `kind` are taken in, remembered (a subclass is taken as its base)."""
         take: Callable[[Any], None] = self._other
         for base, taker in (
-            (VllmStats, self._stats),
-            (VllmPrefixV0, self._prefix_v0),
-            (VllmKvTransfer, self._kv),
+            (CacheRateSample, self._stats),
+            (OffloadCounters, self._kv),
             (UsageRecord, self._usage),
             (RequestRecord, self._record),
             (OffloadTransfer, self._transfer),
             (EngineFact, self._fact),
             (ServerRestart, self._restart),
-            # (a gateway row that is no request carries the last time seen, or the clock's start before
-            # any: it says nothing of the period)
-            (UsageSkipped, self._ignored),
         ):
             if issubclass(kind, base):
                 take = taker
                 break
         else:
             owner = engine_of(kind)
-            if owner and ENGINES[owner].requests is not None:
+            if owner and isinstance(ENGINES[owner], ConvertsRequests):
                 take = self._adapted
         self._takers[kind] = take
         return take
 
-    def _ignored(self, event: Event) -> None:
-        pass
-
     def _other(self, event: Event) -> None:
         self.data.seen(event.source, event.time)
 
-    def _stats(self, event: VllmStats) -> None:
+    def _stats(self, event: CacheRateSample) -> None:
         data = self.data
         data.seen(event.source, event.time)
         series = data.rates.get((event.source, event.engine)) or data.rate(event.source, event.engine)
@@ -218,19 +208,8 @@ class EventCollector:
         series.hit.append(NAN if hit is None else hit)
         series.weight.append(event.prompt_throughput)
         series.external.append(NAN if external is None else external)
-        self._last_prompt[event.source, event.engine] = event.prompt_throughput
 
-    def _prefix_v0(self, event: VllmPrefixV0) -> None:
-        # (V0 prints the rate on a record of its own: weighed by the engine's last stats line)
-        data = self.data
-        data.seen(event.source, event.time)
-        series = data.rate(event.source, event.engine)
-        series.time.append(event.time)
-        series.hit.append(event.hit)
-        series.weight.append(self._last_prompt.get((event.source, event.engine), 1.0))
-        series.external.append(NAN)
-
-    def _kv(self, event: VllmKvTransfer) -> None:
+    def _kv(self, event: OffloadCounters) -> None:
         data = self.data
         data.seen(event.source, event.time)
         labels = {"source": event.source, "engine": event.engine}
@@ -274,19 +253,22 @@ class EventCollector:
         group.add(record.time, record.prompt_tokens, record.cached_tokens, lane_of(record), record.derived)
 
     def _adapted(self, event: Event) -> None:
-        """An engine's own request event: its engine-neutral record, by the source's adapter."""
-        self.data.seen(event.source, event.time)
+        """An engine's own request event: its engine-neutral record, by the source's adapter. One that
+        is no request says nothing of the period (a gateway's row that is none carries the time of the
+        last row, or the clock's start before any)."""
         owner = engine_of(type(event)) or ""
         key = (event.source, owner)
         if key not in self._adapters:
-            start = ENGINES[owner].requests
-            self._adapters[key] = start() if start is not None else None
+            engine = ENGINES[owner]
+            self._adapters[key] = engine.requests() if isinstance(engine, ConvertsRequests) else None
         adapter = self._adapters[key]
         if adapter is None:
             return
-        _, record = adapter.convert(event)
+        basis, record = adapter.convert(event)
         if record is not None:
             self._record(record)
+        elif basis is not None:
+            self.data.seen(event.source, event.time)
 
     def _fact(self, event: EngineFact) -> None:
         self.data.seen(event.source, event.time)
