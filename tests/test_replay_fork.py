@@ -224,7 +224,7 @@ def test_a_replay_stopped_alone_leaves_no_child_behind(tmp_path: Path, sig: int)
 
     log = tmp_path / "llama.log"
     with log.open("w") as out:
-        gen_llamacpp.generate(out, 120000, None, 1)  # (past a dense log's threshold for a child)
+        gen_llamacpp.generate(out, 400000, None, 1)  # (a dense log big enough for a child, and to stop)
     proc = _replay_running(log)
     workers = _seen(proc, lambda: _children_of(proc.pid), "child")  # (up: the parse is under way)
     proc.send_signal(sig)

@@ -12,8 +12,9 @@ from pathlib import Path
 import pytest
 
 PACKAGE = Path(__file__).resolve().parents[1] / "kvwatch"
-#: What may import the replay room from outside it: the command line (`kvwatch replay`, `--version`).
-DOORS = ("cli",)
+#: What may import the replay room from outside it: the command line (`kvwatch replay`, `--version`) and
+#: the forensic report (`kvwatch report`, a replay rendered as a page).
+DOORS = ("cli", "forensic")
 
 
 def imported(path: Path) -> set[str]:
@@ -29,7 +30,8 @@ def imported(path: Path) -> set[str]:
 
 
 def test_only_the_command_line_imports_the_replay_room() -> None:
-    """No module outside kvwatch/replay/ but the command line's imports kvwatch.replay or a part of it."""
+    """No module outside kvwatch/replay/ but the command line's and the report's imports kvwatch.replay or
+    a part of it."""
     entering = []
     for path in sorted(PACKAGE.rglob("*.py")):
         inside = path.relative_to(PACKAGE).parts

@@ -15,7 +15,7 @@ from __future__ import annotations
 import heapq
 import os
 import re
-from collections.abc import Generator, Iterable, Iterator, Sequence
+from collections.abc import Callable, Generator, Iterable, Iterator, Sequence
 from dataclasses import dataclass, field
 from itertools import chain
 from pathlib import Path
@@ -80,6 +80,8 @@ class ReplayResult:
     unrecognised: list[str] = field(default_factory=list)  # the files of which no line was recognised
     damaged: list[str] = field(default_factory=list)  # "path: what was wrong" for damaged gzip files
     lines: dict[str, int] = field(default_factory=dict)  # lines read, per file
+    #: the alerts firing at the end as the alert book holds them (summary and evidence of the last tick)
+    firing: list[Alert] = field(default_factory=list)
     slower: str | None = None  # why this replay ran slower than this machine could (a loop not compiled)
 
 
@@ -296,10 +298,12 @@ def replay(
     *,
     report: bool = True,
     speedups: Speedups | None = None,
+    observers: Sequence[Callable[[Event], None]] = (),
 ) -> ReplayResult:
     """Replay files through a fresh pipeline (ticks every kvwatch.pipeline.TICK seconds of log time
     unless `tick_every` says otherwise); raises OSError for a missing or unreadable file. Without
     `report`, the summary holds the sources' line counts only (no text report will be written).
+    `observers` see every event too (the forensic report's collector).
 
     `speedups`: the accelerators to use (default: kvwatch.replay.speedups.chosen(), every one unless
     KVWATCH_REPLAY_PLAIN is set); the output is the same whichever.
@@ -325,7 +329,7 @@ def replay(
     try:
         for files in _rotations(prepared):
             streams.append(_log_events(files, notes, children))
-        result = _replay(prepared, streams, notes, detectors, tick_every, report=report)
+        result = _replay(prepared, streams, notes, detectors, tick_every, report=report, observers=observers)
     finally:
         for stream in streams:
             stream.close()  # a child not read to its end (after an error) is ended
@@ -342,6 +346,7 @@ def _replay(
     tick_every: float | None,
     *,
     report: bool,
+    observers: Sequence[Callable[[Event], None]],
 ) -> ReplayResult:
     """The pipeline over the started streams, their events merged by time."""
     # Imported here, not at the top: a big file's child is already reading while these load.
@@ -358,8 +363,8 @@ def _replay(
         metrics.sources.adopt(item.source, run.counts)  # (one object for the files of one source)
         summary.declare(item.source, item.engine, framing, run.counts)
     every = TICK if tick_every is None else tick_every
-    observers = [summary.observe] if report else []  # (what the text report shows of the events)
-    pipeline = Pipeline(metrics, settings=detectors, observers=observers, tick_every=every)
+    watching = [summary.observe] if report else []  # (what the text report shows of the events)
+    pipeline = Pipeline(metrics, settings=detectors, observers=[*watching, *observers], tick_every=every)
     alerts: list[Alert] = []
     groups: Iterable[list[Event]] = streams[0]
     if len(streams) > 1:
@@ -378,4 +383,5 @@ def _replay(
         summary.sources[source].engine = ", ".join(found)
     unrecognised = [path for path, counts in read.items() if counts.recognized == 0]
     lines = {path: counts.lines for path, counts in read.items()}
-    return ReplayResult(registry, metrics, summary, alerts, unrecognised, notes.damaged, lines)
+    firing = list(pipeline.book.firing())
+    return ReplayResult(registry, metrics, summary, alerts, unrecognised, notes.damaged, lines, firing)
