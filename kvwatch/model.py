@@ -7,7 +7,7 @@ Times are float seconds since the Unix epoch, UTC, taken from the logs (event ti
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass, fields
 from operator import attrgetter
 from typing import Any, Literal, Protocol
@@ -291,6 +291,34 @@ def pickle_by_fields(namespace: Mapping[str, Any]) -> None:
     for cls in list(namespace.values()):
         if isinstance(cls, type) and cls.__module__ == module and hasattr(cls, "__dataclass_fields__"):
             _reduce_by_fields(cls)
+
+
+# ---------------------------------------------------------------------------------------------
+# What an engine hands the windows and detectors (through kvwatch.windows.facts.EngineFacts): they
+# name no engine, the pipeline passes them the registry's answers.
+# ---------------------------------------------------------------------------------------------
+
+#: How exactly a request's counts were read: from the engine's own lines ("exact"), derived from its
+#: timings at default verbosity ("derived"), or derived for a request whose start was not read ("joined").
+Basis = Literal["exact", "derived", "joined"]
+
+#: An engine's own wording of one engine-neutral alert's finding: the finding with the cause and fix its
+#: users act on (kvwatch.detectors.advice).
+Advise = Callable[["Finding"], "Finding"]
+
+#: An engine's own no_signal verdict: (source name, the source's facts) -> its finding, or None.
+Blindness = Callable[[str, Mapping[str, str]], "Finding | None"]
+
+
+class RequestAdapter(Protocol):
+    """One source's conversion of an engine's request events into engine-neutral request records."""
+
+    def convert(self, event: Any) -> tuple[Basis | None, RequestRecord | None]:
+        """How exactly the event counts a request (None: not counted), and its record (None: its
+        counts are not known, or it is no request)."""
+
+    def restart(self) -> None:
+        """The engine restarted: forget what was known of the process before."""
 
 
 pickle_by_fields(globals())

@@ -12,9 +12,11 @@ from collections.abc import Callable, Iterable
 
 from kvwatch.alerts import AlertBook
 from kvwatch.detectors import DetectorSettings, Memo, detect_all
+from kvwatch.engines import FACTS
 from kvwatch.metrics import Metrics
 from kvwatch.metrics.derived import AlertCollector, PinnedCollector
 from kvwatch.model import Alert, Event, Finding
+from kvwatch.windows.facts import EngineFacts
 from kvwatch.windows.window import Windows
 
 Observer = Callable[[Event], None]
@@ -33,11 +35,13 @@ class Pipeline:
         observers: Iterable[Observer] = (),
         resolve_after: float = 120.0,
         tick_every: float = TICK,
+        *,
+        engines: EngineFacts = FACTS,
     ) -> None:
         self.metrics = metrics
         self.settings = settings or DetectorSettings()
         self.observers = list(observers)
-        self.windows = Windows()
+        self.windows = Windows(engines)
         self.book = AlertBook(resolve_after)
         self.last_time: float | None = None
         self.tick_every = tick_every

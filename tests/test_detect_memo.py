@@ -23,6 +23,7 @@ from kvwatch.detectors import (
 )
 from kvwatch.detectors.advice import advised
 from kvwatch.detectors.stable import NEVER, before
+from kvwatch.engines import FACTS
 from kvwatch.engines.llamacpp.events import LlamaRequest
 from kvwatch.engines.vllm.events import VllmKvTransfer, VllmStats
 from kvwatch.metrics import Metrics
@@ -97,7 +98,7 @@ def test_a_memo_changes_no_tick_of_the_timed_detectors() -> None:
     fired: set[str] = set()
     for seed in range(4):
         rng = random.Random(seed)
-        windows, memo = Windows(), Memo()
+        windows, memo = Windows(FACTS), Memo()
         now, chosen = T0, SETTINGS[seed % len(SETTINGS)]
         for event in timed_session(rng, 800):
             while now + 10 <= event.time:
@@ -121,7 +122,7 @@ def test_a_detector_not_asked_finds_nothing_at_any_time(seed: int) -> None:
     every detector asked."""
     rng = random.Random(seed)
     left_out = set(rng.sample(["v", "s", "o", "g"], rng.randrange(1, 4)))
-    windows, memo, skipped, fired = Windows(), Memo(), set(), set()
+    windows, memo, skipped, fired = Windows(FACTS), Memo(), set(), set()
     off = {
         detector.name: replace(getattr(DetectorSettings(), detector.name), enabled=False)
         for detector in DETECTORS
@@ -198,7 +199,7 @@ def test_no_signal_is_asked_again_whenever_what_it_reads_moves(seed: int) -> Non
     """no_signal follows Windows.signals (not every change): at every tick its findings with the memo
     are those without, stats lines out of time order and NaN throughputs included."""
     rng = random.Random(seed)
-    windows, memo = Windows(), Memo()
+    windows, memo = Windows(FACTS), Memo()
     settings = [DetectorSettings(), DetectorSettings(no_signal=no_signal.Settings(silence=45.0))]
     chosen, now, seen = settings[seed % 2], T0, set()
     for event in blind_session(rng, 1500):
@@ -305,7 +306,7 @@ def test_new_settings_are_judged_at_the_next_tick() -> None:
 def test_offload_retrieve_failed_is_asked_again_when_a_load_falls_short() -> None:
     """offload_retrieve_failed follows Windows.shortfalls: a tier's short loads (no failure line) that
     come after ticks which judged it with none still fire it, at the tick that sees them."""
-    windows, memo, settings = Windows(), Memo(), DetectorSettings()
+    windows, memo, settings = Windows(FACTS), Memo(), DetectorSettings()
     fired = []
     for n in range(12):
         now = T0 + 10 * n

@@ -22,6 +22,7 @@ from kvwatch.detectors import (
     prefix_reuse,
     write_only_offload,
 )
+from kvwatch.engines import FACTS
 from kvwatch.engines.llamacpp.events import LlamaRequest
 from kvwatch.engines.sglang.events import SglangRequest
 from kvwatch.engines.vllm.events import VllmKvTransfer, VllmStats
@@ -58,7 +59,7 @@ def windows_of(events: list[Event]):  # type: ignore[no-untyped-def]
     """Windows fed with events."""
     from kvwatch.windows.window import Windows
 
-    windows = Windows()
+    windows = Windows(FACTS)
     for event in events:
         windows.observe(event)
     return windows
@@ -236,7 +237,7 @@ def test_pinned_cache_detect_finds_every_group_assess_finds_pinned() -> None:
             min_trend=rng.choice((-1.0, 0.3)),
         )
         lengths = rng.sample((0, -5, 64, 128, 17920, 17984), rng.randint(1, 4))
-        windows = Windows()
+        windows = Windows(FACTS)
         for i in range(rng.randint(1, 60)):
             windows.observe(RequestRecord("s", T0 + i, rng.randint(1, 60000), rng.choice(lengths)))
         [points] = windows.requests.values()
@@ -254,7 +255,7 @@ def test_a_groups_tally_is_a_count_of_its_points() -> None:
 
     rng = random.Random(11)
     for max_requests in (0, 1, 7, 60):
-        windows = Windows(max_requests=max_requests)
+        windows = Windows(FACTS, max_requests=max_requests)
         for i in range(800):
             if rng.random() < 0.01:
                 windows.observe(ServerRestart("l", T0 + i, "llamacpp"))
@@ -314,7 +315,7 @@ def test_prefix_reuse_detect_is_its_rules_read_plainly() -> None:
         )
         cfg = replace(cfg, waste_requests=min(cfg.waste_requests, cfg.requests))
         poor = rng.random()
-        windows = Windows()
+        windows = Windows(FACTS)
         for i in range(rng.randrange(1, 30)):
             windows.observe(
                 SglangRequest(
@@ -387,7 +388,7 @@ def test_conversation_run_from_a_tally_finds_what_gathering_finds() -> None:
             points.append(RequestPoint(float(i), prompts[name], cached, conversation=name))
         expected = gathered_run(points, cfg)
         assert expected == pinned_cache.conversation_run(points, cfg), (points, cfg)
-        windows = Windows(max_requests=rng.choice((30, 500)))  # (its tally: read from numbered turns)
+        windows = Windows(FACTS, max_requests=rng.choice((30, 500)))  # (its tally: read from numbered turns)
         for point in points:
             windows.observe(
                 RequestRecord("l", point.time, point.prompt, point.cached, conversation=point.conversation)
@@ -641,7 +642,7 @@ def test_prefix_reuse_reads_each_slot_as_a_scan_of_the_group_would(seed: int) ->
     """prefix_reuse_broken's per-slot reading, from the window's slot index through evictions, finds
     what its rules read over the whole group kept find."""
     rng = random.Random(seed)
-    windows = Windows(max_requests=rng.choice((10, 100, 500)))
+    windows = Windows(FACTS, max_requests=rng.choice((10, 100, 500)))
     for i in range(1500):
         slot = rng.choice((0, 1, 2, 3, None)) if rng.random() < 0.9 else rng.randrange(100)
         windows.observe(SglangRequest("l", T0 + i, rng.randrange(1, 6000), rng.randrange(0, 600), slot=slot))
@@ -705,7 +706,7 @@ def test_a_memo_changes_no_tick(seed: int) -> None:
     from kvwatch.windows.window import Windows
 
     rng = random.Random(seed)
-    windows, memo = Windows(max_requests=rng.choice((20, 500))), Memo()
+    windows, memo = Windows(FACTS, max_requests=rng.choice((20, 500))), Memo()
     settings = [
         DetectorSettings(),
         DetectorSettings(prefix_reuse_broken=prefix_reuse.Settings(requests=4, waste_requests=2)),
@@ -828,7 +829,7 @@ def test_write_only_offload_in_order_verdict_is_the_walks(monkeypatch: pytest.Mo
 
     rng = random.Random(seed)
     monkeypatch.setattr(kvwatch.windows.window, "MAX_POINTS", rng.choice((6, 40, 4096)))
-    windows = Windows(horizon=rng.choice((60.0, 400.0, 3600.0)))
+    windows = Windows(FACTS, horizon=rng.choice((60.0, 400.0, 3600.0)))
     cfgs = [
         write_only_offload.Settings(min_intervals=n, min_prompt_throughput=p)
         for n in (0, 1, 3, 24)
@@ -889,7 +890,7 @@ def test_prefix_reuse_notes_never_hide_a_finding(seed: int) -> None:
     phases of broken, pinned and healthy reuse on several slots, large and small prompts, restarts,
     groups that keep fewer points than the rules read, settings that change."""
     rng = random.Random(seed)
-    windows = Windows(max_requests=rng.choice((4, 20, 500)))
+    windows = Windows(FACTS, max_requests=rng.choice((4, 20, 500)))
     configs = [
         prefix_reuse.Settings(),
         prefix_reuse.Settings(requests=4, waste_requests=2, large_prompt=3000, min_prompt=1500),
@@ -917,7 +918,7 @@ def test_pinned_cache_notes_never_hide_a_conversation_run(seed: int) -> None:
     finds: conversations pinned and healthy, interleaved, slots, restarts, block sizes, groups that keep
     few points, settings that change."""
     rng = random.Random(seed)
-    windows = Windows(max_requests=rng.choice((6, 40, 500)))
+    windows = Windows(FACTS, max_requests=rng.choice((6, 40, 500)))
     configs = [
         pinned_cache.Settings(),
         pinned_cache.Settings(max_requests=8, conversation_requests=2),
@@ -970,7 +971,7 @@ def test_prefix_cache_disabled_precheck_never_hides_a_finding(seed: int) -> None
     """The newest request's precheck leaves prefix_cache_disabled's never-hits verdict as reading the
     recent requests finds it (cached or short requests rare or frequent, small or no minimums)."""
     rng = random.Random(seed)
-    windows = Windows(max_requests=rng.choice((5, 50)))
+    windows = Windows(FACTS, max_requests=rng.choice((5, 50)))
     windows.observe(EngineFact("o", T0, "prefix_cache", "enabled"))
     hits, short, verdicts = rng.random() * 0.2, rng.random() * 0.2, Counter[bool]()
     for i in range(600):

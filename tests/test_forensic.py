@@ -16,6 +16,7 @@ import tomllib
 from daemon_helpers import ROOT, Kvwatch, file_source, wait_until, write_config
 
 from kvwatch.cli import main
+from kvwatch.engines import FACTS
 from kvwatch.forensic.charts import HEALTHY_BAND, minmax
 from kvwatch.forensic.page import UPLOT_VERSION
 from kvwatch.web.auth import hash_password
@@ -189,7 +190,7 @@ def test_the_daemons_windows_chart_what_the_report_of_the_same_log_does(sample: 
     from kvwatch.replay import plan, replay
     from kvwatch.windows.window import Windows
 
-    collector, windows = EventCollector(), Windows()
+    collector, windows = EventCollector(), Windows(FACTS)
     path = str(SAMPLES / sample)
     replay(
         plan([path], "auto", None), ParserSettings(year=2026), observers=[collector.observe, windows.observe]

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import pytest
 
-from kvwatch.engines import detect_engine, make_parser, markers_of
+from kvwatch.engines import FACTS, detect_engine, make_parser, markers_of
 from kvwatch.engines.lmcache.events import (
     LmcacheFailure,
     LmcacheLookup,
@@ -261,7 +261,7 @@ def test_no_signal_names_lmcache_log_level_when_its_lines_are_missing() -> None:
     from kvwatch.windows.window import Windows
 
     def verdict(*lines: str) -> list[str]:
-        windows = Windows()
+        windows = Windows(FACTS)
         parser = make_parser("vllm", "v", ParserSettings(year=2026))
         for text in lines:
             result = parser.parse(LogLine("v", text))

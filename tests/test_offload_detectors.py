@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from kvwatch.detectors import offload_retrieve_failed, write_only_offload
+from kvwatch.engines import FACTS
 from kvwatch.engines.lmcache.events import LmcacheFailure, LmcacheLookup, LmcacheTransfer
 from kvwatch.engines.vllm.events import VllmStats
 from kvwatch.windows.window import Windows
@@ -14,7 +15,7 @@ def agent(
     lookups: int, *, hit: int = 0, need: int = 0, new: int = 1000, load: bool = False, tp: int = 1
 ) -> Windows:
     """A lookup every 5 s (hit, need), each worker's store of `new` tokens, and a load if asked."""
-    windows = Windows()
+    windows = Windows(FACTS)
     for k in range(lookups):
         t = T0 + 5 * k
         windows.observe(LmcacheLookup("s", t, 4000 + k, hit, need, 0))
@@ -58,7 +59,7 @@ def test_write_only_tier_ignores_idle_time_and_resolves_on_a_hit() -> None:
 
 def failures(times: list[float], worker: str = "tp0", *, with_error: bool = True) -> Windows:
     """Short loads at the given offsets, each followed (same second) by the connector's error line."""
-    windows = Windows()
+    windows = Windows(FACTS)
     for k, dt in enumerate(times):
         windows.observe(LmcacheTransfer("s", T0 + dt, worker, True, 256, 768, short=1, request=f"r{k}"))
         if with_error:

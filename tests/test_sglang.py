@@ -16,7 +16,7 @@ from test_golden import SAMPLES
 
 from kvwatch.cli import main
 from kvwatch.detectors import hicache_storage_unused, no_signal, prefix_cache_disabled
-from kvwatch.engines import detect_engine
+from kvwatch.engines import FACTS, detect_engine
 from kvwatch.engines.sglang.events import SglangDecode, SglangPrefill, SglangRequest
 from kvwatch.engines.sglang.parser import SglangParser
 from kvwatch.model import CachePrefetch, EngineFact, LogLine
@@ -299,7 +299,7 @@ def test_a_500_kb_finish_line_is_read_live_as_in_replay(tmp_path: Path) -> None:
 
 
 def _windows(*events: object) -> Windows:
-    windows = Windows()
+    windows = Windows(FACTS)
     for event in events:
         windows.observe(event)  # type: ignore[arg-type]
     return windows

@@ -170,6 +170,21 @@ def test_no_module_outside_the_engines_imports_or_names_an_engine() -> None:
     assert {} == offenders
 
 
+def test_windows_and_detectors_import_nothing_of_the_engines() -> None:
+    """Windows and detectors are handed what they know of the engines (kvwatch.windows.facts): no module
+    of theirs imports the registry, its capabilities or an engine (at module level or in a function)."""
+    graph = import_graph()
+    judged = sorted(
+        m for m in graph if m.split(".")[:2] in (["kvwatch", "windows"], ["kvwatch", "detectors"])
+    )
+    assert {"kvwatch.windows.window", "kvwatch.detectors.no_signal"} <= set(judged)
+    offenders = {
+        m: sorted(t for t in graph[m] if t == "kvwatch.engines" or t.startswith("kvwatch.engines."))
+        for m in judged
+    }
+    assert {} == {m: found for m, found in offenders.items() if found}
+
+
 def test_the_cycle_test_sees_imports_inside_functions() -> None:
     """An import inside a function body is an edge of the graph (the registry loaded on first use)."""
     tree = ast.parse("def f():\n    from kvwatch.engines import ENGINES\n")

@@ -9,6 +9,7 @@ from typing import Any
 import pytest
 
 from kvwatch.detectors import DetectorSettings, detect_all, double_counting, hit_rate_gap, pinned_cache
+from kvwatch.engines import FACTS
 from kvwatch.model import Finding, UsageRecord
 from kvwatch.windows.window import MAX_USAGE_GROUPS, Windows
 
@@ -18,7 +19,7 @@ MSG, CHAT, RESP = "/v1/messages", "/v1/chat/completions", "/v1/responses"
 
 def windows_of(records: Sequence[UsageRecord]) -> Windows:
     """Windows fed with records in time order."""
-    windows = Windows()
+    windows = Windows(FACTS)
     for r in sorted(records, key=lambda r: r.time):
         windows.observe(r)
     return windows

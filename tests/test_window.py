@@ -9,6 +9,7 @@ from typing import Any
 import pytest
 
 from kvwatch.detectors import hit_rate_low, write_only_offload
+from kvwatch.engines import FACTS
 from kvwatch.engines.vllm.events import VllmKvTransfer, VllmStats
 from kvwatch.model import Event
 from kvwatch.windows.window import HORIZON, MAX_POINTS, POINT_TAIL, Windows
@@ -28,7 +29,7 @@ def kv(t: float, store: int | None, load: int | None = 0, lookups: int | None = 
 
 def windows_of(events: list[Event]) -> Windows:
     """Windows fed with events."""
-    windows = Windows()
+    windows = Windows(FACTS)
     for event in events:
         windows.observe(event)
     return windows
@@ -194,7 +195,7 @@ def test_each_slots_points_are_the_windows_own(seed: int) -> None:
     from kvwatch.model import RequestRecord, ServerRestart, UsageRecord
 
     rng = random.Random(seed)
-    windows = Windows(max_requests=rng.choice((1, 5, 40)))
+    windows = Windows(FACTS, max_requests=rng.choice((1, 5, 40)))
     for i in range(2000):
         t = T0 + i
         source = rng.choice(("a", "b"))

@@ -10,7 +10,6 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 
-from kvwatch.engines import advice_of
 from kvwatch.model import Finding
 from kvwatch.windows.window import Windows
 
@@ -21,7 +20,11 @@ def advised(findings: Sequence[Finding], windows: Windows) -> list[Finding]:
     for i, finding in enumerate(out):
         source = next((value for key, value in finding.labels if key == "source"), None)
         window = windows.sources.get(source) if source is not None else None
-        advise = advice_of(window.kind).get(finding.alert) if window is not None and window.kind else None
+        advise = (
+            windows.engines.advice(window.kind).get(finding.alert)
+            if window is not None and window.kind
+            else None
+        )
         if advise is not None:
             out[i] = advise(finding)
     return out

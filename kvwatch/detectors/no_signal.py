@@ -23,8 +23,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 from kvwatch.detectors.stable import NEVER, before
-from kvwatch.engines import blindness_of, layers_of, signals_of
-from kvwatch.model import Finding
+from kvwatch.model import Blindness, Finding
 from kvwatch.windows.window import SourceWindow, Windows
 
 FIX_STATS = (
@@ -130,32 +129,35 @@ def detect(windows: Windows, now: float, cfg: Settings) -> list[Finding]:
     findings = []
     for source, win in sorted(windows.sources.items()):
         finding: Finding | None = None
-        blindness = blindness_of(win.kind)
+        blindness = windows.engines.blindness(win.kind)
         if blindness is not None:  # the engine's own verdict
             finding = blindness(source, win.facts)
             if finding is not None:
                 findings.append(finding)
             continue
-        signals = signals_of(win.kind)  # what the source's engine can tell, hence what can be missing
+        signals = windows.engines.signals(
+            win.kind
+        )  # what the source's engine can tell, hence what can be missing
         if "cache_rate" in signals:
             finding = _stats_off(source, win) or _silent(source, win, now, cfg)
         elif "derived_requests" in signals and win.derived_requests and not win.exact_requests:
             finding = _verbosity(source, win)
         if finding is None:
             finding = _prefetch_blind(source, win)
-        if finding is None and layers_of(win.kind):
-            finding = _layers_blind(source, win, layers_of(win.kind))
+        layers = windows.engines.layers(win.kind)
+        if finding is None and layers:
+            finding = _layers_blind(source, win, [windows.engines.blindness(name) for name in layers])
         if finding is not None:
             findings.append(finding)
     return findings
 
 
-def _layers_blind(source: str, win: SourceWindow, layers: tuple[str, ...]) -> Finding | None:
-    """The first verdict of a cache layer the source's engine carries (its `blindness`)."""
+def _layers_blind(source: str, win: SourceWindow, verdicts: list[Blindness | None]) -> Finding | None:
+    """The first verdict of a cache layer the source's engine carries (`verdicts`: each layer's
+    `blindness`, in the engine's order)."""
     last = win.last_stats
     facts = {**win.facts, "traffic": "yes" if last is not None and last.prompt_throughput > 0 else "no"}
-    for name in layers:
-        blindness = blindness_of(name)
+    for blindness in verdicts:
         finding = blindness(source, facts) if blindness is not None else None
         if finding is not None:
             return finding

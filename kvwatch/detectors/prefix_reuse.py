@@ -17,7 +17,6 @@ from __future__ import annotations
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 
-from kvwatch.engines import signals_of
 from kvwatch.model import Finding
 from kvwatch.windows.window import RequestPoint, Tally, Windows, newest, ordered
 
@@ -277,7 +276,7 @@ def detect(windows: Windows, now: float, cfg: Settings) -> list[Finding]:
         if len(labels) != 1:
             continue
         source = dict(labels)["source"]
-        if "server_requests" not in signals_of(windows.source(source).kind):
+        if "server_requests" not in windows.engines.signals(windows.source(source).kind):
             continue
         slots = windows.slots[labels]
         finding = _judge(source, points, cfg) or _waste(source, slots, cfg)

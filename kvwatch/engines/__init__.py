@@ -10,13 +10,18 @@ from typing import Any, TypeVar, cast
 
 from kvwatch.engines import llamacpp, lmcache, lmstudio, ollama, sglang, usage, vllm
 from kvwatch.engines.base import AS_LAYER, Engine, Signal
-from kvwatch.engines.capabilities import Advise, Advises, CarriesLayers, JudgesBlindness, ReusesParser
-from kvwatch.model import Finding
+from kvwatch.engines.capabilities import (
+    Advises,
+    CarriesLayers,
+    ConvertsRequests,
+    ForgetsOnRestart,
+    JudgesBlindness,
+    ReusesParser,
+)
+from kvwatch.model import Advise, Blindness, RequestAdapter
 from kvwatch.parsers.base import Parser, ParserSettings
 
 T = TypeVar("T")
-#: An engine's own no_signal verdict: (source name, the source's facts) -> its finding, or None.
-Blindness = Callable[[str, Mapping[str, str]], "Finding | None"]
 
 #: name -> engine, in the order lists show them (and metrics are registered).
 ENGINES: dict[str, Engine] = {}
@@ -139,3 +144,36 @@ def signals_of(engine: str) -> frozenset[Signal]:
     """The engine-neutral signals the engine can produce (none for an unknown or undecided one)."""
     chosen = ENGINES.get(engine)
     return frozenset() if chosen is None else chosen.signals
+
+
+class Facts:
+    """The registry's answers to what windows and detectors ask of the engines
+    (kvwatch.windows.facts.EngineFacts): the pipeline hands them this."""
+
+    owner = staticmethod(engine_of)
+    signals = staticmethod(signals_of)
+    layers = staticmethod(layers_of)
+    blindness = staticmethod(blindness_of)
+    advice = staticmethod(advice_of)
+
+    @staticmethod
+    def converts(engine: str) -> bool:
+        """Whether its request events are converted by a per-source adapter."""
+        return _memo("converts", engine, lambda e: isinstance(e, ConvertsRequests))
+
+    @staticmethod
+    def requests(engine: str) -> RequestAdapter | None:
+        """A fresh request adapter of one source (None: the engine converts no requests)."""
+        chosen = ENGINES.get(engine)
+        return chosen.requests() if isinstance(chosen, ConvertsRequests) else None
+
+    @staticmethod
+    def forgets(engine: str) -> tuple[str, ...]:
+        """The source facts its restart makes stale."""
+        return _memo(
+            "forgets", engine, lambda e: e.restart_forgets if isinstance(e, ForgetsOnRestart) else ()
+        )
+
+
+#: What windows and detectors are handed of the engines (kvwatch.pipeline passes it).
+FACTS = Facts()

@@ -11,21 +11,14 @@ from __future__ import annotations
 
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
-from typing import TYPE_CHECKING, Any, Literal, Protocol, runtime_checkable
+from typing import TYPE_CHECKING, Any, Protocol, runtime_checkable
 
-from kvwatch.model import RequestRecord, SourceCounts
+# (the request adapter and the advice a detector applies are the vocabulary's: windows and detectors
+# read them without importing the engines)
+from kvwatch.model import Advise, RequestAdapter, SourceCounts
 
 if TYPE_CHECKING:
     from kvwatch.model import Finding
-
-#: An engine's own wording of one engine-neutral alert's finding: the finding with the cause and fix its
-#: users act on (kvwatch.detectors.advice).
-Advise = Callable[["Finding"], "Finding"]
-
-
-#: How exactly a request's counts were read: from the engine's own lines ("exact"), derived from its
-#: timings at default verbosity ("derived"), or derived for a request whose start was not read ("joined").
-Basis = Literal["exact", "derived", "joined"]
 
 
 @dataclass
@@ -43,17 +36,6 @@ class SourceView:
     #: layers the source's engine carries; found at its first event (parts are only added to, and
     #: `engine` changes only after the replay)
     gathers: dict[type, Callable[[Any], None]] = field(default_factory=dict, repr=False, compare=False)
-
-
-class RequestAdapter(Protocol):
-    """One source's conversion of an engine's request events into engine-neutral request records."""
-
-    def convert(self, event: Any) -> tuple[Basis | None, RequestRecord | None]:
-        """How exactly the event counts a request (None: not counted), and its record (None: its
-        counts are not known, or it is no request)."""
-
-    def restart(self) -> None:
-        """The engine restarted: forget what was known of the process before."""
 
 
 class Gathering(Protocol):

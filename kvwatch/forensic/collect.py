@@ -16,13 +16,14 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from kvwatch.engines import ENGINES, engine_of
-from kvwatch.engines.capabilities import ConvertsRequests, RequestAdapter
+from kvwatch.engines.capabilities import ConvertsRequests
 from kvwatch.model import (
     CacheRateSample,
     EngineFact,
     Event,
     OffloadCounters,
     OffloadTransfer,
+    RequestAdapter,
     RequestRecord,
     ServerRestart,
     UsageRecord,

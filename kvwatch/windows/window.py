@@ -5,8 +5,9 @@ entries older than the horizon are dropped relative to the newest event time see
 samples and offload counters (kvwatch.model.CacheRateSample, OffloadCounters) are kept as points, one
 per run of lines that share an event time (engines stamp whole seconds), each summarising its lines
 exactly, so a flood of lines costs one point a second. An engine's request events become
-engine-neutral request points through its adapter (kvwatch.engines.capabilities.ConvertsRequests),
-one per source, or are `RequestRecord`s themselves.
+engine-neutral request points through its adapter (kvwatch.model.RequestAdapter), one per source,
+or are `RequestRecord`s themselves. What windows know of the engines (which makes an event, which
+converts requests, what a restart forgets) is handed in (kvwatch.windows.facts.EngineFacts).
 """
 
 from __future__ import annotations
@@ -19,8 +20,6 @@ from functools import partial
 from itertools import islice
 from typing import Any, NamedTuple, TypeVar
 
-from kvwatch.engines import ENGINES, engine_of
-from kvwatch.engines.capabilities import ConvertsRequests, ForgetsOnRestart, RequestAdapter
 from kvwatch.model import (
     CachePrefetch,
     CacheRateSample,
@@ -30,10 +29,12 @@ from kvwatch.model import (
     OffloadFailure,
     OffloadLookup,
     OffloadTransfer,
+    RequestAdapter,
     RequestRecord,
     ServerRestart,
     UsageRecord,
 )
+from kvwatch.windows.facts import EngineFacts
 from kvwatch.windows.offloads import OffloadHistory
 
 Labels = tuple[tuple[str, str], ...]
@@ -298,7 +299,11 @@ def _drop(engine: EngineWindow, points: deque[StatsPoint] | deque[KvPoint]) -> N
 class Windows:
     """All sources' windows, fed with events in event-time order."""
 
-    def __init__(self, horizon: float = HORIZON, max_requests: int = MAX_REQUESTS) -> None:
+    def __init__(
+        self, engines: EngineFacts, horizon: float = HORIZON, max_requests: int = MAX_REQUESTS
+    ) -> None:
+        #: What the engines are known to do (detectors read it too: a source's engine's signals, ...).
+        self.engines = engines
         self.horizon = horizon
         self.max_requests = max_requests
         self.sources: dict[str, SourceWindow] = {}
@@ -373,8 +378,8 @@ class Windows:
 
     def _known(self, kind: type) -> tuple[str, _Take | None]:
         """The engine that makes events of `kind` ("": none) and how a window takes one in, remembered."""
-        owner = engine_of(kind) or ""
-        converted = bool(owner) and isinstance(ENGINES[owner], ConvertsRequests)
+        owner = self.engines.owner(kind) or ""
+        converted = bool(owner) and self.engines.converts(owner)
         take: _Take | None = None
         if converted or issubclass(kind, _KEPT):
             # (the first of these a kind is a subclass of: a subclass is taken in as its base)
@@ -527,10 +532,8 @@ class Windows:
             engine = window.engines[name] = EngineWindow()
         return engine
 
-    @staticmethod
-    def _adapter(window: SourceWindow, owner: str) -> RequestAdapter | None:
-        engine = ENGINES[owner]
-        adapter = window.adapters[owner] = engine.requests() if isinstance(engine, ConvertsRequests) else None
+    def _adapter(self, window: SourceWindow, owner: str) -> RequestAdapter | None:
+        adapter = window.adapters[owner] = self.engines.requests(owner)
         return adapter
 
     def _convert(self, window: SourceWindow, adapter: RequestAdapter, event: Event) -> None:
@@ -628,10 +631,8 @@ class Windows:
         for adapter in window.adapters.values():
             if adapter is not None:
                 adapter.restart()
-        restarted = ENGINES.get(event.engine_kind)
-        if isinstance(restarted, ForgetsOnRestart):
-            for key in restarted.restart_forgets:
-                window.facts.pop(key, None)
+        for key in self.engines.forgets(event.engine_kind):
+            window.facts.pop(key, None)
         for labels in [k for k in self.requests if dict(k).get("source") == event.source]:
             self.requests[labels].clear()
             self.slots[labels].clear()

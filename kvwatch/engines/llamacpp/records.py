@@ -2,9 +2,8 @@
 
 from __future__ import annotations
 
-from kvwatch.engines.capabilities import Basis
 from kvwatch.engines.llamacpp.events import LlamaRequest
-from kvwatch.model import RequestRecord
+from kvwatch.model import Basis, RequestRecord
 
 
 class Requests:

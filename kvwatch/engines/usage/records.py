@@ -2,8 +2,7 @@
 
 from __future__ import annotations
 
-from kvwatch.engines.capabilities import Basis
-from kvwatch.model import RequestRecord, UsageRecord
+from kvwatch.model import Basis, RequestRecord, UsageRecord
 
 
 class Requests:
