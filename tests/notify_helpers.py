@@ -129,7 +129,7 @@ class Receiver:
         """Close on exit."""
         self.close()
 
-    def _next(self) -> Reply:
+    def next_reply(self) -> Reply:
         """The next scripted reply, or `200 ok` once the script is used up."""
         with self.lock:
             return self.script.popleft() if self.script else Reply()
@@ -141,7 +141,7 @@ class Receiver:
         class Handler(BaseHTTPRequestHandler):
             def do_POST(self) -> None:
                 raw = self.rfile.read(int(self.headers.get("Content-Length", "0")))
-                reply = receiver._next()
+                reply = receiver.next_reply()
                 seen = Seen(self.path, dict(self.headers), json.loads(raw), reply.status)
                 with receiver.lock:
                     receiver.seen.append(seen)

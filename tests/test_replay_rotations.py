@@ -8,12 +8,9 @@ from pathlib import Path
 import pytest
 
 from kvwatch.cli import main
-from kvwatch.engines import make_parser
-from kvwatch.model import SourceCounts
 from kvwatch.parsers.base import ParserSettings
-from kvwatch.parsers.run import SourceRun
 from kvwatch.replay import ReplayInput
-from kvwatch.replay.driver import _age, _rotations
+from kvwatch.replay.driver import age, rotations
 
 ROOT = Path(__file__).resolve().parents[1]
 SAMPLES = sorted((ROOT / "samples").glob("*.log"))
@@ -59,7 +56,6 @@ def test_rotated_files_parsed_in_children_hand_their_parser_on(tmp_path: Path) -
     """Each file of a rotated llama.cpp log parsed in a child of its own, one after another (one child
     allowed), hands its parser to the next file: the result is the plain replay's of the whole log."""
     from kvwatch.output.exposition import golden_lines
-    from kvwatch.parsers.base import ParserSettings
     from kvwatch.replay import plan, replay
     from kvwatch.replay.speedups import PLAIN, Speedups
 
@@ -87,7 +83,6 @@ def test_rotated_files_parsed_in_children_hand_their_parser_on(tmp_path: Path) -
 def test_rotations_are_told_by_directory_name_and_suffix() -> None:
     """Oldest first by the rotation number (gzip or not); the same name in another directory (another
     host's log) or of another engine is another log, merged by time but parsed apart."""
-    run = SourceRun("vllm", make_parser("vllm", "vllm", ParserSettings()), SourceCounts())
     paths = [
         "/a/vllm.log",
         "/a/vllm.log.10.gz",
@@ -97,15 +92,13 @@ def test_rotations_are_told_by_directory_name_and_suffix() -> None:
         "/a/vllm.log.3",
     ]
     engines = ["vllm"] * 5 + ["llamacpp"]
-    logs = _rotations(
-        [(ReplayInput(p, "vllm", e), "plain", run) for p, e in zip(paths, engines, strict=True)]
-    )
+    logs = rotations([ReplayInput(p, "vllm", e) for p, e in zip(paths, engines, strict=True)])
     assert [
         ["/a/vllm.log.10.gz", "/a/vllm.log.2", "/a/vllm.log.1", "/a/vllm.log"],
         ["/b/vllm.log"],
         ["/a/vllm.log.3"],
-    ] == [[item.path for item, _, _ in files] for files in logs]
-    assert (-10, -1, 0) == (_age("x.log.10.gz"), _age("x-json.log.1"), _age("x-json.log"))
+    ] == [[item.path for item in files] for files in logs]
+    assert (-10, -1, 0) == (age("x.log.10.gz"), age("x-json.log.1"), age("x-json.log"))
 
 
 def test_a_containers_logs_are_one_source_named_after_the_container(

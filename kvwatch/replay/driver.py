@@ -19,7 +19,7 @@ from collections.abc import Callable, Generator, Iterable, Iterator, Sequence
 from dataclasses import dataclass, field
 from itertools import chain
 from pathlib import Path
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, TypeVar
 
 from kvwatch.engines import FALLBACK, detect_engine, make_parser
 from kvwatch.model import Alert, Event, SourceCounts
@@ -67,6 +67,8 @@ class ReplayInput:
 
 #: A file to replay, told its framing and given its source's run (parser and counts).
 _Prepared = tuple[ReplayInput, Framing, SourceRun]
+#: An entry kept with its input while files are grouped into logs.
+_E = TypeVar("_E")
 
 
 @dataclass
@@ -225,21 +227,26 @@ def _parsed(
     return added, framed.truncated, framed.damage, run.parser if child else None
 
 
-def _rotations(prepared: list[_Prepared]) -> list[list[_Prepared]]:
+def rotations(inputs: Sequence[ReplayInput]) -> list[list[ReplayInput]]:
     """The files grouped into logs: the rotations of one log (same directory, same name without
     rotation and compression suffixes, same source and engine) oldest first (`x.log.2`, `x.log.1`,
     `x.log`); every other file a log of its own. In the order the logs are first named."""
-    logs: dict[tuple[str, str, str, str], list[_Prepared]] = {}
-    for entry in prepared:
-        item = entry[0]
+    return _grouped(inputs, lambda item: item)
+
+
+def _grouped(entries: Sequence[_E], item_of: Callable[[_E], ReplayInput]) -> list[list[_E]]:
+    """`rotations` of the entries' inputs, each entry kept with its input."""
+    logs: dict[tuple[str, str, str, str], list[_E]] = {}
+    for entry in entries:
+        item = item_of(entry)
         key = (os.path.dirname(os.path.abspath(item.path)), source_name(item.path), item.source, item.engine)
         logs.setdefault(key, []).append(entry)
-    return [sorted(files, key=lambda entry: _age(entry[0].path)) for files in logs.values()]
+    return [sorted(files, key=lambda entry: age(item_of(entry).path)) for files in logs.values()]
 
 
-def _age(path: str) -> int:
+def age(path: str) -> int:
     """A rotated file's place, oldest first: `x.log.N` (or `x.log.N.gz`) before `x.log.N-1`, the live
-    `x.log` last."""
+    `x.log` last (0; `x.log.N`: -N)."""
     found = _ROTATED.search(os.path.basename(path))
     return -int(found.group(1)) if found else 0
 
@@ -327,7 +334,7 @@ def replay(
         chosen() if speedups is None else speedups,
     )
     try:
-        for files in _rotations(prepared):
+        for files in _grouped(prepared, lambda entry: entry[0]):
             streams.append(_log_events(files, notes, children))
         result = _replay(prepared, streams, notes, detectors, tick_every, report=report, observers=observers)
     finally:
