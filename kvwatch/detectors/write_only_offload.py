@@ -164,7 +164,7 @@ def _judge(
     source: str, engine: str, eng: EngineWindow, win: SourceWindow, *, now: float, cfg: Settings
 ) -> Finding | None:
     busy = _last_busy(eng, cfg)
-    if len(busy) < cfg.min_intervals:
+    if not busy or len(busy) < cfg.min_intervals:  # (min_intervals 0: every busy line, if any)
         return None
     # The KV line of an interval is logged right after its stats line, at the same second.
     oldest = busy[0][0]
@@ -269,8 +269,10 @@ def _judge_tier(source: str, win: SourceWindow, cfg: Settings) -> Finding | None
     )
 
 
-def detect(windows: Windows, now: float, cfg: Settings) -> list[Finding]:
-    """Findings for every engine whose offload tier is write-only right now."""
+def detect(windows: Windows, now: float, cfg: Settings, *, full: bool = False) -> list[Finding]:
+    """Findings for every engine whose offload tier is write-only right now. `full`: judge every engine
+    in full, without the shortcut that first rules most out from the windows' marks (the same findings,
+    slower: the reference the shortcut is tested against)."""
     if not cfg.enabled:
         return []
     findings = []
@@ -279,7 +281,7 @@ def detect(windows: Windows, now: float, cfg: Settings) -> list[Finding]:
         if tier is not None:
             findings.append(tier)
         for engine, eng in ordered(win.engines):
-            if _clear(eng, cfg):  # the common verdict, without _judge's call
+            if not full and _clear(eng, cfg):  # the common verdict, without _judge's call
                 continue
             finding = _judge(source, engine, eng, win, now=now, cfg=cfg)
             if finding is not None:
