@@ -22,9 +22,11 @@ import pytest
 from test_golden import SAMPLES, golden_of, sample_logs
 
 from kvwatch.cli import main
+from kvwatch.engines import make_parser, names
+from kvwatch.model import Event, LogLine
 from kvwatch.output.exposition import golden_lines
 from kvwatch.output.text import render
-from kvwatch.parsers.base import ParserSettings
+from kvwatch.parsers.base import BlockParser, BlockResult, Parser, ParserSettings, TextParser, tally
 from kvwatch.replay import plan, replay
 from kvwatch.replay.speedups import PLAIN, SWITCH, Speedups, describe
 
@@ -258,3 +260,66 @@ def test_generated_dense_logs_give_the_same_every_way(kind: str, tmp_path: Path)
         path.write_bytes(body)
         plain = replayed(path, PLAIN)
         assert plain == replayed(path, Speedups()) == replayed(path, EAGER), name
+
+
+def block_engines() -> list[str]:
+    """The engines whose parser reads a dense read whole (parse_text) or many lines in one call
+    (parse_block): replay's block fast paths."""
+    return [
+        name for name in names() if isinstance(make_parser(name, "src", SETTINGS), (TextParser, BlockParser))
+    ]
+
+
+def by_lines(parser: Parser, texts: list[str]) -> tuple[BlockResult, list[Event]]:
+    """`parse` of each line, counted up, and what `flush` gives at the end: the plain path."""
+    return tally(parser.parse(LogLine("src", text, None)) for text in texts), parser.flush()
+
+
+def by_cuts(parser: Parser, texts: list[str], rng: random.Random) -> tuple[BlockResult, list[Event]]:
+    """The same lines cut at random into runs (one line, a few, hundreds, the rest), each read the way
+    replay may read it: as one text, as a list, or line by line (a read that was not dense); state
+    carries across the cuts."""
+    events: list[Event] = []
+    recognized = errors = start = 0
+    while start < len(texts):
+        stop = start + rng.choice((1, 2, 7, 50, 400, len(texts)))
+        run, way = texts[start:stop], rng.random()
+        if isinstance(parser, TextParser) and way < 0.45:
+            got = parser.parse_text("".join(text + "\n" for text in run))
+        elif isinstance(parser, BlockParser) and way < 0.9:
+            got = parser.parse_block(run)
+        else:
+            got = tally(parser.parse(LogLine("src", text, None)) for text in run)
+        events += got.events
+        recognized += got.recognized
+        errors += got.errors
+        start = stop
+    return BlockResult(events, recognized, errors), parser.flush()
+
+
+@pytest.mark.parametrize("engine", block_engines())
+@pytest.mark.parametrize("log", sample_logs(), ids=lambda p: p.name)
+def test_block_reads_cut_at_random_give_what_each_line_gives(engine: str, log: Path) -> None:
+    """Each block-reading parser over every sample and mutated copies of it, cut into reads at random
+    (a cut may fall between a record's header and its message), gives the events, the recognised and
+    refused lines, and the held-back events at the end that parsing each line gives."""
+    rng = random.Random(f"{engine} {log.name}")
+    data = text_of(log)
+    for copy in (data, mutated(data, 5), mutated(data, 6)):
+        texts = copy.decode("utf-8", "replace").split("\n")[:-1]
+        plain = by_lines(make_parser(engine, "src", SETTINGS), texts)
+        for _ in range(3):
+            assert plain == by_cuts(make_parser(engine, "src", SETTINGS), texts, rng)
+
+
+@pytest.mark.parametrize("engine", block_engines())
+@pytest.mark.parametrize("kind", ["llamacpp", "lmstudio", "ollama"])
+def test_block_reads_of_generated_dense_logs_give_what_each_line_gives(engine: str, kind: str) -> None:
+    """The same over a generated dense log of each kind and mutated copies of it."""
+    rng = random.Random(f"{engine} {kind}")
+    data = generated(kind, 8)
+    for copy in (data, mutated(data, 9)):
+        texts = copy.decode().split("\n")[:-1]
+        plain = by_lines(make_parser(engine, "src", SETTINGS), texts)
+        assert plain[0].recognized or engine != kind
+        assert plain == by_cuts(make_parser(engine, "src", SETTINGS), texts, rng)
