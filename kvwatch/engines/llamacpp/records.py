@@ -7,7 +7,7 @@ from kvwatch.model import Basis, RequestRecord
 
 
 class Requests:
-    """One source's `LlamaRequest`s as `RequestRecord`s (kvwatch.engines.capabilities.RequestAdapter)."""
+    """One source's `LlamaRequest`s as `RequestRecord`s (kvwatch.model.RequestAdapter)."""
 
     def __init__(self) -> None:
         """No conversation seen yet."""

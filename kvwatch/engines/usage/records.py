@@ -6,7 +6,7 @@ from kvwatch.model import Basis, RequestRecord, UsageRecord
 
 
 class Requests:
-    """One source's `UsageRecord`s as `RequestRecord`s (kvwatch.engines.capabilities.RequestAdapter)."""
+    """One source's `UsageRecord`s as `RequestRecord`s (kvwatch.model.RequestAdapter)."""
 
     def convert(self, event: object) -> tuple[Basis | None, RequestRecord | None]:
         """The record of a usage row (its counts are the gateway's own: no basis to count)."""
