@@ -1,7 +1,7 @@
 """The least a Python process can do for the vLLM bench's counts: how close to ripgrep Python gets.
 
 Not kvwatch: a bare scan of a vLLM docker json-file log with the same libraries kvwatch uses (the
-Aho-Corasick search and StringZilla's count), that counts the lines, finds the stats and KV Transfer
+Aho-Corasick search, and bytes.count), that counts the lines, finds the stats and KV Transfer
 lines and reads only the numbers the bench compares (stats lines and store bytes per engine). No
 time is parsed, nothing is validated or kept, no metric, window or detector runs. Its wall time is a
 floor under any CPython replay of this file; `bench/run.py` prints it beside kvwatch, mtail and rg.
@@ -20,7 +20,6 @@ import os
 import re
 import sys
 
-import stringzilla
 from ahocorasick_rs import BytesAhoCorasick, MatchKind
 
 WINDOW = 32 << 20
@@ -48,7 +47,7 @@ def scan(path: str) -> dict[str, object]:
                 if hi <= lo:
                     raise SystemExit(f"floor.py: a line longer than {WINDOW} bytes at byte {pos}")
                 view = memoryview(data)[lo:hi]
-                lines += stringzilla.count(view, b"\n")
+                lines += view.tobytes().count(b"\n")  # (a map has no count: one copy per window)
                 rfind, find = data.rfind, data.find
                 for which, start, _ in search.find_matches_as_indexes(view):
                     at = start + lo

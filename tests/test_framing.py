@@ -309,21 +309,3 @@ def test_read_head_sees_the_whole_head_of_plain_and_gzip_files(tmp_path: Path) -
         with open_log(str(path)) as stream:
             assert data[: wholefile.HEAD] == wholefile.read_head(stream)
             assert data[:10] == stream.read(10)  # the head is not consumed
-
-
-def test_scanner_count_is_bytes_count() -> None:
-    # The framer counts newlines and complete json-file entries with StringZilla: it must give what
-    # bytes.count gives, for every range (negative, reversed, past the end) and self-overlapping needles.
-    from kvwatch.sources.scanner import count
-
-    rng = random.Random(7)
-    needles = [b"\n", b'\\n","stream":"', b"aa", b"aba", b"\\\\n"]
-    for _ in range(3000):
-        data = bytes(rng.choice(b'ab\n\\n",stream:') for _ in range(rng.randrange(0, 80)))
-        needle = rng.choice(needles)
-        start, stop = rng.randrange(-90, 90), rng.randrange(-90, 90)
-        assert data.count(needle, start, stop) == count(data, needle, start, stop)
-        assert data.count(needle, start) == count(data, needle, start)
-        assert data.count(needle) == count(data, needle)
-    big = b'{"log":"x\\n","stream":"stdout"}\n' * 100_000 + b"tail"
-    assert big.count(b"\n", 5, len(big) - 5) == count(big, b"\n", 5, len(big) - 5)

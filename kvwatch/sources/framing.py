@@ -24,7 +24,7 @@ from kvwatch.sources.docker_json import (
     simple_entry,
     split_logs_t,
 )
-from kvwatch.sources.scanner import Scanner, count
+from kvwatch.sources.scanner import Scanner
 
 Framing = Literal["plain", "docker-json", "docker-t"]
 
@@ -304,7 +304,7 @@ class Framer:
         items: list[Batch] = []
         pos = first
         for start, end, _, _ in scanner.lines(data, first, stop):
-            skipped = count(data, b"\n", pos, start)
+            skipped = data.count(b"\n", pos, start)
             if skipped:
                 items.append(skipped)
             raw = data[start:end]
@@ -314,7 +314,7 @@ class Framer:
             else:
                 items.append(LogLine(self.source, _decode(raw), None))
             pos = end + 1
-        rest = count(data, b"\n", pos, stop)
+        rest = data.count(b"\n", pos, stop)
         if rest:
             items.append(rest)
         return items
@@ -332,7 +332,7 @@ class Framer:
                 return None  # an escaped backslash before `n` (a _FAKE_COMPLETE)
         elif data.find(_FAKE_COMPLETE, first, stop) >= 0:
             return None
-        complete = count(data, _COMPLETE, first, stop)
+        complete = data.count(_COMPLETE, first, stop)
         if self._raw is not None:
             return self._entries(data, first, stop, hits, complete)
         items: list[Batch] = []
@@ -340,7 +340,7 @@ class Framer:
         pos, lines = first, 0
         checked = False
         for start, end, mark, mark_end in scanner.lines(data, first, stop, hits):
-            skipped = count(data, b"\n", pos, start)
+            skipped = data.count(b"\n", pos, start)
             if skipped:
                 append(skipped)
             lines += skipped + 1
@@ -352,11 +352,11 @@ class Framer:
                 append(LogLine(source, simple[0], simple[1]))
                 continue
             if not checked:  # the exact path may join entries: only once the chunk is known whole
-                if count(data, b"\n", first, stop) != complete:
+                if data.count(b"\n", first, stop) != complete:
                     return None
                 checked = True
             items.extend(self._feed_json(data[start:end]))
-        rest = count(data, b"\n", pos, stop)
+        rest = data.count(b"\n", pos, stop)
         if lines + rest != complete:
             return None
         if rest:
@@ -369,7 +369,7 @@ class Framer:
         """_json_chunk's items as one Entries: the lines whose first marker is the raw one in runs of their
         bytes where they are whole entries, the rest decoded; None when a decoded line leaves part of an
         entry waiting for the next (the read then goes the exact way, which joins them)."""
-        if count(data, b"\n", first, stop) != lines:
+        if data.count(b"\n", first, stop) != lines:
             return None
         assert self._scanner is not None and self._raw is not None
         items: list[LogLine | Malformed | bytes] = []

@@ -9,15 +9,9 @@ exactly when a match starts on it, so the lines found are exactly those holding 
 
 from __future__ import annotations
 
-from collections.abc import Callable, Iterator
+from collections.abc import Iterator
 
-import stringzilla
 from ahocorasick_rs import BytesAhoCorasick, MatchKind
-
-#: `count(data, needle, start, stop)`: what `data.count(needle, start, stop)` gives (non-overlapping, the
-#: same index rules), with StringZilla's SIMD search: 4-15x faster, and a json-file read is counted
-#: twice over (its newlines and its complete entries), most of the framing's time before.
-count: Callable[..., int] = stringzilla.count
 
 #: A sample where at least this share of the lines hold a marker is "dense" (nearly every line of a
 #: llama.cpp -lv 4 log): searching first would cost more than handing every line to the parser.
@@ -64,7 +58,7 @@ class Scanner:
 
     def dense(self, sample: bytes) -> bool:
         """Whether so many lines of the sample hold a marker that every line might as well be parsed."""
-        lines = count(sample, b"\n")
+        lines = sample.count(b"\n")
         found = sum(1 for _ in self.lines(sample, 0, sample.rfind(b"\n") + 1))
         return lines > 0 and found >= DENSE_SHARE * lines
 
@@ -82,7 +76,7 @@ class LineFilter:
         data = b"\n".join(lines) + b"\n"
         out, index, pos = [], 0, 0
         for start, end, _, _ in self._scanner.lines(data):
-            index += count(data, b"\n", pos, start)
+            index += data.count(b"\n", pos, start)
             out.append(index)
             index, pos = index + 1, end + 1
         return out
