@@ -28,6 +28,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+from corpora import sample_logs
 from prometheus_helpers import (
     Result,
     free_port,
@@ -44,7 +45,6 @@ from kvwatch.engines import ENGINES
 
 ROOT = Path(__file__).resolve().parents[1]
 DASHBOARD = ROOT / "kvwatch" / "assets" / "kvwatch.json"
-SAMPLES = ROOT / "samples"
 CHUNKS = 4
 TITLES = [
     "Prefix and External cache hit ratio per engine",
@@ -139,10 +139,10 @@ def test_panels_use_the_datasource_variable_and_do_not_overlap() -> None:
     assert all(p["gridPos"]["x"] + p["gridPos"]["w"] <= 24 for p in every)
 
 
-def sample_logs() -> dict[str, bytes]:
+def sample_bytes() -> dict[str, bytes]:
     """Each bundled sample's bytes by source name (`vllm-rotated.log.1.gz` -> `vllm-rotated`)."""
     logs: dict[str, bytes] = {}
-    for path in sorted(SAMPLES.glob("*.log")) + sorted(SAMPLES.glob("*.gz")):
+    for path in sample_logs():
         data = path.read_bytes()
         logs[path.name.split(".")[0]] = gzip.decompress(data) if path.suffix == ".gz" else data
     return logs
@@ -292,7 +292,7 @@ def stop_daemon(daemon: subprocess.Popen[bytes]) -> None:
 def feed(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Feed]:
     """Run the daemon on the samples, appended chunk by chunk, each chunk scraped before the next."""
     tmp_path = tmp_path_factory.mktemp("dashboard")
-    logs = sample_logs()
+    logs = sample_bytes()
     (tmp_path / "logs").mkdir()
     for name in logs:
         (tmp_path / "logs" / f"{name}.log").write_bytes(b"")

@@ -12,6 +12,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+from corpora import SAMPLES, sample_logs
 
 from kvwatch.cli import main
 from kvwatch.detectors import (
@@ -391,9 +392,6 @@ def test_conversation_run_from_a_tally_finds_what_gathering_finds() -> None:
     assert found > 100
 
 
-SAMPLES = Path(__file__).resolve().parents[1] / "samples"
-
-
 def replayed(tmp_path: Path, sample: str, first_line: int) -> str:
     """The golden-format replay of a sample log read from line `first_line` (1-based) on."""
     lines = (SAMPLES / sample).read_text().splitlines(keepends=True)
@@ -742,7 +740,7 @@ def test_a_memo_changes_no_tick_of_any_sample(
         return found
 
     monkeypatch.setattr(kvwatch.pipeline, "detect_all", checked)
-    logs = sorted(p for p in SAMPLES.iterdir() if not p.name.endswith((".golden", ".md", ".json", ".py")))
+    logs = sample_logs()
     for log in logs:
         assert 0 == main(["replay", "--format", "golden", "--year", "2026", str(log)])
     capsys.readouterr()

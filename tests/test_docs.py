@@ -15,6 +15,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+from corpora import sample_logs
 from daemon_helpers import Kvwatch
 
 from kvwatch import cli
@@ -198,7 +199,7 @@ def exposed_families(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> dict
         assert daemon.proc.stdin is not None
         daemon.proc.stdin.close()
         assert daemon.stop() == 0
-    logs = sorted(str(p) for p in (ROOT / "samples").glob("*.log"))
+    logs = [str(p) for p in sample_logs(rotated=False)]
     assert cli.main(["replay", "--format", "prom", "--year", "2026", *logs]) == 0
     body += capsys.readouterr().out
     return dict(re.findall(r"^# TYPE (\S+) (\S+)$", body, re.M))

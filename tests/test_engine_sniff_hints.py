@@ -10,12 +10,12 @@ import sys
 from pathlib import Path
 
 import pytest
+from corpora import SAMPLES, sample_logs
 
 from kvwatch.engines import ENGINES, detect_engine
 from kvwatch.sources.wholefile import sniff_file
 
-SAMPLES = Path(__file__).resolve().parents[1] / "samples"
-LOGS = sorted(SAMPLES.glob("*.log"))
+LOGS = sample_logs(rotated=False)
 HINTED = [engine for engine in ENGINES.values() if engine.sniff_hint is not None]
 
 

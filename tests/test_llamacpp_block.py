@@ -15,6 +15,7 @@ from dataclasses import fields
 from pathlib import Path
 
 import pytest
+from corpora import sample_logs
 
 from kvwatch.engines.llamacpp import lines as ln
 from kvwatch.engines.llamacpp.parser import LlamacppParser
@@ -23,7 +24,7 @@ from kvwatch.model import Event, LogLine
 from kvwatch.parsers.base import BlockResult, ParseError, ParserSettings
 
 ROOT = Path(__file__).resolve().parents[1]
-SAMPLES = sorted((ROOT / "samples").glob("llamacpp-*.log"))
+SAMPLES = sample_logs("llamacpp-", rotated=False)
 sys.path.insert(0, str(ROOT / "bench"))
 import gen_llamacpp  # noqa: E402
 

@@ -13,6 +13,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+from corpora import SAMPLES
 
 from kvwatch.detectors import DetectorSettings
 from kvwatch.engines import make_parser
@@ -28,7 +29,6 @@ from kvwatch.sources.docker_json import EntryJoiner
 from kvwatch.sources.framing import Entries, Framer, decode_whole, marker_pattern, whole_entry
 from kvwatch.sources.wholefile import batches
 
-SAMPLES = Path(__file__).resolve().parents[1] / "samples"
 LOGS = ["lmcache-0.3.12-write-only.log", "lmcache-0.3.9-failed-loads.log", "lmcache-0.4.4-healthy.log"]
 LOGS += ["lmcache-0.5.6-tp2.log"]
 

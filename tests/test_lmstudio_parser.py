@@ -17,7 +17,7 @@ from zoneinfo import ZoneInfo
 
 import pytest
 from contract_helpers import check_contract_rows, check_promtool_clean
-from test_golden import SAMPLES
+from corpora import SAMPLES, sample_logs
 
 from kvwatch.cli import main
 from kvwatch.engines import detect_engine, make_parser, markers_of
@@ -303,7 +303,7 @@ def test_contract_rows_and_promtool(capsys: pytest.CaptureFixture[str]) -> None:
     check_promtool_clean(out)
 
 
-@pytest.mark.parametrize("sample", sorted(p.name for p in SAMPLES.glob("lmstudio-*.log")))
+@pytest.mark.parametrize("sample", [p.name for p in sample_logs("lmstudio-", rotated=False)])
 @pytest.mark.parametrize("most", [1, 3, 7, 4096])
 def test_parse_block_is_parse_line_by_line(sample: str, most: int) -> None:
     """The block path's shortcuts give what `parse` gives, however the lines are cut into blocks:

@@ -7,8 +7,9 @@ import subprocess
 import sys
 from pathlib import Path
 
+from corpora import SAMPLES, sample_logs
 from llama_helpers import capture  # scripts/llamacpp/capture.py: the real captures' cases
-from test_golden import SAMPLES, golden_of, sample_logs
+from test_golden import golden_of
 
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))

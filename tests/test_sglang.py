@@ -11,8 +11,8 @@ from pathlib import Path
 
 import pytest
 from contract_helpers import check_contract_rows, check_promtool_clean
+from corpora import SAMPLES, sample_logs
 from daemon_helpers import Kvwatch, file_source, wait_until, write_config
-from test_golden import SAMPLES
 
 from kvwatch.cli import main
 from kvwatch.detectors import hicache_storage_unused, no_signal, prefix_cache_disabled
@@ -243,7 +243,7 @@ def test_hicache_and_access_lines() -> None:
 
 def test_every_sample_is_detected_as_sglang() -> None:
     """`engine = "auto"` tells every SGLang sample from its head."""
-    for log in sorted(SAMPLES.glob("sglang-*.log")):
+    for log in sample_logs("sglang-", rotated=False):
         assert "sglang" == detect_engine(log.read_text()[:4000]), log.name
 
 
