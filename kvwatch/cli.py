@@ -25,6 +25,9 @@ from kvwatch.parsers.clock import iso, parse_rfc3339, zone
 FORMATS = ("text", "prom", "json", "golden")
 #: `kvwatch replay`'s exit status when a FILE had no line any engine tried recognised.
 UNRECOGNISED = 3
+#: `kvwatch replay`'s exit status when a compressed FILE was cut short or corrupt (its lines before the
+#: damage replayed); it wins over UNRECOGNISED, which a file damaged before its first line would be too.
+DAMAGED = 4
 #: `--log.level` and `--log.format` (kvwatch.daemon.log's LEVELS and FORMATS; not imported: replay
 #: would load the daemon's modules).
 LOG_LEVELS = ("debug", "info", "warn", "error")
@@ -92,6 +95,8 @@ exit status:
   2    a bad argument, or a FILE missing or unreadable (nothing on stdout)
   3    some FILE had no line that any engine tried recognised: each such FILE is
        said on stderr, the others are reported as usual
+  4    a compressed FILE was cut short or is corrupt: the complete lines before the
+       damage are replayed, and stderr names the file and the byte where it stops
   130  interrupted (Ctrl-C); 143: terminated (SIGTERM)
 """
 
@@ -782,10 +787,11 @@ def _replay_files(args: argparse.Namespace, paths: list[str], named: dict[str, s
     from kvwatch.report.exposition import golden_lines, prom_text, samples
     from kvwatch.report.text import render
 
+    damaged = dict(note.partition(": ")[::2] for note in result.damaged)  # ("path: what was wrong")
     for path in result.unrecognised:
-        print(_unrecognised(named[path], result.lines[path], args.engine), file=sys.stderr)
-    for note in result.damaged:
-        path, _, damage = note.partition(": ")  # ("path: what was wrong")
+        if result.lines[path] or path not in damaged:  # (damaged before its first line: said below)
+            print(_unrecognised(named[path], result.lines[path], args.engine), file=sys.stderr)
+    for path, damage in damaged.items():
         print(f"kvwatch: {named.get(path, path)}: {damage}", file=sys.stderr)
     if args.format == "prom":
         sys.stdout.write(prom_text(result.registry))
@@ -799,7 +805,7 @@ def _replay_files(args: argparse.Namespace, paths: list[str], named: dict[str, s
         sys.stdout.write("\n".join(golden_lines(result.registry, result.alerts)) + "\n")
     else:
         sys.stdout.write(render(result.summary, result.alerts))
-    return UNRECOGNISED if result.unrecognised else 0
+    return DAMAGED if damaged else UNRECOGNISED if result.unrecognised else 0
 
 
 def _unrecognised(name: str, lines: int, engine: str) -> str:

@@ -65,7 +65,7 @@ def _to_wire(group: list[Batch]) -> list[Wire]:
 
 
 def _damage(err: Exception) -> str:
-    return f"the compressed data ends early or is corrupt ({err}); replayed the lines before it"
+    return f"{err}; replayed the complete lines before it"
 
 
 #: A message's head: the pickle's size, and how many buffers follow it (each size a _SIZE).
