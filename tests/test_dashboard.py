@@ -1,4 +1,4 @@
-"""kvwatch/assets/kvwatch.json: importable, and every panel's query returns data from a real Prometheus.
+"""grafana/kvwatch.json: importable, and every panel's query returns data from a real Prometheus.
 
 The end-to-end test runs the real daemon (`python -m kvwatch run`) on copies of the bundled samples,
 with a `[[probe]]` every second against a small OpenAI-compatible stub on 127.0.0.1 (a prefix cache over
@@ -44,7 +44,7 @@ from prometheus_helpers import (
 from kvwatch.engines import ENGINES
 
 ROOT = Path(__file__).resolve().parents[1]
-DASHBOARD = ROOT / "kvwatch" / "assets" / "kvwatch.json"
+DASHBOARD = ROOT / "grafana" / "kvwatch.json"
 CHUNKS = 4
 TITLES = [
     "Prefix and External cache hit ratio per engine",
