@@ -561,10 +561,11 @@ def cmd_demo(args: argparse.Namespace) -> int:
 
 def cmd_check_config(args: argparse.Namespace) -> int:
     """Print the summary of a valid config and what its unit's user will see; each problem, exit 1."""
+    import time
     from pathlib import Path
 
     from kvwatch.atomic import unwritable
-    from kvwatch.config import summarize
+    from kvwatch.config import silence_warnings, summarize
     from kvwatch.config.unit import load_unit, state_dir_problem, what_the_service_sees
 
     try:
@@ -590,6 +591,8 @@ def cmd_check_config(args: argparse.Namespace) -> int:
             return 1
     sys.stdout.write(summarize(config))
     print(f"service: {unit.where} runs kvwatch as {unit.who()}")
+    for warning in silence_warnings(config, time.time()):  # (in force at the time of the check)
+        print(f"kvwatch: warning: {warning}", file=sys.stderr)
     problem = state_dir_problem(unit, config.state_dir)
     if problem is not None:
         print(f"kvwatch: warning: {problem}", file=sys.stderr)

@@ -43,7 +43,7 @@ def test_example_config_loads() -> None:
     assert ["docker", "file", "journald"] == [s.type for s in config.sources]
     assert ["write_only_offload", "pinned_cache"] == list(config.detectors)
     assert ["alertmanager"] == [n.name for n in config.notifiers]  # Slack needs the unit's drop-in
-    assert 1 == len(config.silences)
+    assert () == config.silences  # (a commented example only: a silence copied unseen would mute alerts)
 
 
 def test_state_dir_defaults_to_systemds_state_directory(tmp_path: Path) -> None:

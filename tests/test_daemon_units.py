@@ -13,6 +13,7 @@ from notify_helpers import Receiver
 
 from kvwatch.alerting import LiveAlerts
 from kvwatch.alerts import AlertBook
+from kvwatch.assets import asset_bytes
 from kvwatch.cli import main
 from kvwatch.config import parse_config
 from kvwatch.config.types import ConfigError
@@ -184,6 +185,31 @@ def test_check_config_prints_the_summary_or_each_problem(
     status, _, err = check_config(tmp_path, capsys, bad)
     assert 1 == status
     assert 'source[0].container: required for type "docker"' in err
+
+
+def test_check_config_warns_of_each_silence_in_force_or_to_come(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """check-config names each silence that mutes alerts now or will (what, from and until when), and
+    none that has ended; the example config's silence is commented out: no warning there."""
+    silences = (
+        '[[silence]]\nmatchers = { alert = "pinned_cache_length", source = "llama" }\n'
+        'ends_at = 2999-12-31T17:00:00Z\ncomment = "upgrade planned"\n'
+        '[[silence]]\nmatchers = { alert = "no_signal" }\nends_at = 2001-01-01T00:00:00Z\n'
+        '[[silence]]\nmatchers = { alert = "write_only_offload" }\n'
+        "starts_at = 2998-01-01T00:00:00Z\nends_at = 2998-01-02T00:00:00+01:00\n"
+    )
+    status, out, err = check_config(tmp_path, capsys, silences)
+    assert 0 == status and "silences: 3" in out
+    assert [
+        'kvwatch: warning: silence[0] is in force: alerts with alert="pinned_cache_length", source="llama"'
+        " are not notified until 2999-12-31T17:00:00Z (upgrade planned)",
+        'kvwatch: warning: silence[2] starts 2998-01-01T00:00:00Z: alerts with alert="write_only_offload"'
+        " will not be notified until 2998-01-01T23:00:00Z",
+    ] == [line for line in err.splitlines() if "silence" in line]
+    example = asset_bytes("kvwatch.example.toml").decode()
+    _, _, err = check_config(tmp_path, capsys, example)
+    assert "silence" not in err
 
 
 @pytest.mark.slow

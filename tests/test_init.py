@@ -56,9 +56,9 @@ def test_the_package_links_the_top_level_folders() -> None:
 
 @pytest.mark.slow
 def test_the_installed_wheel_writes_every_asset_refuses_to_overwrite_and_forces(tmp_path: Path) -> None:
-    """Built as a wheel (setuptools warning of nothing) and installed into a fresh venv outside the clone, `kvwatch init` writes every
-    file byte for byte as the repository has it (systemd/, grafana/, prometheus/); run again it names
-    each existing file and writes nothing; --force rewrites."""
+    """Built as a wheel (setuptools warning of nothing) and installed into a fresh venv outside the
+    clone, `kvwatch init` writes every file byte for byte as the repository has it (systemd/, grafana/,
+    prometheus/); run again it names each existing file and writes nothing; --force rewrites."""
     source = tmp_path / "source"
     shutil.copytree(ROOT, source, ignore=NOT_SOURCES)  # (a build writes build/ into the tree it builds)
     built = run(

@@ -1,4 +1,5 @@
-"""`summarize(config)`: the human summary `kvwatch check-config` prints; it never shows a URL."""
+"""`summarize(config)`: the human summary `kvwatch check-config` prints (it never shows a URL), and the
+warnings it adds (`silence_warnings`)."""
 
 from __future__ import annotations
 
@@ -119,6 +120,26 @@ def _probe(probe: ProbeConfig) -> str:
         f"stream={str(probe.stream).lower()} "
         f"attribution_header={str(probe.attribution_header).lower()} timeout={probe.timeout} s {key}{headers}"
     )
+
+
+def silence_warnings(config: Config, now: float) -> list[str]:
+    """A warning per silence in force at `now` or still to come: which alerts it keeps from every
+    notifier, and until when (a silence copied from an example must not mute a real alert unseen)."""
+    warnings = []
+    for index, silence in enumerate(config.silences):
+        if silence.ends_at <= now:
+            continue
+        matchers = ", ".join(f'{k}="{v}"' for k, v in sorted(silence.matchers.items()))
+        comment = f" ({silence.comment})" if silence.comment else ""
+        until = _utc(silence.ends_at)
+        if silence.starts_at is None or silence.starts_at <= now:
+            when = f"is in force: alerts with {matchers} are not notified until {until}"
+        else:
+            when = (
+                f"starts {_utc(silence.starts_at)}: alerts with {matchers} will not be notified until {until}"
+            )
+        warnings.append(f"silence[{index}] {when}{comment}")
+    return warnings
 
 
 def _silence(silence: SilenceConfig) -> str:
