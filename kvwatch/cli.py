@@ -18,7 +18,7 @@ from types import FrameType
 from typing import Any
 
 from kvwatch import DEFAULT_PORT, __version__
-from kvwatch.engines import choices, names
+from kvwatch.engines import choices, displays, names
 from kvwatch.parsers.base import DEFAULT_START, ParserSettings
 from kvwatch.parsers.clock import iso, parse_rfc3339, zone
 
@@ -117,8 +117,8 @@ def build_parser() -> argparse.ArgumentParser:
     """The argument parser with every subcommand."""
     parser = argparse.ArgumentParser(
         prog="kvwatch",
-        description="Watch inference-engine logs (vLLM, llama.cpp, gateway usage logs) for prefix-cache "
-        "failures: Prometheus metrics and alerts.",
+        description=f"Watch logs ({', '.join(displays())}) for prefix-cache and KV-offload failures: "
+        "Prometheus metrics and alerts.",
         epilog=_EXAMPLES,
         formatter_class=argparse.RawDescriptionHelpFormatter,
     )
@@ -182,9 +182,9 @@ def build_parser() -> argparse.ArgumentParser:
         "--jobs",
         type=_jobs,
         metavar="PROCESSES",
-        help="child PROCESSES that read big files, 1 to 64; a big dense log (llama.cpp -lv 4, Ollama, "
-        "LM Studio) is parsed by up to that many workers; 1: one child (default: one per core and at "
-        "least 4; workers: at most 4)",
+        help="at most PROCESSES children (1 to 64) read big files at once (default: one per core, and "
+        "at least 4); a big dense log (llama.cpp -lv 4, Ollama, LM Studio) is parsed in segments by at "
+        "most PROCESSES workers (default: one per core, and at most 4); 1: one child, no segments",
     )
     _daemon_commands(sub)
     return parser

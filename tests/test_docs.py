@@ -241,3 +241,18 @@ def test_readme_is_a_front_page() -> None:
     lines = README.read_text().splitlines()
     assert len(lines) <= MAX_README_LINES
     assert "## Alerts" in lines
+
+
+def test_every_list_of_engines_users_read_is_the_registrys() -> None:
+    """docs/replay.md's synopsis and `tried:` example, docs/configuration.md's `source.engine` row and
+    the example config's `engine:` comment list every registered engine, in the registry's order."""
+    from kvwatch.engines import choices, names
+
+    replay = (DOCS / "replay.md").read_text(encoding="utf-8")
+    assert f"[--engine {'|'.join(choices())}]" in replay
+    assert f"(tried: {', '.join(names())})" in replay
+    configuration = (DOCS / "configuration.md").read_text(encoding="utf-8")
+    assert f"| `source.engine` | {', '.join(f'`{c}`' for c in choices())} |" in configuration
+    example = (ROOT / "kvwatch" / "assets" / "kvwatch.example.toml").read_text(encoding="utf-8")
+    comment = " ".join(line.lstrip("# ") for line in example.splitlines() if line.startswith("#"))
+    assert f"`engine`: {' | '.join(choices())} (default" in comment

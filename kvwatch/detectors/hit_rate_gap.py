@@ -22,7 +22,7 @@ from kvwatch.window import Windows
 CAUSE = (
     "The same engine and model reuse the cache for {high} but hardly for {low}, so what differs is the "
     "prompt {low} builds: typically a value that changes on every request near the front of the prompt. "
-    "Incident 1: Claude Code's `x-anthropic-billing-header: ...; cch=<nonce>;` system block, which a "
+    "A known case: Claude Code's `x-anthropic-billing-header: ...; cch=<nonce>;` system block, which a "
     "gateway converting /v1/messages to Chat Completions joined with the other system blocks right after "
     "the tool definitions. Other causes: a conversion that reorders tools or system blocks per request, "
     'or a timestamp in the system prompt. kvwatch_pinned_cache_tokens{{entry="{low}"}} > 0 means the '

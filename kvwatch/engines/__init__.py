@@ -35,6 +35,11 @@ def names() -> tuple[str, ...]:
     return tuple(ENGINES)
 
 
+def displays() -> tuple[str, ...]:
+    """How messages name each registered engine, in registry order ("vLLM", "llama.cpp", ...)."""
+    return tuple(engine.display for engine in ENGINES.values())
+
+
 def choices() -> tuple[str, ...]:
     """What `engine =` and `--engine` accept: `auto`, then every engine."""
     return ("auto", *ENGINES)
