@@ -66,8 +66,41 @@ def test_no_alert_firing() -> None:
     assert "Firing alerts no alert firing Sources" in text(page)
     assert ("<a href='metrics'>/metrics</a>", "<a href='healthz'>/healthz</a>") == tuple(
         re.findall(r"<a href='[a-z]+'>[^<]+</a>", page)
-    )
+    )  # (and the sources table, on the page: see below)
     assert "<meta http-equiv='refresh' content='15'>" in page
+
+
+def test_firing_alerts_come_critical_first_then_newest_the_silenced_last() -> None:
+    """Notified alerts before silenced ones; each by severity (critical, warning, info), then newest
+    first; whatever order the daemon hands them in."""
+    given = [
+        (alert(alert="no_signal", severity="info", at=NOW - 10), False),
+        (alert(alert="old_warning", at=NOW - 9000), False),
+        (alert(alert="silenced_critical", severity="critical", at=NOW - 5), True),
+        (alert(alert="new_warning", at=NOW - 60), False),
+        (alert(alert="old_critical", severity="critical", at=NOW - 7200), False),
+        (alert(alert="new_critical", severity="critical", at=NOW - 120), False),
+    ]
+    expected = [
+        "new_critical",
+        "old_critical",
+        "new_warning",
+        "old_warning",
+        "no_signal",
+        "silenced_critical",
+    ]
+    for order in (given, given[::-1], sorted(given, key=lambda pair: pair[0].alert)):
+        page = landing_page("1", [row()], order, NOW)
+        assert expected == re.findall(r"<span class='sev'>\w+</span> (\w+)</h3>", page)
+
+
+def test_the_sources_are_a_click_away_from_the_top() -> None:
+    """The header says how many sources are up and links the table, as the nav does, however many
+    alerts come before it."""
+    page = landing_page("1", [row(), row("llama", up=False)], [(alert(), False)] * 30, NOW)
+    header = page.split("</header>", 1)[0]
+    assert "<a href='#sources'>1/2 sources up</a>" in header and "<a href='#sources'>sources</a>" in header
+    assert 1 == page.count("id='sources'") and page.index("id='sources'") > page.rindex("class='alert")
 
 
 def test_a_firing_alert_shows_what_the_notifiers_get() -> None:
