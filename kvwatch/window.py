@@ -35,6 +35,7 @@ from kvwatch.model import (
     VllmStats,
 )
 from kvwatch.offloads import OffloadHistory
+from kvwatch.usages import UsageWindows
 
 Labels = tuple[tuple[str, str], ...]
 K = TypeVar("K")
@@ -55,9 +56,6 @@ MAX_REQUESTS = 500
 MAX_POINTS = 4096
 #: Prompt throughputs a stats point keeps of its newest lines (the busy lines write_only_offload counts).
 POINT_TAIL = 64
-#: Usage records (#6) kept per (source, model), and how many such groups at most.
-MAX_USAGE = 5000
-MAX_USAGE_GROUPS = 256
 
 
 def newest(points: Sequence[RequestPoint], count: int) -> list[RequestPoint]:
@@ -307,7 +305,7 @@ class Windows:
         self.slots: dict[Labels, dict[int | None, deque[RequestPoint]]] = {}
         #: What each group's points come to (kept as they come and go).
         self.tallies: dict[Labels, Tally] = {}
-        self.usage: dict[tuple[str, str], deque[UsageRecord]] = {}
+        self.usage = UsageWindows(horizon)  # (gateway usage, in bounded bytes: kvwatch/usages.py)
         #: The sources that logged a cache tier's prefetch or an offload layer's line: those whose
         #: windows may hold prefetches or offload history (what the cache-tier detectors read).
         self.tiers: set[str] = set()
@@ -352,8 +350,7 @@ class Windows:
             del self.requests[labels]
             self.slots.pop(labels, None)
             self.tallies.pop(labels, None)
-        for key in [k for k in self.usage if k[0] == source]:
-            del self.usage[key]
+        self.usage.forget(source)
 
     def observe(self, event: Event) -> None:
         """Take one event in."""
@@ -479,7 +476,7 @@ class Windows:
         adapter = adapters[owner] if owner in adapters else self._adapter(window, owner)
         if adapter is not None:
             self._convert(window, adapter, event)
-        if isinstance(event, UsageRecord):  # (the gateway detectors read whole usage records)
+        if isinstance(event, UsageRecord):  # (the gateway detectors read per-entry usage summaries)
             self._usage(event)
 
     def _tier(self, source: str) -> None:
@@ -598,25 +595,14 @@ class Windows:
         same.append(point)
 
     # -----------------------------------------------------------------------------------------
-    # Usage records (#6): whole records per (source, raw model) for hit_rate_gap and
-    # usage_double_counting, bounded by the horizon (relative to the group's newest record), by
-    # MAX_USAGE per group and by MAX_USAGE_GROUPS groups (the group updated longest ago goes first).
+    # Usage records (#6): per (source, raw model) and entry, what hit_rate_gap and
+    # usage_double_counting read (kvwatch/usages.py), bounded by the horizon and by bytes.
     # -----------------------------------------------------------------------------------------
 
     def _usage(self, event: UsageRecord) -> None:
         self.changes += 1
-        key = (event.source, event.model)
-        records = self.usage.get(key)
-        if records is None:
-            if len(self.usage) >= MAX_USAGE_GROUPS:
-                stale = min(self.usage, key=lambda k: self.usage[k][-1].time if self.usage[k] else 0.0)
-                del self.usage[stale]
-            records = self.usage[key] = deque(maxlen=MAX_USAGE)
+        if self.usage.add(event):
             self.shape += 1
-        records.append(event)
-        oldest = event.time - self.horizon
-        while records and records[0].time < oldest:
-            records.popleft()
 
     def _restart(self, window: SourceWindow, event: ServerRestart) -> None:
         # A restarted engine starts from a cold cache: history from before says nothing about it.
