@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import random
 from collections.abc import Callable, Sequence
+from pathlib import Path
 from typing import Any
 
 import pytest
@@ -329,3 +330,17 @@ def test_usage_windows_sum_per_second_as_the_records_would() -> None:
     assert [(r.time, r.input_tokens) for r in shaped] == [
         (r.time, r.input_tokens) for r in usage.recent(T0 - 1, T0 + 901)
     ]
+
+
+def test_double_countings_max_requests_is_at_most_what_the_windows_keep(tmp_path: Path) -> None:
+    """`max_requests` past the records an entry keeps is refused with the field and the bound."""
+    from kvwatch.config import load_config
+    from kvwatch.config.alerting import detector_settings
+
+    path = tmp_path / "kv.toml"
+    problems: list[str] = []
+    for wanted in (RECENT, RECENT + 1):
+        path.write_text(f"[detectors.usage_double_counting]\nmax_requests = {wanted}\n")
+        detector_settings(load_config(path), problems)
+    field = "detectors.usage_double_counting.max_requests"
+    assert [f"{field}: must be from 1 to {RECENT} (the records kept per entry)"] == problems
