@@ -5,7 +5,7 @@ Anthropic-shaped and reading the cache (what both usage detectors keep), and its
     python bench/usage_memory.py [--records 1000000] [--groups 10000] [--entries 5]
 
 Prints the peak RSS and the RSS once every record is read (goal: at most 100 MB whatever the groups and
-records: the usage windows are bounded by bytes, kvwatch/usages.py).
+records: the usage windows are bounded by bytes, kvwatch/windows/usages.py).
 """
 
 from __future__ import annotations

@@ -13,8 +13,9 @@ from pathlib import Path
 import pytest
 from corpora import SAMPLES, truth_captures
 
+from kvwatch.engines.llamacpp.events import LlamaRequest
 from kvwatch.engines.llamacpp.parser import LlamacppParser, looks_like
-from kvwatch.model import Event, LlamaRequest, LogLine, ServerRestart
+from kvwatch.model import Event, LogLine, ServerRestart
 from kvwatch.parsers.base import ParseError, ParserSettings
 
 DERIVED = {"llamacpp-default-verbosity"}  # captured at the default -lv 3: counts are derived

@@ -11,8 +11,8 @@ import pytest
 
 from kvwatch.detectors import DetectorSettings, detect_all, double_counting, hit_rate_gap, pinned_cache
 from kvwatch.model import Finding, UsageRecord
-from kvwatch.usages import ENTRY_BYTES, GROUP_BYTES, RECENT, UsageWindows
-from kvwatch.window import Windows
+from kvwatch.windows.usages import ENTRY_BYTES, GROUP_BYTES, RECENT, UsageWindows
+from kvwatch.windows.window import Windows
 
 T0 = 1787043600.0  # 2026-08-18T09:00:00Z
 MSG, CHAT, RESP = "/v1/messages", "/v1/chat/completions", "/v1/responses"

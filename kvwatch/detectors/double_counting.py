@@ -32,8 +32,8 @@ from typing import Any
 
 from kvwatch.detectors.stable import NEVER
 from kvwatch.model import Finding, UsageRecord
-from kvwatch.usages import RECENT, Recent, UsageGroup
-from kvwatch.window import Windows
+from kvwatch.windows.usages import RECENT, Recent, UsageGroup
+from kvwatch.windows.window import Windows
 
 CAUSE = (
     "The gateway reports Anthropic usage with input_tokens that already include the cached tokens "

@@ -16,8 +16,8 @@ from dataclasses import dataclass
 
 from kvwatch.detectors.stable import NEVER
 from kvwatch.model import Finding
-from kvwatch.usages import UsageGroup
-from kvwatch.window import Windows
+from kvwatch.windows.usages import UsageGroup
+from kvwatch.windows.window import Windows
 
 CAUSE = (
     "The same engine and model reuse the cache for {high} but hardly for {low}, so what differs is the "
