@@ -17,12 +17,14 @@ import re
 import sys
 import tempfile
 import time
+import urllib.error
+import urllib.request
 from pathlib import Path
 
 BENCH = Path(__file__).resolve().parent
 sys.path.insert(0, str(BENCH))
 
-from daemon import peak_rss_mb, scrape, start_kvwatch  # noqa: E402  (bench/ is not a package)
+from daemon import peak_rss_mb, start_kvwatch  # noqa: E402  (bench/ is not a package)
 
 ENTRIES = ("/v1/messages", "/v1/chat/completions", "/v1/completions", "/v1/responses", "/v1/embeddings")
 SPAN = 3000.0  # seconds of event time the records cover (inside the windows' one-hour horizon)
@@ -50,6 +52,16 @@ def write_log(path: Path, records: int, groups: int, entries: int, seed: int = 3
             response = {"model": model, "usage": usage}
             row = {"time": f"{stamp}Z", "route": entry, "status": 200, "response": response}
             out.write(json.dumps(row, separators=(",", ":")) + "\n")
+
+
+def lines_read(url: str) -> int | None:
+    """kvwatch_lines_total of the bench source, None while the daemon is too busy to answer."""
+    try:
+        with urllib.request.urlopen(url + "/metrics", timeout=60) as resp:
+            found = _LINES.search(resp.read())
+    except (OSError, urllib.error.URLError):
+        return None
+    return int(float(found.group(1))) if found else 0
 
 
 def rss_mb(pid: int) -> float:
@@ -80,10 +92,9 @@ def main(argv: list[str] | None = None) -> int:
             while read < args.records:
                 if proc.poll() is not None:
                     raise SystemExit("bench: kvwatch run ended:\n" + (work / "kvwatch.err").read_text())
-                time.sleep(0.5)
+                time.sleep(2)
                 peak = max(peak, rss_mb(proc.pid))
-                found = _LINES.search(scrape(url))
-                read = int(float(found.group(1))) if found else 0
+                read = lines_read(url) or read
             took = time.monotonic() - began
             time.sleep(12)  # (a detector tick or more over every group)
             now, peak = rss_mb(proc.pid), max(peak, peak_rss_mb(proc.pid))
