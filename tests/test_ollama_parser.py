@@ -17,7 +17,7 @@ from pathlib import Path
 
 import pytest
 from contract_helpers import check_contract_rows, check_promtool_clean
-from test_golden import SAMPLES
+from corpora import SAMPLES
 
 from kvwatch.cli import main
 from kvwatch.engines import detect_engine, make_parser, markers_of
