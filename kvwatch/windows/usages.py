@@ -136,6 +136,10 @@ class EntryUsage:
             return Totals(0, 0, 0)
         return Totals(sum(self.requests[low:high]), sum(self.prompt[low:high]), sum(self.cached[low:high]))
 
+    def buckets(self) -> Iterator[tuple[int, int, int, int]]:
+        """(second, requests, prompt tokens, cached tokens) of every second kept, oldest first."""
+        return zip(self.seconds, self.requests, self.prompt, self.cached, strict=True)
+
     def recent(self, since: float, now: float, limit: int = RECENT) -> list[Recent]:
         """The last `limit` kept records in (since, now], in the order they came."""
         found: list[Recent] = []
