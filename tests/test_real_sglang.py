@@ -175,7 +175,8 @@ def test_healthy_agent_conversation_agrees_with_sglang(server: SglangServer, tmp
         records_cached = (daemon.value("kvwatch_sglang_cached_tokens_total") or 0.0) - records_before
         records_prompt = (daemon.value("kvwatch_sglang_prompt_tokens_total") or 0.0) - prompts_before
         assert (records_cached, records_prompt) == (response_cached, response_prompt)
-        assert response_cached / response_prompt > 0.8, usages  # a healthy agent session reuses most
+        # A healthy agent session reuses its previous turn: every follow-up has most of its prompt cached.
+        assert all(cached(u) / int(u["prompt_tokens"]) > 0.85 for u in usages[2:]), usages
         assert [] == firing(daemon)
     finally:
         stop_prometheus(prometheus)
@@ -193,9 +194,9 @@ def test_nonce_in_system_prompt_breaks_reuse_and_the_probe_says_so(
         marker_request(server, daemon)
         session = Conversation(seed=21, nonce=True)
         usages = [session.turn(send(server)) for _ in range(8)]
-        pinned = {cached(u) for u in usages[1:]}
-        # The prefix breaks at the nonce: every follow-up reuses only the tokens before `cch=`.
-        assert len(pinned) == 1 and pinned.pop() < 100, usages
+        # The prefix breaks at the nonce: every follow-up reuses only the ~50 tokens before `cch=` (52 or 53:
+        # BPE may join the nonce's first digit to what precedes it) while its prompt grows past 1300.
+        assert all(cached(u) < 100 < 1300 < int(u["prompt_tokens"]) for u in usages), usages
         wait_until(
             lambda: {"alert": "prefix_reuse_broken", "source": SOURCE} in firing(daemon),
             120,
