@@ -115,6 +115,7 @@ class SglangServer:
         self.port = port or free_port()
         self.url = f"http://127.0.0.1:{self.port}"
         self.proc: subprocess.Popen[bytes] | None = None
+        self._offset = 0
         self.start()
 
     def start(self) -> None:
@@ -124,6 +125,7 @@ class SglangServer:
             "--model-path", str(self.model), "--host", "127.0.0.1", "--port", str(self.port),
             *BASE_FLAGS, *self.flags,
         ]  # fmt: skip
+        self._offset = self.log.stat().st_size if self.log.exists() else 0
         with self.log.open("ab") as out:
             self.proc = subprocess.Popen(
                 argv,
@@ -133,17 +135,30 @@ class SglangServer:
                 env={**os.environ, **ENV},
                 start_new_session=True,
             )
-        STARTED.append(self)
+        if self not in STARTED:
+            STARTED.append(self)
 
     def wait_ready(self, deadline: float = START_DEADLINE_S) -> float:
-        """Poll /health until 200 (SGLang answers 503 until its warm-up request is done); seconds taken."""
+        """Poll /health until 200 (SGLang answers 503 until its warm-up request is done); seconds taken.
+
+        SGLang binds its port only after loading (a minute on busy cores): when another process took the
+        free port meanwhile (`address already in use`, and the server does not exit), it starts again on
+        another port, at most twice."""
         began = time.monotonic()
+        retries = 2
         while True:
             assert self.proc is not None
             if self.proc.poll() is not None:
                 raise AssertionError(
                     f"sglang exited {self.proc.returncode} while starting:\n{_tail(self.log)}"
                 )
+            if retries and self._port_taken():
+                retries -= 1
+                self.kill()
+                self.port = free_port()
+                self.url = f"http://127.0.0.1:{self.port}"
+                self.start()
+                continue
             try:
                 with urllib.request.urlopen(self.url + "/health", timeout=5) as resp:
                     if resp.status == 200:
@@ -153,6 +168,12 @@ class SglangServer:
             if time.monotonic() - began > deadline:
                 raise AssertionError(f"sglang not healthy within {deadline:.0f} s:\n{_tail(self.log)}")
             time.sleep(0.5)
+
+    def _port_taken(self) -> bool:
+        """Whether this start's log says its port was taken (uvicorn: `address already in use`)."""
+        with self.log.open("rb") as log:
+            log.seek(self._offset)
+            return b"address already in use" in log.read()
 
     def signal(self, sig: int) -> None:
         """Send `sig` to the server's process group."""
