@@ -72,6 +72,19 @@ def firing(daemon: Kvwatch) -> list[dict[str, str]]:
     ]
 
 
+def total(daemon: Kvwatch, name: str) -> float:
+    """The sum of a kvwatch metric's samples over all their labels (0 while absent)."""
+    from prometheus_client.parser import text_string_to_metric_families
+
+    _, _, body = daemon.get("/metrics")
+    return sum(
+        sample.value
+        for family in text_string_to_metric_families(body)
+        for sample in family.samples
+        if sample.name == name
+    )
+
+
 def prom(url: str, expr: str) -> float | None:
     """A one-number PromQL result (None while Prometheus has no such series)."""
     result = query(url, expr)
@@ -149,8 +162,8 @@ def test_healthy_agent_conversation_agrees_with_sglang(server: SglangServer, tmp
     try:
         marker_request(server, daemon)
         before = scraped(prom_url, daemon, server)
-        records_before = daemon.value("kvwatch_sglang_cached_tokens_total") or 0.0
-        prompts_before = daemon.value("kvwatch_sglang_prompt_tokens_total") or 0.0
+        records_before = total(daemon, "kvwatch_sglang_cached_tokens_total")
+        prompts_before = total(daemon, "kvwatch_sglang_prompt_tokens_total")
         sessions = [Conversation(seed=11), Conversation(seed=12)]
         usages = [session.turn(send(server)) for _ in range(5) for session in sessions]
         wait_until(
@@ -172,8 +185,8 @@ def test_healthy_agent_conversation_agrees_with_sglang(server: SglangServer, tmp
         response_prompt = sum(int(u["prompt_tokens"]) for u in usages)
         assert after["kvwatch_cached"] - before["kvwatch_cached"] == response_cached
         # kvwatch's request records (one per single-sequence prefill batch) equal the responses one for one.
-        records_cached = (daemon.value("kvwatch_sglang_cached_tokens_total") or 0.0) - records_before
-        records_prompt = (daemon.value("kvwatch_sglang_prompt_tokens_total") or 0.0) - prompts_before
+        records_cached = total(daemon, "kvwatch_sglang_cached_tokens_total") - records_before
+        records_prompt = total(daemon, "kvwatch_sglang_prompt_tokens_total") - prompts_before
         assert (records_cached, records_prompt) == (response_cached, response_prompt)
         # A healthy agent session reuses its previous turn: every follow-up has most of its prompt cached.
         assert all(cached(u) / int(u["prompt_tokens"]) > 0.85 for u in usages[2:]), usages
@@ -196,7 +209,7 @@ def test_nonce_in_system_prompt_breaks_reuse_and_the_probe_says_so(
         usages = [session.turn(send(server)) for _ in range(8)]
         # The prefix breaks at the nonce: every follow-up reuses only the ~50 tokens before `cch=` (52 or 53:
         # BPE may join the nonce's first digit to what precedes it) while its prompt grows past 1300.
-        assert all(cached(u) < 100 < 1300 < int(u["prompt_tokens"]) for u in usages), usages
+        assert all(cached(u) < 100 and int(u["prompt_tokens"]) > 1300 for u in usages), usages
         wait_until(
             lambda: {"alert": "prefix_reuse_broken", "source": SOURCE} in firing(daemon),
             120,
@@ -252,19 +265,17 @@ def test_log_requests_kill_restart_and_radix_cache_disabled(
     try:
         server.wait_ready()
         daemon = Kvwatch(["--config", str(config(tmp_path, log, "beginning"))], tmp_path / "kvwatch.err")
-        wait_until(
-            lambda: (daemon.value("kvwatch_sglang_requests_total") or 0.0) >= 1, 60, "startup requests read"
-        )
-        requests_before = daemon.value("kvwatch_sglang_requests_total") or 0.0
-        cached_before = daemon.value("kvwatch_sglang_cached_tokens_total") or 0.0
+        wait_until(lambda: total(daemon, "kvwatch_sglang_requests_total") >= 1, 60, "startup requests read")
+        requests_before = total(daemon, "kvwatch_sglang_requests_total")
+        cached_before = total(daemon, "kvwatch_sglang_cached_tokens_total")
         session = Conversation(seed=31)
         usages = [session.turn(send(server)) for _ in range(4)]
         wait_until(
-            lambda: daemon.value("kvwatch_sglang_requests_total") == requests_before + len(usages),
+            lambda: total(daemon, "kvwatch_sglang_requests_total") == requests_before + len(usages),
             60,
             "one record per --log-requests line",
         )
-        assert (daemon.value("kvwatch_sglang_cached_tokens_total") or 0.0) - cached_before == sum(
+        assert total(daemon, "kvwatch_sglang_cached_tokens_total") - cached_before == sum(
             cached(u) for u in usages
         )
         assert "Finish: " in log.read_text(errors="replace")
