@@ -1,5 +1,5 @@
 """The command line, one module per subcommand: replay, run, demo, check-config and test-alert (config),
-probe, init and hash-password (install); `main(argv)`."""
+probe, init and hash-password (install), report; `main(argv)`."""
 
 from __future__ import annotations
 
@@ -9,7 +9,7 @@ import sys
 from collections.abc import Sequence
 
 from kvwatch import __version__
-from kvwatch.cli import config, demo, install, probe, replay, run
+from kvwatch.cli import config, demo, install, probe, replay, report, run
 from kvwatch.cli.replay import FORMATS, UNRECOGNISED
 from kvwatch.cli.run import CONFIG_ERROR
 
@@ -45,6 +45,7 @@ def build_parser() -> argparse.ArgumentParser:
         install.add_hash_password,
         install.add,
         probe.add,
+        report.add,
     ):
         add(sub)
     return parser
