@@ -96,6 +96,7 @@ class LmcacheLayer:
         # Per worker: the request of an ERROR `... less than the expected` waiting for its numbers.
         self._pending: dict[str, tuple[float, str]] = {}
         self._seen_any = False  # (the fact SEEN said once, with the first line read)
+        self._looked = False  # a lookup line read (what makes a short load a failure in a log of its own)
         self._sums = Sums(source)
         # json-file lines' heads up to the stamp -> its worker; their stamps' seconds -> epoch (None: no date)
         self._tags: dict[bytes, str] = {}
@@ -343,6 +344,7 @@ class LmcacheLayer:
     ) -> list[Event]:
         """A lookup with a number (total, hit, need, computed): summed the first time its request id
         comes (since it last ran)."""
+        self._looked = True
         seen = self._seen
         if request in seen:
             return []
@@ -405,7 +407,10 @@ class LmcacheLayer:
         got, required, size, cost = numbers
         self._ran(request)
         tokens, asked = int(got), int(required)
-        if tokens >= asked:
+        # Inside vLLM (a layer: held sums) the adapter loads only what its lookup found: short is a failure.
+        # The cache engine run alone (LMCache's own API, no adapter's lookup lines) is asked for whole
+        # prompts: a short load there is a partial hit or a miss (`Retrieved 0 out of 484 required`).
+        if tokens >= asked or not (self._hold or self._looked):
             size_units = None if size is None else round(float(size) * 1e4)
             units = None if cost is None else round(float(cost) * 1e4)
             return self._sums.transfer(when, self._worker(tag), True, tokens, asked, size_units, units)
