@@ -232,8 +232,8 @@ def main(argv: list[str] | None = None) -> int:
         print(f"pods bench: {args.containers} containers x {args.rate:.0f} lines/s for {args.seconds:.0f} s "
               f"({written} lines written, vLLM and SGLang half each)")  # fmt: skip
         print(f"  daemon CPU        {cpu:6.2f} % of one core    (goal < 5 %)")
-        print(f"  daemon RSS        {rss[0]:6.1f} MB at start, {rss[-1]:.1f} MB at end, {max(rss):.1f} MB at most"
-              "    (goal < 100 MB, flat)")  # fmt: skip
+        memory = f"{rss[0]:6.1f} MB at start, {rss[-1]:.1f} MB at end, {max(rss):.1f} MB at most"
+        print(f"  daemon RSS        {memory}    (goal < 100 MB, flat)")
         shown = f"{latency:6.2f} s" if latency is not None else "  none"
         print(f"  new pod -> series {shown}                   (goal < 10 s)")
         return 0 if latency is not None else 1
