@@ -19,6 +19,13 @@ NODES = (
     ),
     (("sglang", "coder-0", "sglang", "sglang-v0-5-17-agentic-broken.log"),),
 )
+#: The model each pod's sample names in its startup lines.
+MODELS = {
+    "qwen-decode-0": "qwen3-32b",
+    "qwen-prefill-0": "deepseek-v4-flash",
+    "qwen-decode-1": "qwen3-235b",
+    "coder-0": "Qwen/Qwen2.5-7B-Instruct",
+}
 SELECT = (
     '[[source.select]]\nnamespace = "llm-d"\ncontainer = "vllm"\nengine = "vllm"\n'
     'roles = { prefill = "*-prefill-*", decode = "*-decode-*" }\n'
@@ -78,6 +85,9 @@ def test_three_nodes_add_up_by_namespace_pod_and_role_in_a_real_prometheus(tmp_p
         assert len({r["metric"]["instance"] for r in query(url, "kvwatch_lines_total")}) == 3
         stats = query(url, 'count by (namespace, pod) (kvwatch_vllm_stats_lines_total{namespace="llm-d"})')
         assert {r["metric"]["pod"] for r in stats} == {"qwen-decode-0", "qwen-prefill-0", "qwen-decode-1"}
+        # The model, from each engine's startup lines (vLLM's served name, SGLang's model path).
+        models = {r["metric"]["pod"]: r["metric"].get("model") for r in query(url, "kvwatch_lines_total")}
+        assert models == MODELS
     finally:
         stop_prometheus(prometheus)
         for kv in daemons:

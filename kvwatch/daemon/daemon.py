@@ -26,7 +26,7 @@ from pathlib import Path
 from types import FrameType
 
 from apscheduler.schedulers.background import BackgroundScheduler
-from prometheus_client import CollectorRegistry, PlatformCollector, ProcessCollector
+from prometheus_client import PlatformCollector, ProcessCollector
 
 from kvwatch import __version__
 from kvwatch.alerting import LiveAlerts, silences_of
@@ -82,12 +82,15 @@ class Daemon:
         problem = unwritable(config.state_dir, create=True) if options.persist else None
         if problem is not None:
             raise OSError(f"{problem}; positions, alert state and queued notifications are kept there")
-        self.registry: CollectorRegistry = LabelledRegistry(auto_describe=True)
+        self.registry = LabelledRegistry(auto_describe=True)
         ProcessCollector(registry=self.registry)
         PlatformCollector(registry=self.registry)
         timings = config.alerting
         self.pipeline = Pipeline(
-            Metrics(self.registry), settings=prepared.detectors, resolve_after=timings.resolve_after
+            Metrics(self.registry),
+            settings=prepared.detectors,
+            resolve_after=timings.resolve_after,
+            observers=[self.registry.observe],  # (a pod's container's model, from its engine: a label)
         )
         self.items: queue.Queue[object] = LineQueue()
         self.lock = threading.Lock()

@@ -28,6 +28,7 @@ from kvwatch.alerting import LiveAlerts
 from kvwatch.config.types import PodsSettings, SourceConfig, StartAt
 from kvwatch.daemon.feed import Feeder
 from kvwatch.engines import markers_of
+from kvwatch.model import EngineFact, Event
 from kvwatch.pipeline import Pipeline
 from kvwatch.sources.pods import ContainerSource, PodContainer, scan
 from kvwatch.sources.positions import PositionStore
@@ -47,6 +48,11 @@ class LabelledRegistry(CollectorRegistry):
     def __init__(self, auto_describe: bool = False) -> None:
         super().__init__(auto_describe=auto_describe)
         self.extra: dict[str, dict[str, str]] = {}
+
+    def observe(self, event: Event) -> None:
+        """(A pipeline observer) A container's engine named the model it serves: its `model` label."""
+        if type(event) is EngineFact and event.key == "model" and event.source in self.extra:
+            self.extra[event.source] = {**self.extra[event.source], "model": event.value}
 
     def collect(self) -> Iterator[Metric]:
         """The metrics, with the containers' labels added."""
@@ -70,7 +76,7 @@ class Host(Protocol):
     pipeline: Pipeline
     alerts: LiveAlerts
     items: queue.Queue[object]
-    registry: CollectorRegistry
+    registry: LabelledRegistry
 
     def call(self, fn: Callable[[], None], timeout: float = 30.0) -> bool:
         """Run `fn` on the pipeline thread after everything queued so far; True once done."""
@@ -97,6 +103,7 @@ class PodFleet:
         self.opened = threading.Event()  # set after the first look at the tree
         self.error: str | None = None
         self._gone: dict[str, float] = {}
+        self._models: dict[str, str] = {}  # (the model each container served, saved with the containers)
         self._stop = threading.Event()
         self._thread = threading.Thread(target=self._run, name=f"kvwatch-pods-{config.name}", daemon=True)
 
@@ -129,6 +136,8 @@ class PodFleet:
         """Look at the tree every SCAN seconds until stopped."""
         saved = self.host.store.load(self.name) if self.host.store is not None else None
         known = saved.get("containers") if isinstance(saved, dict) else None
+        models = saved.get("models") if isinstance(saved, dict) else None
+        self._models = {str(k): str(v) for k, v in models.items()} if isinstance(models, dict) else {}
         first = not isinstance(known, list)
         for name in [] if first else sorted(set(map(str, known or [])) - set(discovered(self.config))):
             self._prune(name)  # (gone while kvwatch was down)
@@ -168,8 +177,11 @@ class PodFleet:
                 self._retire(name, forget=True, prune=True)
                 del self._gone[name]
                 changed = True
+        models = self._served()
+        changed = changed or models != self._models
+        self._models = models
         if changed and self.host.store is not None:
-            state = {"root": str(root), "containers": sorted(self.children)}
+            state = {"root": str(root), "containers": sorted(self.children), "models": models}
             try:
                 self.host.store.save(self.name, state)
             except (OSError, ValueError) as exc:
@@ -197,7 +209,8 @@ class PodFleet:
         self.children[name] = container
         extra = getattr(self.host.registry, "extra", None)
         if isinstance(extra, dict):
-            extra[name] = container.labels()
+            model = self._models.get(name)  # (told by its engine's startup lines, maybe before a restart)
+            extra[name] = {**container.labels(), **({"model": model} if model else {})}
         self.host.feeders[name] = feeder
         feeder.start()
         log.info(
@@ -207,6 +220,13 @@ class PodFleet:
             container.pod,
             container.container,
         )
+
+    def _served(self) -> dict[str, str]:
+        """The model each followed container's engine named (the registry's `model` labels)."""
+        extra = getattr(self.host.registry, "extra", None)
+        if not isinstance(extra, dict):
+            return {}
+        return {n: extra[n]["model"] for n in sorted(self.children) if "model" in extra.get(n, {})}
 
     def _retire(self, name: str, *, forget: bool, prune: bool) -> None:
         """Stop one container's reader (its last position saved); `forget`: drop its series and

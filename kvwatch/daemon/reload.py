@@ -17,12 +17,12 @@ from collections.abc import Callable
 from dataclasses import replace
 from typing import Protocol
 
-from prometheus_client import CollectorRegistry, Counter
+from prometheus_client import Counter
 
 from kvwatch.alerting import LiveAlerts, silences_of
 from kvwatch.config.types import Config, PodsSettings, SourceConfig
 from kvwatch.daemon.feed import Feeder
-from kvwatch.daemon.pods import PodFleet
+from kvwatch.daemon.pods import LabelledRegistry, PodFleet
 from kvwatch.daemon.setup import Prepared, build_deliveries
 from kvwatch.pipeline import Pipeline
 from kvwatch.sources.pods import PodContainer, scan
@@ -39,7 +39,7 @@ class Running(Protocol):
     fleets: dict[str, PodFleet]
     store: PositionStore | None
     items: queue.Queue[object]
-    registry: CollectorRegistry
+    registry: LabelledRegistry
     pipeline: Pipeline
     alerts: LiveAlerts
     counter: Counter
