@@ -3,12 +3,16 @@ series add up by namespace, pod and role across the nodes, and Grafana's variabl
 
 from __future__ import annotations
 
+import json
+import re
 from pathlib import Path
 
 import pytest
 from daemon_helpers import ROOT, Kvwatch, wait_until, write_config
 from kubelet_helpers import Node
 from prometheus_helpers import label_values, query, start_prometheus, stop_prometheus, wait_for
+
+from kvwatch.assets import asset_bytes
 
 #: Per node: (namespace, pod, container, sample) of each pod it runs.
 NODES = (
@@ -85,6 +89,23 @@ def test_three_nodes_add_up_by_namespace_pod_and_role_in_a_real_prometheus(tmp_p
         assert len({r["metric"]["instance"] for r in query(url, "kvwatch_lines_total")}) == 3
         stats = query(url, 'count by (namespace, pod) (kvwatch_vllm_stats_lines_total{namespace="llm-d"})')
         assert {r["metric"]["pod"] for r in stats} == {"qwen-decode-0", "qwen-prefill-0", "qwen-decode-1"}
+        # The dashboard's variables, as Grafana fills them: a namespace and a role narrow the pods, and
+        # the sources the panels show.
+        variables = {
+            v["name"]: v.get("definition", "")
+            for v in json.loads(asset_bytes("kvwatch.json"))["templating"]["list"]
+        }
+
+        def chosen(name: str, **picked: str) -> list[str]:
+            found = re.fullmatch(rf"label_values\((.*), {name}\)", variables[name])
+            assert found is not None
+            match = re.sub(r"\$(\w+)", lambda m: picked.get(m.group(1), ".*"), found.group(1))
+            return sorted(label_values(url, name, match))
+
+        assert chosen("pod", namespace="llm-d", role="decode") == ["qwen-decode-0", "qwen-decode-1"]
+        assert chosen("role", namespace="llm-d") == ["decode", "prefill"]
+        assert chosen("source", namespace="sglang") == ["pods_sglang_coder-0_sglang"]
+        assert chosen("model", namespace="llm-d") == ["deepseek-v4-flash", "qwen3-235b", "qwen3-32b"]
         # The model, from each engine's startup lines (vLLM's served name, SGLang's model path).
         models = {r["metric"]["pod"]: r["metric"].get("model") for r in query(url, "kvwatch_lines_total")}
         assert models == MODELS
