@@ -4,6 +4,7 @@ a simulated kubelet (tests/kubelet_helpers.py) writing, rotating, gzipping, rest
 from __future__ import annotations
 
 import json
+import signal
 import time
 from datetime import datetime, timedelta, timezone
 from pathlib import Path
@@ -199,3 +200,31 @@ def resolved(hook: Receiver) -> list[str]:
         for body in hook.accepted()
         if body["state"] == "resolved" and body["evidence"].get("reason") == "source_removed"
     ]
+
+
+@pytest.mark.slow
+def test_a_reload_keeps_the_containers_still_taken_and_forgets_the_others(tmp_path: Path) -> None:
+    """SIGHUP with a narrower selector: a container still taken alike keeps its counts and reads on; one no
+    longer taken leaves /metrics; with the source removed, every container's series go."""
+    node = Node(tmp_path / "pods")
+    cfg = config(tmp_path, node.root)
+    kv = Kvwatch(["--config", str(cfg)], tmp_path / "kv.err")
+    wait_until(lambda: kv.get("/-/ready")[0] == 200, 10.0, "ready")
+    lines = (ROOT / "samples" / "vllm-offload-readback.log").read_bytes().split(b"\n")[:-1]
+    for pod in ("keep-decode-0", "drop-decode-0"):
+        node.start_pod("llm", pod, ["vllm"])
+        node.play("llm", pod, "vllm", lines[:100], rate=5000).join()
+    keep, drop = "fleet_llm_keep-decode-0_vllm", "fleet_llm_drop-decode-0_vllm"
+    wait_until(lambda: kv.lines(keep) == kv.lines(drop) == 100, 20.0, "both read")
+    cfg.write_text(cfg.read_text().replace('container = "vllm"\n', 'container = "vllm"\npod = "keep-*"\n'))
+    kv.proc.send_signal(signal.SIGHUP)
+    wait_until(lambda: kv.lines(drop) is None, 20.0, "the container no longer taken forgotten")
+    node.play("llm", "keep-decode-0", "vllm", lines[100:150], rate=5000).join()
+    wait_until(lambda: kv.lines(keep) == 150, 20.0, "the kept container read on, its count kept")
+    (tmp_path / "other.log").touch()
+    other = f'[[source]]\nname = "other"\ntype = "file"\npath = "{tmp_path / "other.log"}"\n'
+    cfg.write_text(cfg.read_text().split("[[source]]")[0] + other)
+    kv.proc.send_signal(signal.SIGHUP)
+    wait_until(lambda: kv.lines(keep) is None, 20.0, "the removed source's containers forgotten")
+    assert kv.get("/-/ready")[0] == 200
+    assert 0 == kv.stop()
