@@ -20,7 +20,7 @@ from kvwatch.cli import main
 from kvwatch.config.types import PodSelector
 from kvwatch.sources.pods import PodContainer, scan
 
-POD_LABELS = ("namespace", "pod", "container", "role")
+POD_LABELS = ("namespace", "pod", "container", "role", "model")
 
 
 def test_scan_takes_what_the_first_matching_selector_takes(tmp_path: Path) -> None:
@@ -99,7 +99,8 @@ def test_rotation_restarts_and_a_kvwatch_restart_lose_and_repeat_nothing(
     """A container written at 400 lines/s and rotated as the kubelet does (rename, reopen, gzip), restarted
     (1.log), and rotated twice while kvwatch is down (its last file gzipped meanwhile) gives, per series,
     the metrics replay gives for its lines; a new pod is picked up within seconds; series carry the pod's
-    labels and the role its name tells; a sidecar is not followed."""
+    labels, the role its name tells and the model its engine named (also after the restart); a sidecar
+    is not followed."""
     sample = ROOT / "samples" / "vllm-write-only-offload.log"
     lines = sample.read_bytes().split(b"\n")[:-1]
     name = "fleet_llm_ms-decode-0_vllm"
@@ -150,6 +151,7 @@ def test_rotation_restarts_and_a_kvwatch_restart_lose_and_repeat_nothing(
         "pod": "ms-decode-0",
         "container": "vllm",
         "role": "decode",
+        "model": "deepseek-v4-flash",  # (named by the first run's startup lines: kept across the restart)
     }
     assert "routing-proxy" not in labels
 
@@ -226,5 +228,5 @@ def test_a_reload_keeps_the_containers_still_taken_and_forgets_the_others(tmp_pa
     cfg.write_text(cfg.read_text().split("[[source]]")[0] + other)
     kv.proc.send_signal(signal.SIGHUP)
     wait_until(lambda: kv.lines(keep) is None, 20.0, "the removed source's containers forgotten")
-    assert kv.get("/-/ready")[0] == 200
+    wait_until(lambda: kv.get("/-/ready")[0] == 200, 10.0, "ready again, with the new source")
     assert 0 == kv.stop()

@@ -121,6 +121,7 @@ class PodFleet:
         self._stop.set()
         if self._thread.is_alive():
             self._thread.join()
+            self._save(force=False)  # (a model named since the last look)
 
     def stop_children(self, forget: bool) -> None:
         """Stop every container's reader; with `forget`, forget them as a removed source is (positions
@@ -177,15 +178,19 @@ class PodFleet:
                 self._retire(name, forget=True, prune=True)
                 del self._gone[name]
                 changed = True
+        self._save(force=changed)
+
+    def _save(self, *, force: bool) -> None:
+        """Save the containers followed and the models they serve, when they changed (or `force`)."""
         models = self._served()
-        changed = changed or models != self._models
+        if not (force or models != self._models) or self.host.store is None:
+            return
         self._models = models
-        if changed and self.host.store is not None:
-            state = {"root": str(root), "containers": sorted(self.children), "models": models}
-            try:
-                self.host.store.save(self.name, state)
-            except (OSError, ValueError) as exc:
-                log.error("cannot save the containers of %s: %s", self.name, exc)
+        state = {"root": str(self.settings.root), "containers": sorted(self.children), "models": models}
+        try:
+            self.host.store.save(self.name, state)
+        except (OSError, ValueError) as exc:
+            log.error("cannot save the containers of %s: %s", self.name, exc)
 
     def _add(self, name: str, container: PodContainer, start_at: StartAt) -> None:
         """Start reading one container."""

@@ -29,10 +29,10 @@ from kvwatch.sources.positions import FP_SIZE, FilePosition, Identity, fingerpri
 
 #: Seconds between two looks for a container's new files (a restart's `<n>.log`): a poll in between
 #: reads the files already open.
-RESCAN = 1.0
+RESCAN = 2.0
 #: Seconds a container's reader waits between polls when nothing was read: its lines reach the pipeline
 #: in batches, not one wake-up per line (a busy container writes hundreds a second).
-PAUSE = 0.5
+PAUSE = 1.0
 
 
 @dataclass(frozen=True, slots=True)
@@ -131,8 +131,9 @@ class ContainerSource(FileSource):
         return []
 
     def wait(self, timeout: float) -> None:
-        """Wait PAUSE seconds (at most `timeout`) before the next poll."""
-        self._pause.wait(min(timeout, PAUSE))
+        """Wait PAUSE seconds before the next poll (whatever the reader's `timeout`: a stop waits that
+        long at most)."""
+        self._pause.wait(PAUSE)
 
     def _add(
         self, path: str, saved: list[FilePosition] | None, start_at: StartAt, pending: Sequence[Entry] = ()
