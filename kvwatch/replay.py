@@ -37,7 +37,7 @@ if TYPE_CHECKING:
 
     from kvwatch.detectors import DetectorSettings
     from kvwatch.metrics import Metrics
-    from kvwatch.report.summary import Summary
+    from kvwatch.output.summary import Summary
 
 MAX_LINE = LINE_CAP  # (one cap, live and in replay: kvwatch/sources/linecap.py)
 _CONTAINER_LOG = re.compile(r"^([0-9a-f]{64})-json\.log(?:\.\d+)?(?:\.gz)?$")
@@ -331,8 +331,8 @@ def _replay(
     from prometheus_client import CollectorRegistry
 
     from kvwatch.metrics import Metrics
+    from kvwatch.output.summary import Summary
     from kvwatch.pipeline import TICK, Pipeline
-    from kvwatch.report.summary import Summary
 
     registry = CollectorRegistry(auto_describe=True)
     metrics = Metrics(registry)

@@ -29,11 +29,11 @@ from apscheduler.schedulers.background import BackgroundScheduler
 from prometheus_client import PlatformCollector, ProcessCollector
 
 from kvwatch import __version__
-from kvwatch.alerting import LiveAlerts, silences_of
 from kvwatch.atomic import unwritable
 from kvwatch.config import load_config
 from kvwatch.config.types import Config, ConfigError
 from kvwatch.daemon.feed import Feeder
+from kvwatch.daemon.live_alerts import LiveAlerts, silences_of
 from kvwatch.daemon.loop import STOP, WAKE, Call, PipelineLoop
 from kvwatch.daemon.metrics import SourceStateCollector
 from kvwatch.daemon.pods import LabelledRegistry, PodFleet, discovered
@@ -125,7 +125,7 @@ class Daemon:
         self._last_beat = time.monotonic()
         self._last_ping = 0.0
         # Set by the signal handlers (and _ended), read by the main loop: plain flags, no lock (see wakeup).
-        self._stopping = self._reloading = False
+        self.stopping = self.reloading = False
         self._wakeup = Wakeup()
         self._status = (0, time.monotonic())
         (address, port), *more = options.listen or ((config.server.listen_address, config.server.port),)
@@ -148,8 +148,8 @@ class Daemon:
     def run(self) -> int:
         """Start, wait for signals, stop; 0 on a clean stop."""
         for sig in (signal.SIGTERM, signal.SIGINT):
-            signal.signal(sig, self._on_stop)
-        signal.signal(signal.SIGHUP, self._on_reload)
+            signal.signal(sig, self.on_stop)
+        signal.signal(signal.SIGHUP, self.on_reload)
         self._wakeup.install()
         if self.options.persist:
             self.alerts.load()
@@ -172,10 +172,10 @@ class Daemon:
         scheduler = self._schedule()
         self._started = True
         self.systemd.notify("READY=1", self._status_line())
-        while not self._stopping:
+        while not self.stopping:
             self._wakeup.wait(1.0)
-            if self._reloading:
-                self._reloading = False
+            if self.reloading:
+                self.reloading = False
                 self.reload()
         scheduler.shutdown(wait=False)
         try:
@@ -295,16 +295,16 @@ class Daemon:
         """A source's input ended (pipeline thread): stop once every source has ended."""
         self._finished.add(name)
         if set(self.feeders) <= self._finished:
-            self._stopping = True
+            self.stopping = True
             self._wakeup.poke()
 
-    def _on_stop(self, signum: int, frame: FrameType | None) -> None:
+    def on_stop(self, signum: int, frame: FrameType | None) -> None:
         """SIGTERM/SIGINT: stop the main loop (a flag only: the wakeup fd wakes it)."""
-        self._stopping = True
+        self.stopping = True
 
-    def _on_reload(self, signum: int, frame: FrameType | None) -> None:
+    def on_reload(self, signum: int, frame: FrameType | None) -> None:
         """SIGHUP: reload on the main loop (a flag only: the wakeup fd wakes it)."""
-        self._reloading = True
+        self.reloading = True
 
     def reload(self) -> None:
         """SIGHUP: apply a new config without resetting counters; an invalid one is refused."""

@@ -24,9 +24,9 @@ from typing import Any, Protocol
 from prometheus_client import CollectorRegistry
 from prometheus_client.core import Metric
 
-from kvwatch.alerting import LiveAlerts
 from kvwatch.config.types import PodsSettings, SourceConfig, StartAt
 from kvwatch.daemon.feed import Feeder
+from kvwatch.daemon.live_alerts import LiveAlerts
 from kvwatch.engines import markers_of
 from kvwatch.model import EngineFact, Event
 from kvwatch.pipeline import Pipeline

@@ -17,9 +17,9 @@ from collections.abc import Iterable
 from dataclasses import dataclass
 
 from kvwatch.model import LogLine
-from kvwatch.parsers.clock import parse_rfc3339
 from kvwatch.sources.docker_json import Entry
 from kvwatch.sources.linecap import LINE_CAP, Clip
+from kvwatch.times import parse_rfc3339
 
 #: What the sniffer takes for a CRI line (strict: a `docker logs -t` line starts with a time too).
 _STRICT = re.compile(
