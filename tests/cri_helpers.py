@@ -14,7 +14,7 @@ from datetime import datetime, timedelta, timezone
 from pathlib import Path
 from typing import Literal
 
-from kvwatch.sources.wholefile import open_log
+from kvwatch.replay.files import open_log
 
 Runtime = Literal["containerd", "cri-o"]
 #: containerd's and CRI-O's split: longer lines are written in pieces of this many bytes.
