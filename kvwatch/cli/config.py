@@ -33,6 +33,14 @@ def add(sub: Any) -> None:
         "/lib/systemd/system/kvwatch.service, else the shipped kvwatch.service for root and the shipped "
         "user unit for anyone else)",
     )
+    check.add_argument(
+        "--try",
+        dest="try_lines",
+        action="append",
+        default=[],
+        metavar="LINE",
+        help="a log line: print what each engine the config defines makes of it (repeatable)",
+    )
     check.set_defaults(handler=cmd_check_config)
 
 
@@ -106,6 +114,11 @@ def cmd_check_config(args: argparse.Namespace) -> int:
         except ConfigError as err:
             print(f"kvwatch: server.web_config: {err}", file=sys.stderr)
             return 1
+    if args.try_lines:
+        from kvwatch.engines.custom.trial import describe
+
+        sys.stdout.write(describe(config.engines, args.try_lines))
+        return 0
     sys.stdout.write(summarize(config))
     print(f"service: {unit.where} runs kvwatch as {unit.who()}")
     problem = state_dir_problem(unit, config.state_dir)

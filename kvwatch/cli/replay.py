@@ -106,7 +106,29 @@ def add(sub: Any) -> None:
         "LM Studio) is parsed by up to that many workers; 1: one child (default: one per core and at "
         "least 4; workers: at most 4)",
     )
+    rep.add_argument(
+        "--config",
+        metavar="PATH",
+        help="a config file whose [[engine]] tables define engines to read the files with, and whose "
+        "[detectors] settings the replay judges by (default: none)",
+    )
     rep.set_defaults(handler=cmd_replay)
+
+
+def preload_engines(argv: Sequence[str]) -> None:
+    """The engines a `--config` defines, registered before the options are parsed (`--engine` takes
+    their names); a config that cannot be read is reported by the command that reads it."""
+    if not argv or argv[0] not in ("replay", "report"):
+        return
+    for i, arg in enumerate(argv):
+        path = argv[i + 1] if arg == "--config" and i + 1 < len(argv) else arg.partition("=")[2]
+        if arg == "--config" or arg.startswith("--config="):
+            from kvwatch.config import ConfigError
+            from kvwatch.config.engines import load_engines
+
+            with contextlib.suppress(ConfigError):
+                load_engines(path)
+            return
 
 
 def cmd_replay(args: argparse.Namespace) -> int:
@@ -168,6 +190,20 @@ def _replay_files(args: argparse.Namespace, paths: list[str], named: dict[str, s
         print(problem, file=sys.stderr)
         return 2
     _open_files_for(len(paths))
+    detectors = None
+    if args.config:
+        from kvwatch.config import ConfigError, load_config
+        from kvwatch.config.alerting import detector_settings
+
+        try:
+            config = load_config(args.config)
+            problems: list[str] = []
+            detectors = detector_settings(config, problems)
+            if problems:
+                raise ConfigError(args.config, problems)
+        except ConfigError as err:
+            print(f"kvwatch: {err}", file=sys.stderr)
+            return 2
     now_year = datetime.now(timezone.utc).year
     settings = ParserSettings(year=args.year, now_year=now_year, tz=args.tz, start=args.start)
     try:
@@ -175,7 +211,9 @@ def _replay_files(args: argparse.Namespace, paths: list[str], named: dict[str, s
         # A replay is the process's last work: what is loaded by now (the modules) lives to its exit,
         # whose collections then need not walk it (~20M instructions, ~10 ms, less per replay).
         gc.freeze()
-        result = replay(plan(paths, args.engine, args.source), settings, jobs=args.jobs, report=report)
+        result = replay(
+            plan(paths, args.engine, args.source), settings, detectors, jobs=args.jobs, report=report
+        )
     except OSError as err:
         hint = ""
         if err.errno == errno.EMFILE:

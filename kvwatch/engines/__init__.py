@@ -48,6 +48,18 @@ register(ollama.ENGINE)
 register(lmstudio.ENGINE)
 register(lmcache.ENGINE)
 
+#: The engines kvwatch ships: a configured engine (kvwatch.engines.custom) may not take one of their names.
+BUILTIN = frozenset(ENGINES)
+
+
+def register_configured(engine: Engine) -> None:
+    """Add an engine a config defines (or replace the configured one of its name); a built-in engine's
+    name is refused (ValueError)."""
+    if engine.name in BUILTIN or engine.name == "auto":
+        raise ValueError(f"{engine.name!r} is a built-in engine's name")
+    register(engine)
+
+
 #: The engine assumed for a log no engine recognises (replay, and an `auto` source that never decides).
 FALLBACK = vllm.ENGINE.name
 
