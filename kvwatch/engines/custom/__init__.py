@@ -26,8 +26,19 @@ if TYPE_CHECKING:
 _BASES: dict[str, type] = {"request": CustomRequest, "cache_rate": CustomRate, "offload": CustomOffload}
 
 
+#: engine name -> its event types: one set per name for the process, so that a config read again (by
+#: check and run, or a reload) makes events the metrics already built still take
+_KINDS: dict[str, dict[str, type]] = {}
+
+
 def make_events(spec: EngineSpec) -> dict[str, type]:
     """The engine's own event types: event kind -> a subclass of the neutral one (and "notice")."""
+    if spec.name not in _KINDS:
+        _KINDS[spec.name] = _new_events(spec)
+    return _KINDS[spec.name]
+
+
+def _new_events(spec: EngineSpec) -> dict[str, type]:
     title = "".join(part.title() for part in spec.name.split("_"))
     kinds = {
         kind: type(f"{title}{base.__name__.removeprefix('Custom')}", (base,), {"__slots__": ()})

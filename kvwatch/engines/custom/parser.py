@@ -13,7 +13,6 @@ import logging
 from datetime import datetime
 from typing import Any
 
-from kvwatch.engines.custom.events import CustomNotice
 from kvwatch.engines.custom.spec import EngineSpec, FieldSpec, PatternSpec
 from kvwatch.model import Event, LogLine
 from kvwatch.parsers.base import ParseError, ParseResult, ParserSettings
@@ -51,7 +50,7 @@ class CustomParser:
                 found = pattern.pattern.search(text, timeout=self.spec.timeout)
             except TimeoutError:
                 self._cut_off(pattern, len(text))
-                out.append(CustomNotice(self.source, self.time, pattern.name, "timeout"))
+                out.append(self.kinds["notice"](self.source, self.time, pattern.name, "timeout"))
                 continue
             if found is None:
                 continue
@@ -95,7 +94,7 @@ class CustomParser:
             known = self.seen.setdefault(label, set())
             if value not in known:
                 if len(known) >= cap:
-                    out.append(CustomNotice(self.source, when, pattern.name, "label_overflow", label))
+                    out.append(self.kinds["notice"](self.source, when, pattern.name, "label_overflow", label))
                     value = OTHER
                 else:
                     known.add(value)
