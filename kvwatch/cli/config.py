@@ -115,9 +115,9 @@ def cmd_check_config(args: argparse.Namespace) -> int:
             print(f"kvwatch: server.web_config: {err}", file=sys.stderr)
             return 1
     if args.try_lines:
-        from kvwatch.engines.custom.trial import describe
+        from kvwatch.engines import try_lines
 
-        sys.stdout.write(describe(config.engines, args.try_lines))
+        sys.stdout.write(try_lines(config.engines, args.try_lines))
         return 0
     sys.stdout.write(summarize(config))
     print(f"service: {unit.where} runs kvwatch as {unit.who()}")

@@ -1,4 +1,4 @@
-"""The config's `[[engine]]` tables: engines defined by configuration (kvwatch.engines.custom), read,
+"""The config's `[[engine]]` tables: engines defined by configuration, read,
 checked and added to the registry before the sources that name them are read."""
 
 from __future__ import annotations
@@ -10,9 +10,7 @@ from typing import Any
 
 from kvwatch.config.fields import Fields
 from kvwatch.config.types import ConfigError
-from kvwatch.engines import BUILTIN, register_configured
-from kvwatch.engines.custom import make_engine
-from kvwatch.engines.custom.spec import EngineSpec, read_engine
+from kvwatch.engines import configure
 
 if sys.version_info >= (3, 11):
     import tomllib
@@ -20,26 +18,12 @@ else:  # pragma: no cover - Python 3.10
     import tomli as tomllib  # type: ignore[import-not-found, unused-ignore]
 
 
-def read_engines(top: Fields) -> tuple[EngineSpec, ...]:
+def read_engines(top: Fields) -> tuple[Any, ...]:
     """Every `[[engine]]` of the config, registered; problems recorded with their field."""
-    specs: list[EngineSpec] = []
-    seen: set[str] = set()
-    for i, table in enumerate(top.tables("engine")):
-        spec = read_engine(table, f"engine[{i}]", top.problems, BUILTIN)
-        if spec is None:
-            continue
-        if spec.name in seen:
-            top.problems.append(f"engine[{i}].name: {spec.name!r} is defined twice")
-            continue
-        seen.add(spec.name)
-        specs.append(spec)
-    if len(specs) == len(top.tables("engine")):  # (a config with a bad engine registers none of them)
-        for spec in specs:
-            register_configured(make_engine(spec))
-    return tuple(specs)
+    return configure(top.tables("engine"), top.problems)
 
 
-def load_engines(path: str | Path) -> tuple[EngineSpec, ...]:
+def load_engines(path: str | Path) -> tuple[Any, ...]:
     """Only the `[[engine]]` tables of a config file, registered (`kvwatch replay --config`)."""
     path = Path(path)
     try:

@@ -247,4 +247,4 @@ class Config:
     probes: tuple[ProbeConfig, ...] = ()
     log: LogConfig = LogConfig()
     path: Path | None = None  # the file it was loaded from; None for `run --stdin`
-    engines: tuple[Any, ...] = ()  # engines it defines (kvwatch.engines.custom.spec.EngineSpec), registered
+    engines: tuple[Any, ...] = ()  # engines its [[engine]] tables define (kvwatch.engines.configure)
