@@ -12,11 +12,11 @@ import sys
 from pathlib import Path
 from typing import TextIO
 
-HERE = Path(__file__).resolve().parent
-sys.path.insert(0, str(HERE))
+sys.path.insert(0, str(Path(__file__).resolve().parent))
 
 from versus import bench
 
+HERE = Path(__file__).resolve().parent
 PAIRS = [
     ("requests", "kvwatch_gw_requests_total", "gw_requests"),
     ("prompt tokens", "kvwatch_gw_prompt_tokens_total", "gw_prompt_tokens"),
@@ -36,15 +36,21 @@ def generate(out: TextIO, mb: float) -> dict[str, int]:
         conv = f"c{rng.randrange(40)}"
         prompt = rng.randrange(2_000, 120_000)
         cached = prompt - rng.randrange(0, 2_000)
-        text = f"ts={stamp} level=info msg=usage route=/v1/chat/completions conv={conv} model=coder-32b " \
+        text = (
+            f"ts={stamp} level=info msg=usage route=/v1/chat/completions conv={conv} model=coder-32b "
             f"prompt_tokens={prompt} cached_tokens={cached} completion_tokens={rng.randrange(10, 900)}\n"
+        )
         for _ in range(4):
-            text += f"ts={stamp} level=info msg=access method=POST path=/v1/chat/completions status=200 " \
+            text += (
+                f"ts={stamp} level=info msg=access method=POST path=/v1/chat/completions status=200 "
                 f"ms={rng.randrange(5, 9000)} peer=10.0.{rng.randrange(256)}.{rng.randrange(256)}\n"
+            )
         out.write(text)
         lines, requests, size = lines + 5, requests + 1, size + len(text)
     return {"lines": lines, "bytes": size, "requests": requests}
 
 
 if __name__ == "__main__":
-    sys.exit(bench(__doc__ or "", "custom", generate, PAIRS, 1.0, ("--config", str(HERE / "custom.toml"))))
+    sys.exit(
+        bench(__doc__ or "", "custom", generate, PAIRS, 1.0, kv_args=("--config", str(HERE / "custom.toml")))
+    )

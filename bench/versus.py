@@ -54,6 +54,7 @@ def bench(
     generate: Callable[[TextIO, float], dict[str, int]],
     pairs: Sequence[Pair],
     target: float = 3.0,
+    *,
     kv_args: Sequence[str] = (),
 ) -> int:
     """Generate `name`'s log (--mb), run both --repeat times in turn, print the comparison against
@@ -70,7 +71,8 @@ def bench(
     log.write_text(buffer.getvalue(), encoding="utf-8")
     compile_bytecode()
     load_before = os.getloadavg()
-    kv_argv = [sys.executable, "-m", "kvwatch", "replay", *kv_args, "--format", "prom", "--year", "2026", str(log)]
+    kv_argv = [sys.executable, "-m", "kvwatch", "replay", *kv_args]
+    kv_argv += ["--format", "prom", "--year", "2026", str(log)]
     program = str(HERE / f"{name}.mtail")
     mt_argv = ["mtail", "--one_shot", "--one_shot_format", "prometheus", "--progs", program]
     mt_argv += ["--logs", str(log)]
