@@ -114,7 +114,7 @@ def test_check_config_try_shows_what_a_line_yields(
     assert "  kvbm: holds none of its markers ('Cache Hit Rates - Host:')" in out
 
 
-@pytest.mark.parametrize("name", ["kvbm"])
+@pytest.mark.parametrize("name", ["kvbm", "trtllm"])
 def test_the_shipped_examples_replay_to_their_goldens(
     name: str, registry: None, capsys: pytest.CaptureFixture[str]
 ) -> None:

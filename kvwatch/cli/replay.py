@@ -190,20 +190,12 @@ def _replay_files(args: argparse.Namespace, paths: list[str], named: dict[str, s
         print(problem, file=sys.stderr)
         return 2
     _open_files_for(len(paths))
-    detectors = None
-    if args.config:
-        from kvwatch.config import ConfigError, load_config
-        from kvwatch.config.alerting import detector_settings
+    from kvwatch.config.replay import config_detectors
 
-        try:
-            config = load_config(args.config)
-            problems: list[str] = []
-            detectors = detector_settings(config, problems)
-            if problems:
-                raise ConfigError(args.config, problems)
-        except ConfigError as err:
-            print(f"kvwatch: {err}", file=sys.stderr)
-            return 2
+    detectors, problem = config_detectors(args.config)
+    if problem:
+        print(problem, file=sys.stderr)
+        return 2
     now_year = datetime.now(timezone.utc).year
     settings = ParserSettings(year=args.year, now_year=now_year, tz=args.tz, start=args.start)
     try:
