@@ -164,3 +164,13 @@ def test_a_catastrophic_pattern_on_a_1_mib_line_is_cut_off_while_the_daemon_keep
     assert 0 == kv.stop()
     said = kv.log.read_text()
     assert 1 == said.count("pattern request took longer than 20 ms on a line of 1048573 characters")
+
+
+def test_check_config_lists_the_engines_a_config_defines(
+    registry: None, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """The summary names each configured engine, its patterns' events and its markers."""
+    assert 0 == main(["check-config", str(EXAMPLES / "trtllm.toml")])
+    out = capsys.readouterr().out
+    assert "engines: 1 defined by [[engine]]\n" in out
+    assert "  trtllm: 1 pattern(s) yielding cache_rate; markers '[TRT-LLM] [I] iter = '\n" in out
