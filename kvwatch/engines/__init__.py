@@ -62,13 +62,20 @@ def register_configured(engine: Engine) -> None:
 
 def configure(tables: Sequence[Mapping[str, Any]], problems: list[str]) -> tuple[Any, ...]:
     """The engines a config's `[[engine]]` tables define (kvwatch.engines.custom), registered unless one
-    is bad; each problem recorded with its field. (Loaded only for a config that defines one: `regex`
-    and the patterns stay out of every other start-up.)"""
+    is bad (a name already registered keeps its first definition); each problem recorded with its
+    field. (Loaded only for a config that defines one: `regex` and the patterns stay out of every
+    other start-up.)"""
     if not tables:
         return ()
     from kvwatch.engines.custom.configure import read_engines
 
-    return read_engines(tables, problems, BUILTIN, register_configured)
+    def first(engine: Engine) -> None:
+        # The first definition of a name stays for the process: a reload must not change the labels
+        # of families the metrics already built, nor the parsers of sources it leaves running.
+        if engine.name not in ENGINES:
+            register_configured(engine)
+
+    return read_engines(tables, problems, BUILTIN, first)
 
 
 def try_lines(specs: Sequence[Any], lines: Sequence[str]) -> str:
