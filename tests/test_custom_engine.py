@@ -174,3 +174,37 @@ def test_check_config_lists_the_engines_a_config_defines(
     out = capsys.readouterr().out
     assert "engines: 1 defined by [[engine]]\n" in out
     assert "  trtllm: 1 pattern(s) yielding cache_rate; markers '[TRT-LLM] [I] iter = '\n" in out
+
+
+OFFLOAD = r"""
+[[engine]]
+name = "tier"
+markers = ["tier stats"]
+time = "none"
+
+[[engine.pattern]]
+event = "offload"
+regex = '''tier stats stored=(?P<stored>[\d.]+)MiB loaded=(?P<loaded>\d+) lookups=(?P<lookups>\d+)'''
+fields.store_bytes = { group = "stored", unit = "MiB", kind = "cumulative" }
+fields.load_bytes = { group = "loaded", unit = "bytes", kind = "interval" }
+fields.lookups = { group = "lookups", kind = "cumulative" }
+"""
+
+
+def test_cumulative_numbers_become_increases_and_a_drop_is_a_restart(tmp_path: Path, registry: None) -> None:
+    """Cumulative MiB and lookups: the first line gives none, then the increase (in bytes); a value
+    below the last is a restart, its increase the value itself; an interval number is taken as is."""
+    spec = load_config(write_config(tmp_path / "c.toml", OFFLOAD)).engines[0]
+    parser = CustomParser(spec, dict(make_engine(spec).kinds), "s", ParserSettings())
+    got = []
+    for i, (stored, loaded, lookups) in enumerate([("1.5", 7, 10), ("3.5", 0, 25), ("0.5", 3, 4)]):
+        line = LogLine("s", f"tier stats stored={stored}MiB loaded={loaded} lookups={lookups}", 100.0 + i)
+        result = parser.parse(line)
+        assert isinstance(result, list)
+        got += [(e.time, e.store_bytes, e.load_bytes, e.lookups) for e in result]  # type: ignore[attr-defined]
+    # (the first line: only its interval load is known, so the store counts 0 beside it)
+    assert [
+        (100.0, 0, 7, None),
+        (101.0, 2 * 1024 * 1024, 0, 15),
+        (102.0, 512 * 1024, 3, 4),
+    ] == got
