@@ -21,6 +21,7 @@ def add(sub: Any) -> None:
         """examples:
   kvwatch check-config /etc/kvwatch/kvwatch.toml
   kvwatch check-config kvwatch.example.toml
+  kvwatch check-config kvbm.toml --try 'KVBM [w0] Cache Hit Rates - Host: 0.0% (0/74), Disk: 10.8% (8/74)'
 """,
     )
     check.add_argument("path", metavar="PATH", help="the config file, TOML (required)")
@@ -39,7 +40,8 @@ def add(sub: Any) -> None:
         action="append",
         default=[],
         metavar="LINE",
-        help="a log line: print what each engine the config defines makes of it (repeatable)",
+        help="a log line: print what each engine the config defines ([[engine]]) makes of it, instead of "
+        "the summary; repeatable (default: none)",
     )
     check.set_defaults(handler=cmd_check_config)
 
