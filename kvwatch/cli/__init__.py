@@ -64,6 +64,8 @@ def build_parser() -> argparse.ArgumentParser:
 
 def main(argv: Sequence[str] | None = None) -> int:
     """Run the command line; returns the exit status."""
+    argv = list(sys.argv[1:] if argv is None else argv)
+    replay.preload_engines(argv)  # (a config's engines join --engine's choices)
     args = build_parser().parse_args(argv)
     try:
         status: int = args.handler(args)

@@ -19,6 +19,7 @@ from typing import Any, cast
 
 from kvwatch import DEFAULT_PORT
 from kvwatch.config.alerting import read_detectors, read_notifier, read_silence
+from kvwatch.config.engines import read_engines
 from kvwatch.config.fields import Fields, quote
 from kvwatch.config.options import read_options
 from kvwatch.config.pods import read_pods
@@ -103,6 +104,7 @@ def parse_config(
     server = _server(_table(top, "server"))
     default_dir = default_state_dir(env)
     state_dir = top.path("state_dir", default_dir)
+    engines = read_engines(top)  # (registered before the sources that name them are read)
     sources = _named(top, "source", _source)
     detectors = read_detectors(top)
     notifiers = _named(top, "notifier", read_notifier)
@@ -126,6 +128,7 @@ def parse_config(
         probes=cast("tuple[ProbeConfig, ...]", probes),
         log=log,
         path=path,
+        engines=engines,
     )
 
 

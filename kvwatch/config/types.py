@@ -270,3 +270,4 @@ class Config:
     probes: tuple[ProbeConfig, ...] = ()
     log: LogConfig = LogConfig()
     path: Path | None = None  # the file it was loaded from; None for `run --stdin`
+    engines: tuple[Any, ...] = ()  # engines its [[engine]] tables define (kvwatch.engines.configure)

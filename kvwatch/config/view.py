@@ -30,6 +30,12 @@ def summarize(config: Config) -> str:
         f"config: {config.path or '(none: stdin)'}",
         f"server: http://{server.listen_address}:{server.port}/metrics ({security})",
         f"state_dir: {config.state_dir}",
+        *([f"engines: {len(config.engines)} defined by [[engine]]"] if config.engines else []),
+        *(
+            f"  {e.name}: {len(e.patterns)} pattern(s) yielding {', '.join(e.events)}; markers "
+            + ", ".join(map(repr, e.markers))
+            for e in config.engines
+        ),
         f"sources: {len(config.sources)}",
         *(f"  {_source(s)}" for s in config.sources),
         *_detectors(config),
