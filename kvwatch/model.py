@@ -490,6 +490,30 @@ class ServerRestart:
     engine_kind: str
 
 
+@dataclass(slots=True)
+class EngineFailed:
+    """Engine-neutral: the engine stopped on an error. `phase` is "startup" (it never served since it
+    last started) or "crash" (it had served); `error` is its last error line as logged (the root
+    cause where a traceback shows one); `cause` names the KV connector or offload setting the error
+    comes from ("" when it is none of those); `engine` is the engine's display name."""
+
+    source: str
+    time: float
+    engine: str
+    phase: Literal["startup", "crash"]
+    error: str
+    cause: str = ""
+
+
+@dataclass(slots=True)
+class EngineReady:
+    """Engine-neutral: the engine finished starting and serves (a failure before it is over)."""
+
+    source: str
+    time: float
+    engine: str
+
+
 Event = (
     VllmStats
     | VllmPrefixV0
@@ -511,6 +535,8 @@ Event = (
     | UsageRecord
     | UsageSkipped
     | ServerRestart
+    | EngineFailed
+    | EngineReady
     | OffloadLookup
     | OffloadTransfer
     | OffloadFailure

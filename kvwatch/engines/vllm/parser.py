@@ -18,6 +18,8 @@ from typing import TYPE_CHECKING, Any
 
 from kvwatch.engines.vllm import facts as vllm_facts
 from kvwatch.engines.vllm.kv import KvPayloadError, KvValues, read_kv_payload
+from kvwatch.engines.vllm.lifecycle import MARKERS as LIFE_MARKERS
+from kvwatch.engines.vllm.lifecycle import Lifecycle
 from kvwatch.engines.vllm.stats import COMMON, common_stats, parse_stats, parse_v0_prefix
 from kvwatch.model import (
     EngineFact,
@@ -69,6 +71,7 @@ MARKERS = (
     "SpecDecoding metrics",
     "Speculative metrics",
     *vllm_facts.MARKERS,
+    *LIFE_MARKERS,
 )
 
 
@@ -102,6 +105,8 @@ class VllmParser:
         self._device: str | None = None
         self._version: str | None = None
         self._v0_column = "GPU"
+        # Whether the engine came up or died (engine_start_failed)
+        self._life = Lifecycle(source)
 
     def parse(self, line: LogLine) -> ParseResult:
         """Parse one physical line (possibly several `\\r`-separated records)."""
@@ -196,7 +201,7 @@ class VllmParser:
             if stats is None:
                 return None
             self._engine = stats.engine
-            events = [stats]
+            events = [stats] if self._life.served else [*self._life.serving(when), stats]
         else:
             payload = match.string[match.end() :]
             # _message takes it for a stats line (no `R`, found at memchr's speed, is the common answer)
@@ -233,6 +238,7 @@ class VllmParser:
             "platform": self._platform,
             "device": self._device,
             "version": self._version,
+            "served": self._life.served,
         }
 
     def restore(self, state: Mapping[str, Any]) -> None:
@@ -243,6 +249,7 @@ class VllmParser:
         if not all(value is None or isinstance(value, str) for value in (platform, device, version)):
             raise TypeError("vllm parser state: platform, device and version are strings or null")
         self._platform, self._device, self._version = platform, device, version
+        self._life.served = state.get("served") is True
         self._backend()
 
     def _backend(self) -> None:
@@ -304,7 +311,7 @@ class VllmParser:
             if isinstance(stats, ParseError):
                 return stats
             self._engine = stats.engine
-            return [stats]
+            return [stats] if self._life.served else [*self._life.serving(when), stats]
         if message.startswith("Prefix cache hit rate: GPU"):
             v0 = parse_v0_prefix(self.source, when, message, self._v0_column)
             return None if v0 is None else (v0 if isinstance(v0, ParseError) else [v0])
@@ -312,7 +319,11 @@ class VllmParser:
             return self._kv(message[len("KV Transfer metrics: ") :], when)
         if message.startswith(("SpecDecoding metrics: ", "Speculative metrics: ")):
             return self._spec(message, when)
-        return self._facts(message, prefix, when)
+        facts = self._facts(message, prefix, when)
+        life = self._life.line(message, when)
+        if life is None:
+            return facts
+        return [*facts, *life] if isinstance(facts, list) else life
 
     def _kv(self, payload: str, when: float) -> ParseResult:
         try:
@@ -338,8 +349,11 @@ class VllmParser:
         events: list[Event] = []
         if any(needle in message for needle in _RESTART):
             self._engine = "0"
+            self._life.restart()
             events.append(ServerRestart(self.source, when, "vllm"))
         events.extend(EngineFact(self.source, when, key, value, engine) for key, value in facts)
+        for key, value in facts:
+            self._life.fact(key, value)
         keys = {key: value for key, value in facts if key in ("platform", "device", "version")}
         if keys:
             self._platform = keys.get("platform", self._platform)
