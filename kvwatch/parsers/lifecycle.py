@@ -11,11 +11,14 @@ one comes, the failure line itself. `phase` is "startup" until the run served, "
 from __future__ import annotations
 
 import re
+from typing import Literal
 
 from kvwatch.model import EngineFailed, EngineReady, Event
 
 #: A traceback's exception line: `pkg.Name: message` or a bare `Name`, the name ending as exceptions do.
-EXCEPTION = re.compile(r"^(?:[A-Za-z_][\w.]*\.)?[A-Z]\w*(?:Error|Exception|Exit|Interrupt|Fault)(?:: .*)?$")
+EXCEPTION = re.compile(
+    r"^(?:[A-Za-z_][\w.]*\.)?(?:[A-Z]\w*)?(?:Error|Exception|Exit|Interrupt|Fault)(?:: .*)?$"
+)
 #: An error line printed before the failure (`before`): an error or a failure, not a warning about one.
 _ERRORISH = re.compile(r"\berror\b|\bfailed\b", re.I)
 #: The longest error text kept.
@@ -76,5 +79,5 @@ class Lifecycle:
         """Every message handed in, first (a subclass notes what it needs, e.g. a traceback's modules)."""
 
     def _failed(self, error: str, when: float) -> EngineFailed:
-        phase = "crash" if self.served else "startup"
+        phase: Literal["startup", "crash"] = "crash" if self.served else "startup"
         return EngineFailed(self.source, when, self.engine, phase, error[:MAX_ERROR], self.cause())

