@@ -33,6 +33,7 @@ from functools import partial
 from typing import TYPE_CHECKING, Any, Literal, Protocol, cast
 
 from kvwatch.engines.ollama import lines as ol
+from kvwatch.engines.ollama.lifecycle import lifecycle
 from kvwatch.model import (
     EngineFact,
     Event,
@@ -192,6 +193,7 @@ class OllamaParser:
         self.markers = markers
         self._reused = reused
         self._clock = YearlessClock(settings.year or settings.now_year, settings.tz)
+        self._life = lifecycle(source)  # whether its model runner came up or died (engine_start_failed)
         self._runners: dict[str, Parser] = {}
         self._runner = ""  # the runner that started last
         self._models: dict[str, str] = {}  # runner -> its model label
@@ -623,7 +625,9 @@ class OllamaParser:
         if msg == "server config":
             setting = ol.DEBUG_SETTING.search(attrs.get("env", ""))
             return [EngineFact(self.source, now, "ollama_debug", setting[1] if setting else "unset")]
-        return []
+        error = attrs.get("error")
+        lived = self._life.line(f"{msg}: {error}" if error else msg, now)
+        return [] if lived is None else lived
 
     def _restart(self, now: float, msg: str) -> list[Event]:
         version = ol.VERSION.search(msg)
@@ -632,6 +636,7 @@ class OllamaParser:
         self._runner, self._generations, self._records, self._exact, self._blind = "", 0, 0, 0, ""
         self._conversations.clear()
         self._cleared = self._asked is not None
+        self._life.restart()
         events: list[Event] = [ServerRestart(self.source, now, "ollama")]
         if self._version:
             events.append(EngineFact(self.source, now, "ollama_version", self._version))
