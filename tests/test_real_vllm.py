@@ -180,23 +180,23 @@ def probe(url: str, api: str) -> tuple[int, dict[str, object]]:
 
 
 def test_nonce_at_the_front_of_the_system_prompt(tmp_path: Path, real: Real) -> None:
-    """A per-request nonce heading the system prompt: the probe (both APIs) and the daemon's [[probe]]
-    read it as not reused and fire probe_prefix_miss; the logged hit rate falls to 0 and
-    prefix_hit_rate_low fires once enough busy lines (3 in 60 s, as configured) all sit under 30%."""
+    """A new request id heading the system prompt on every request: nothing is cached, the logged hit
+    rate falls to 0 and prefix_hit_rate_low fires once enough busy lines (3 in 60 s, as configured) all
+    sit under 30%. Claude Code's own attribution line is another matter on vLLM 0.32, which drops it
+    from system text before templating: the probe's header test (both APIs, and the daemon's
+    [[probe]]) reads it reused, and probe_prefix_miss stays quiet."""
     probe_conf = (
-        f'[[probe]]\nname = "vllm"\nurl = "{real.server.url}/v1"\nmodel = "tiny"\ninterval = 20\njitter = 0\n'
+        f'[[probe]]\nname = "vllm"\nurl = "{real.server.url}/v1"\nmodel = "tiny"\ninterval = 30\njitter = 0\n'
     )
     daemon, url, prometheus = watch(tmp_path, real, probe_conf)
     try:
         for api in ("openai", "anthropic"):
             status, report = probe(real.server.url, api)
             verdicts = {c["conversation"]: c["verdict"] for c in report["conversations"]}  # type: ignore[attr-defined]
-            assert status == 1, report
-            assert verdicts["plain"] == "reused", report
-            assert verdicts["header"] != "reused", report
+            assert (status, verdicts) == (0, {"plain": "reused", "header": "reused"}), report
         real.server.post("/reset_prefix_cache", {})
         mark = real.log.stat().st_size
-        deadline = time.monotonic() + 240
+        deadline = time.monotonic() + 300
         sent: list[traffic.Sent] = []
         rounds = 0
         while "prefix_hit_rate_low" not in firing(daemon):
@@ -204,11 +204,19 @@ def test_nonce_at_the_front_of_the_system_prompt(tmp_path: Path, real: Real) -> 
             rounds += 1
             sent += traffic.conversation(real.server.url, f"N{rounds}", 4, nonce=True)
         assert sent and all(s.cached_tokens == 0 for s in sent), sent
-        wait_until(lambda: "probe_prefix_miss" in firing(daemon), 120, "the daemon's probe fires")
-        assert daemon.value(RATIO) == 0.0
+        lines = stats_lines(real.log, mark)
+        rates = [
+            float(line.rsplit(": ", 1)[1].rstrip("%")) for line in lines if "throughput: 0.0 tok" not in line
+        ]
+        assert len(rates) >= 3 and max(rates[-3:]) < 30.0, lines
+        assert (daemon.value(RATIO) or 1.0) < 0.3
         assert scalar(url, 'kvwatch_alert_firing{alert="prefix_hit_rate_low"}') == 1
+        ok = {"probe": "vllm", "outcome": "ok"}
+        wait_until(lambda: daemon.value("kvwatch_probe_runs_total", ok), 120, "the daemon's probe ran")
+        assert (daemon.value("kvwatch_probe_last_cached_share_ratio", {"probe": "vllm"}) or 0) >= 0.8
+        assert "probe_prefix_miss" not in firing(daemon)
         status, _, page = daemon.get("/")
-        assert "prefix_hit_rate_low" in page and "probe_prefix_miss" in page
+        assert status == 200 and "prefix_hit_rate_low" in page
     finally:
         stop_prometheus(prometheus)
         daemon.stop()

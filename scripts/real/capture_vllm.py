@@ -5,10 +5,12 @@ offload-simple; default all). Needs what install_vllm.sh needs; the venv, the mo
 live in ${KVWATCH_REAL_CACHE:-~/.cache/kvwatch-real}. Writes samples/vllm-real-CASE.log (the server's
 stdout and stderr, as written) and, for `run`, vllm-real-run.truth.json (what the client saw).
 
-- run: one log, four phases. (1) healthy: two agent conversations of 8 turns (traffic.py), then idle
-  until vLLM logs its `0.0 tokens/s` line; (2) nonce: 12 turns whose system prompt starts with a new
-  `cch=` nonce each; idle again; (3) the engine core SIGKILLed (the API server notices and exits);
-  (4) the same command started again, appending to the log: 4 healthy turns, idle, SIGTERM.
+- run: one log, five phases. (1) healthy: two agent conversations of 8 turns (traffic.py), then idle
+  until vLLM logs its `0.0 tokens/s` line; (2) billing: 6 turns under Claude Code's attribution line
+  with a new `cch=` each (vLLM 0.32 drops that line: still reused); (3) nonce: 12 turns whose system
+  prompt starts with a new request id each; idle again; (4) the engine core SIGKILLed (the API server
+  notices and exits); (5) the same command started again, appending to the log: 4 healthy turns, idle,
+  SIGTERM.
 - offload-native: `--kv-offloading-size 1 --kv-offloading-backend native`: dies at start on the CPU.
 - offload-simple: `VLLM_USE_SIMPLE_KV_OFFLOAD=1` with `--kv-offloading-size 1`: dies at start too.
 """
@@ -48,6 +50,9 @@ def run(venv: Path, model: Path, log: Path) -> dict[str, object]:
     phases["healthy"] = traffic.conversation(server.url, "A", 8) + traffic.conversation(server.url, "B", 8)
     timings["healthy_s"] = time.monotonic() - began
     idle(server, 0)
+    mark = len(server.text())
+    phases["billing"] = traffic.conversation(server.url, "C", 6, billing=True)
+    idle(server, mark)
     mark = len(server.text())
     phases["nonce"] = traffic.conversation(server.url, "N", 12, nonce=True)
     idle(server, mark)

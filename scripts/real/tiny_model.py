@@ -30,9 +30,10 @@ _WORDS = (
     "properties def class import from if else while for try except raise None True False self args "
     "kwargs print len list dict str int float open with as yield async await lambda"
 )
+# (`{%` without `-` inside a turn: the `-` form would eat the newline after the role)
 _TEXT = (
-    "{%- if m['content'] is string %}{{ m['content'] }}"
-    "{%- else %}{%- for p in m['content'] %}{{ p['text'] }}{%- endfor %}{%- endif %}"
+    "{% if m['content'] is string %}{{ m['content'] }}"
+    "{% else %}{% for p in m['content'] %}{{ p['text'] }}{% endfor %}{% endif %}"
 )
 _TOOLS = "{%- if tools %}<|im_start|>tools\n{{ tools | tojson }}<|im_end|>\n{%- endif %}"
 

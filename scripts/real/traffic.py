@@ -2,8 +2,9 @@
 
 Each conversation resends its whole history plus the previous reply and a new user turn, as a coding
 agent does; its system prompt (~2,500 tokens of this tokenizer) and 8 tool definitions stay the same.
-With `nonce`, the system prompt starts with Claude Code's attribution line with a new `cch=` value per
-request (incident 1): the engine's prefix cache then matches nothing past the first tokens. Temperature
+With `nonce`, the system prompt starts with a new request id on every request (what incident 1's
+`cch=` value did; vLLM 0.32 drops Claude Code's own `x-anthropic-billing-header` line from system text
+before its template, so that line no longer shows it): the prefix cache then matches nothing. Temperature
 0, `max_tokens` 8, seeded: the same requests every run. Returns what the client saw per request.
 """
 
@@ -65,14 +66,19 @@ def post(url: str, body: dict[str, Any], timeout: float = 300.0) -> dict[str, An
         return answer
 
 
-def conversation(base: str, name: str, turns: int, nonce: bool = False, seed: int = 11) -> list[Sent]:
-    """Send one conversation of `turns` requests to `base` (`http://host:port`); what each came back with."""
+def conversation(
+    base: str, name: str, turns: int, *, nonce: bool = False, billing: bool = False, seed: int = 11
+) -> list[Sent]:
+    """Send one conversation of `turns` requests to `base` (`http://host:port`); what each came back with.
+    `billing` puts Claude Code's attribution line, with a new `cch=` each time, on top of the system."""
     rng = random.Random(f"{name}:{seed}")
     history: list[dict[str, Any]] = []
     sent = []
     for turn in range(1, turns + 1):
         system = SYSTEM
-        if nonce:
+        if nonce:  # (a per-request id on top; vLLM 0.32 strips Claude Code's billing line itself)
+            system = f"Request id: {rng.getrandbits(64):016x}\n{SYSTEM}"
+        elif billing:
             header = "x-anthropic-billing-header: cc_version=2.1.116.d8c; cc_entrypoint=cli; "
             system = f"{header}cch={rng.getrandbits(20):05x};\n{SYSTEM}"
         history.append(
