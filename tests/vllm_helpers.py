@@ -14,11 +14,12 @@ import pytest
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT / "scripts" / "real"))
 
+import capture_vllm  # noqa: E402 - scripts/real/capture_vllm.py
 import vllm_server  # noqa: E402 - scripts/real/vllm_server.py
 from vllm_server import ServerError, VllmServer, stop_all  # noqa: E402
 
 T = TypeVar("T")
-__all__ = ["ServerError", "VllmServer", "failing", "install", "stop_all", "tiny_model"]
+__all__ = ["ServerError", "VllmServer", "capture_vllm", "failing", "install", "stop_all", "tiny_model"]
 
 
 @contextmanager

@@ -31,6 +31,8 @@ import traffic
 from vllm_server import VllmServer, cache_dir, install, stop_all, tiny_model, wait_for
 
 ROOT = Path(__file__).resolve().parents[2]
+#: The captures, each written to samples/vllm-real-CASE.log.
+CASES = ("run", "offload-native", "offload-simple")
 IDLE = re.compile(r"Avg prompt throughput: 0\.0 tokens/s, Avg generation throughput: 0\.0 tokens/s")
 OFFLOAD = ("--kv-offloading-size", "1", "--kv-offloading-backend", "native")
 
@@ -81,7 +83,7 @@ def failing(venv: Path, model: Path, log: Path, args: tuple[str, ...], env: dict
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--out", type=Path, default=ROOT / "samples")
-    parser.add_argument("cases", nargs="*", default=["run", "offload-native", "offload-simple"])
+    parser.add_argument("cases", nargs="*", choices=CASES, default=list(CASES))
     args = parser.parse_args(argv)
     venv = install()
     model = tiny_model(venv, cache_dir() / "models" / "tiny")
