@@ -44,7 +44,9 @@ def idle(server: VllmServer, after: int) -> None:
 
 def run(venv: Path, model: Path, log: Path) -> dict[str, object]:
     """The four phases of `run`; what the client saw."""
-    server = VllmServer(venv, model, log)
+    # (`--block-size 128` is the CPU default, given so that the log states it: vLLM prints the block size
+    # only among the non-default args)
+    server = VllmServer(venv, model, log, ("--block-size", "128"))
     server.start()
     timings: dict[str, float] = {"start_s": server.wait_healthy()}
     phases: dict[str, list[traffic.Sent]] = {}

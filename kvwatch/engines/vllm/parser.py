@@ -63,6 +63,8 @@ _RELEASE = re.compile(r"(\d+)\.(\d+)")
 #: The first release whose V0 `_get_stats` swaps the columns on the CPU backend (vllm PR #18674).
 CPU_COLUMN_FROM = (0, 9)
 
+#: The markers of the lines with figures (the others are startup and lifecycle lines).
+_NUMBERS = ("throughput:", "Prefix cache hit rate", "KV Transfer", "SpecDecoding", "Speculative")
 #: Every line that can yield an event contains one of these.
 MARKERS = (
     "throughput:",
@@ -299,6 +301,8 @@ class VllmParser:
             return None
         when, prefix, message = self._time(text, transport)
         if when is None:
+            if message is text and not text.startswith("{") and not any(m in text for m in _NUMBERS):
+                return None  # (no header, before any record, no figures: a stray line, e.g. a warning)
             return ParseError("vllm: no usable time (bad date, no transport time, no earlier event)")
         events = self._message(message, prefix, when)
         if events is not None and not isinstance(events, ParseError):
