@@ -9,8 +9,8 @@ stdout and stderr, as written) and, for `run`, vllm-real-run.truth.json (what th
   until vLLM logs its `0.0 tokens/s` line; (2) billing: 6 turns under Claude Code's attribution line
   with a new `cch=` each (vLLM 0.32 drops that line: still reused); (3) nonce: 12 turns whose system
   prompt starts with a new request id each; idle again; (4) the engine core SIGKILLed (the API server
-  notices and exits); (5) the same command started again, appending to the log: 4 healthy turns, idle,
-  SIGTERM.
+  notices and exits); (5) the same command started again, appending to the log: a 2-turn conversation
+  every 10 s for 150 s, idle, SIGTERM.
 - offload-native: `--kv-offloading-size 1 --kv-offloading-backend native`: dies at start on the CPU.
 - offload-simple: `VLLM_USE_SIMPLE_KV_OFFLOAD=1` with `--kv-offloading-size 1`: dies at start too.
 """
@@ -65,7 +65,13 @@ def run(venv: Path, model: Path, log: Path) -> dict[str, object]:
     server.start()
     timings["restart_s"] = server.wait_healthy()
     mark = len(server.text())
-    phases["restarted"] = traffic.conversation(server.url, "R", 4)
+    # (a conversation every 10 s for 150 s: event time runs on past alerting.resolve_after, 120 s, so a
+    # replay of the log shows the restart resolve engine_start_failed)
+    phases["restarted"] = []
+    began = time.monotonic()
+    while time.monotonic() - began < 150:
+        phases["restarted"] += traffic.conversation(server.url, f"R{len(phases['restarted']) // 2}", 2)
+        time.sleep(10)
     idle(server, mark)
     server.stop()
     return {
