@@ -3,7 +3,8 @@
 Usage: python3 scripts/real/capture_vllm.py [--out samples] [CASE ...]   (cases: run, offload-native,
 offload-simple; default all). Needs what install_vllm.sh needs; the venv, the model and the compile cache
 live in ${KVWATCH_REAL_CACHE:-~/.cache/kvwatch-real}. Writes samples/vllm-real-CASE.log (the server's
-stdout and stderr, as written) and, for `run`, vllm-real-run.truth.json (what the client saw).
+stdout and stderr as written, the home directory written `~`) and, for `run`, vllm-real-run.truth.json
+(what the client saw).
 
 - run: one log, five phases. (1) healthy: two agent conversations of 8 turns (traffic.py), then idle
   until vLLM logs its `0.0 tokens/s` line; (2) billing: 6 turns under Claude Code's attribution line
@@ -81,6 +82,13 @@ def run(venv: Path, model: Path, log: Path) -> dict[str, object]:
     }
 
 
+def home_to_tilde(path: Path) -> None:
+    """The one change made to a captured file: the home directory written `~` (a sample names no path
+    of the machine it was captured on; tracebacks and the model path hold it)."""
+    home = str(Path.home()).encode()
+    path.write_bytes(path.read_bytes().replace(home + b"/", b"~/"))
+
+
 def failing(venv: Path, model: Path, log: Path, args: tuple[str, ...], env: dict[str, str]) -> None:
     """A start that dies: wait for the server to exit by itself."""
     server = VllmServer(venv, model, log, args, env)
@@ -102,13 +110,16 @@ def main(argv: list[str] | None = None) -> int:
             started = time.monotonic()
             if case == "run":
                 truth = run(venv, model, log)
-                (args.out / "vllm-real-run.truth.json").write_text(json.dumps(truth, indent=1) + "\n")
+                truth_file = args.out / "vllm-real-run.truth.json"
+                truth_file.write_text(json.dumps(truth, indent=1) + "\n")
+                home_to_tilde(truth_file)
             elif case == "offload-native":
                 failing(venv, model, log, OFFLOAD, {})
             elif case == "offload-simple":
                 failing(venv, model, log, ("--kv-offloading-size", "1"), {"VLLM_USE_SIMPLE_KV_OFFLOAD": "1"})
             else:
                 parser.error(f"unknown case {case}")
+            home_to_tilde(log)
             print(f"{case}: {log} in {time.monotonic() - started:.0f} s", flush=True)
     finally:
         stop_all()
