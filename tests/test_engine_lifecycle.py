@@ -19,7 +19,7 @@ from kvwatch.window import Windows
 SETTINGS = ParserSettings(year=2026)
 W = "(Worker pid=19386) ERROR 12-05 12:17:17 [multiproc_executor.py:1063] "
 E = "(EngineCore pid=18289) ERROR 12-05 12:17:17 [core.py:1510] "
-SITE = "/root/.cache/kvwatch-real/vllm-0.32.0/lib/python3.11/site-packages/vllm"
+SITE = "~/.cache/kvwatch-real/vllm-0.32.0/lib/python3.11/site-packages/vllm"
 OFFLOAD_START = [
     "(APIServer pid=15591) INFO 12-05 12:13:13 [api_utils.py:347]  ▄▄ ▄█ █     █     █ ▀▄▀ █  version 0.32.0",
     "(APIServer pid=15591) INFO 12-05 12:13:13 [api_utils.py:286] non-default args: {'enable_prompt_tokens_details'"

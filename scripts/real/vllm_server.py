@@ -232,7 +232,8 @@ class VllmServer:
             wait_for(up, timeout, f"vLLM /health on port {self.port}", interval=1.0)
         except TimeoutError:
             self.kill()
-            raise ServerError(f"vLLM not healthy within {timeout:.0f} s:\n{_tail(self.text())}") from None
+            ends = _tail(self.text())
+            raise ServerError(f"vLLM not healthy within {timeout:.0f} s; its log ends\n{ends}") from None
         return time.monotonic() - self.started_at
 
     def wait_exit(self, timeout: float = START_TIMEOUT_S) -> int:
@@ -242,7 +243,8 @@ class VllmServer:
             return self.proc.wait(timeout)
         except subprocess.TimeoutExpired:
             self.kill()
-            raise ServerError(f"vLLM did not exit within {timeout:.0f} s:\n{_tail(self.text())}") from None
+            ends = _tail(self.text())
+            raise ServerError(f"vLLM did not exit within {timeout:.0f} s; its log ends\n{ends}") from None
 
     def engine_core_pid(self) -> int:
         """The EngineCore process's pid, as the log prints it (`(EngineCore pid=N)`), of this run."""
