@@ -200,3 +200,60 @@ def test_llamacpp_model_loaded_resolves() -> None:
     events = llama_events(LLAMA_MISSING + good)
     assert isinstance(lifecycle(events)[-1], EngineReady)
     assert findings(events) == []
+
+
+def parsed(engine: str, lines: list[str]) -> list[Event]:
+    from kvwatch.engines import ENGINES
+
+    parser = ENGINES[engine].parser("s", SETTINGS, None)
+    events: list[Event] = []
+    for text in lines:
+        result = parser.parse(LogLine("s", text))
+        if isinstance(result, list):
+            events += result
+    return events + parser.flush()
+
+
+def test_sglang_scheduler_exception_names_the_traceback_exception() -> None:
+    """SGLang 0.5.23: `Scheduler hit an exception:` then its traceback's lines; the exception line is named,
+    and `The server is fired up and ready to roll!` of the next start resolves it."""
+    failing = [
+        "[2026-04-05 20:00:00 TP0] server_args=ServerArgs(model_path='Qwen/Qwen2.5-7B-Instruct', tp_size=1)",
+        "[2026-04-05 20:00:30 TP0] Scheduler hit an exception: Traceback (most recent call last):",
+        '  File "/usr/lib/python3/dist-packages/sglang/srt/managers/scheduler.py", line 6364, in run_scheduler_process',
+        "torch.OutOfMemoryError: CUDA out of memory. Tried to allocate 2.00 GiB.",
+        "",
+        "[2026-04-05 20:00:30] Received sigquit from a child process. It usually means the child failed.",
+    ]
+    states = lifecycle(parsed("sglang", failing))
+    assert [type(s).__name__ for s in states] == ["EngineFailed", "EngineFailed"]
+    assert isinstance(states[-1], EngineFailed)
+    assert (states[-1].engine, states[-1].phase) == ("SGLang", "startup")
+    assert states[-1].error == "torch.OutOfMemoryError: CUDA out of memory. Tried to allocate 2.00 GiB."
+    ready = "[2026-04-05 20:05:00] The server is fired up and ready to roll!"
+    events = parsed("sglang", [*failing, failing[0], ready])
+    assert isinstance(lifecycle(events)[-1], EngineReady)
+    assert findings(events) == []
+
+
+def test_ollama_runner_that_dies_names_its_error() -> None:
+    """Ollama: `error loading llama server` with its `error=`; `llama runner started` resolves it."""
+    j = "May 04 14:02:33 workstation ollama[1187]: "
+    failing = [
+        j
+        + 'time=2026-05-04T14:02:30.001Z level=INFO source=routes.go:1500 msg="Listening on 127.0.0.1:11434 '
+        '(version 0.13.0)"',
+        j + 'time=2026-05-04T14:02:33.362Z level=ERROR source=sched.go:480 msg="error loading llama server" '
+        'error="llama runner process has terminated: error loading model: unable to allocate CPU buffer"',
+    ]
+    states = lifecycle(parsed("ollama", failing))
+    assert len(states) == 1 and isinstance(states[0], EngineFailed)
+    assert states[0].error == (
+        "error loading llama server: llama runner process has terminated: error loading model: "
+        "unable to allocate CPU buffer"
+    )
+    started = (
+        j
+        + 'time=2026-05-04T14:03:33.362Z level=INFO source=server.go:1288 msg="llama runner started in 2.31 seconds"'
+    )
+    assert isinstance(lifecycle(parsed("ollama", [*failing, started]))[-1], EngineReady)
