@@ -198,7 +198,7 @@ def test_nonce_at_the_front_of_the_system_prompt(tmp_path: Path, real: Real) -> 
     try:
         for api in ("openai", "anthropic"):
             status, report = probe(real.server.url, api)
-            verdicts = {c["conversation"]: c["verdict"] for c in report["conversations"]}  # type: ignore[attr-defined]
+            verdicts = {c["name"]: c["verdict"] for c in report["conversations"]}  # type: ignore[attr-defined]
             assert (status, verdicts) == (0, {"plain": "reused", "header": "reused"}), report
         real.server.post("/reset_prefix_cache", {})
         mark = real.log.stat().st_size
