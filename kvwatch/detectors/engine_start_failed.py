@@ -9,6 +9,7 @@ then. One finding per source, critical: while it holds, the engine serves nothin
 from __future__ import annotations
 
 from dataclasses import dataclass
+from datetime import datetime, timezone
 
 from kvwatch.model import Finding
 from kvwatch.window import Windows, ordered
@@ -61,7 +62,9 @@ def detect(windows: Windows, now: float, cfg: Settings) -> list[Finding]:
                     "phase": failed.phase,
                     "error": failed.error,
                     "cause": failed.cause,
-                    "failed_at": failed.time,
+                    "failed_at": datetime.fromtimestamp(failed.time, timezone.utc).isoformat(
+                        timespec="seconds"
+                    ),
                 },
             )
         )
