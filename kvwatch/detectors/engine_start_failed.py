@@ -26,6 +26,10 @@ FIX = (
 )
 
 
+def _iso(when: float) -> str:
+    return datetime.fromtimestamp(when, timezone.utc).isoformat(timespec="seconds")
+
+
 @dataclass(frozen=True)
 class Settings:
     """On by default: an engine that is down is always worth a page."""
