@@ -15,7 +15,7 @@ from kvwatch.detectors import DetectorSettings, Memo, detect_all
 from kvwatch.metrics import Metrics
 from kvwatch.metrics.derived import AlertCollector, PinnedCollector
 from kvwatch.model import Alert, Event, Finding
-from kvwatch.window import Windows
+from kvwatch.windows.window import Windows
 
 Observer = Callable[[Event], None]
 

@@ -15,7 +15,7 @@ from __future__ import annotations
 import heapq
 import os
 import re
-from collections.abc import Generator, Iterable, Iterator, Sequence
+from collections.abc import Callable, Generator, Iterable, Iterator, Sequence
 from dataclasses import dataclass, field
 from itertools import chain
 from pathlib import Path
@@ -37,7 +37,7 @@ if TYPE_CHECKING:
 
     from kvwatch.detectors import DetectorSettings
     from kvwatch.metrics import Metrics
-    from kvwatch.report.summary import Summary
+    from kvwatch.output.summary import Summary
 
 MAX_LINE = LINE_CAP  # (one cap, live and in replay: kvwatch/sources/linecap.py)
 _CONTAINER_LOG = re.compile(r"^([0-9a-f]{64})-json\.log(?:\.\d+)?(?:\.gz)?$")
@@ -72,6 +72,8 @@ class ReplayResult:
     unrecognised: list[str] = field(default_factory=list)  # the files of which no line was recognised
     damaged: list[str] = field(default_factory=list)  # "path: what was wrong" for damaged gzip files
     lines: dict[str, int] = field(default_factory=dict)  # lines read, per file
+    #: the alerts firing at the end as the alert book holds them (summary and evidence of the last tick)
+    firing: list[Alert] = field(default_factory=list)
 
 
 @dataclass
@@ -287,10 +289,12 @@ def replay(
     jobs: int | None = None,
     *,
     report: bool = True,
+    observers: Sequence[Callable[[Event], None]] = (),
 ) -> ReplayResult:
     """Replay files through a fresh pipeline (ticks every kvwatch.pipeline.TICK seconds of log time
     unless `tick_every` says otherwise); raises OSError for a missing or unreadable file. Without
     `report`, the summary holds the sources' line counts only (no text report will be written).
+    `observers` see every event too (the forensic report's collector).
 
     Big files are read by children: `jobs` of them at most (default one per core, and at least
     kvwatch.segmented.MAX_WORKERS), a big dense log by up to that many workers (by default one per
@@ -311,7 +315,7 @@ def replay(
     try:
         for files in _rotations(prepared):
             streams.append(_log_events(files, notes, children))
-        return _replay(prepared, streams, notes, detectors, tick_every, report=report)
+        return _replay(prepared, streams, notes, detectors, tick_every, report=report, observers=observers)
     finally:
         for stream in streams:
             stream.close()  # a child not read to its end (after an error) is ended
@@ -325,14 +329,15 @@ def _replay(
     tick_every: float | None,
     *,
     report: bool,
+    observers: Sequence[Callable[[Event], None]],
 ) -> ReplayResult:
     """The pipeline over the started streams, their events merged by time."""
     # Imported here, not at the top: a big file's child is already reading while these load.
     from prometheus_client import CollectorRegistry
 
     from kvwatch.metrics import Metrics
+    from kvwatch.output.summary import Summary
     from kvwatch.pipeline import TICK, Pipeline
-    from kvwatch.report.summary import Summary
 
     registry = CollectorRegistry(auto_describe=True)
     metrics = Metrics(registry)
@@ -341,8 +346,8 @@ def _replay(
         metrics.sources.adopt(item.source, run.counts)  # (one object for the files of one source)
         summary.declare(item.source, item.engine, framing, run.counts)
     every = TICK if tick_every is None else tick_every
-    observers = [summary.observe] if report else []  # (what the text report shows of the events)
-    pipeline = Pipeline(metrics, settings=detectors, observers=observers, tick_every=every)
+    watching = [summary.observe] if report else []  # (what the text report shows of the events)
+    pipeline = Pipeline(metrics, settings=detectors, observers=[*watching, *observers], tick_every=every)
     alerts: list[Alert] = []
     groups: Iterable[list[Event]] = streams[0]
     if len(streams) > 1:
@@ -361,4 +366,5 @@ def _replay(
         summary.sources[source].engine = ", ".join(found)
     unrecognised = [path for path, counts in read.items() if counts.recognized == 0]
     lines = {path: counts.lines for path, counts in read.items()}
-    return ReplayResult(registry, metrics, summary, alerts, unrecognised, notes.damaged, lines)
+    firing = list(pipeline.book.firing())
+    return ReplayResult(registry, metrics, summary, alerts, unrecognised, notes.damaged, lines, firing)

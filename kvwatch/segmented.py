@@ -65,7 +65,7 @@ Outcome = tuple[tuple[int, int, int], int, str | None, Parser | None]
 @runtime_checkable
 class Segmentable(Protocol):
     """A parser that can tell its state, and check a state guessed for lines against the true one
-    (kvwatch.engines.llamacpp.parser.LlamacppParser has the details)."""
+    (the llama.cpp engine's parser has the details)."""
 
     def state_key(self) -> Any:
         """What decides how later lines are read: equal keys, equal futures."""

@@ -16,7 +16,7 @@ from kvwatch.engines.llamacpp.parser import LlamacppParser
 from kvwatch.engines.vllm.parser import VllmParser
 from kvwatch.model import EngineFailed, EngineReady, Event, LogLine
 from kvwatch.parsers.base import ParserSettings
-from kvwatch.window import Windows
+from kvwatch.windows.window import Windows
 
 SETTINGS = ParserSettings(year=2026)
 W = "(Worker pid=19386) ERROR 12-05 12:17:17 [multiproc_executor.py:1063] "

@@ -19,10 +19,10 @@ from kvwatch.engines import make_parser
 from kvwatch.engines.lmcache.parser import LmcacheLayer
 from kvwatch.engines.vllm.parser import VllmParser
 from kvwatch.model import Event, SourceCounts
+from kvwatch.output.exposition import golden_lines
 from kvwatch.parsers.base import BlockResult, ParserSettings
 from kvwatch.parsers.run import SourceRun
 from kvwatch.replay import plan, replay
-from kvwatch.report.exposition import golden_lines
 from kvwatch.sources import wholefile
 from kvwatch.sources.docker_json import EntryJoiner
 from kvwatch.sources.framing import Entries, Framer, decode_whole, marker_pattern, whole_entry

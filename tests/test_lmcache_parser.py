@@ -5,15 +5,14 @@ from __future__ import annotations
 import pytest
 
 from kvwatch.engines import detect_engine, make_parser, markers_of
-from kvwatch.model import (
-    EngineFact,
+from kvwatch.engines.lmcache.events import (
     LmcacheFailure,
     LmcacheLookup,
     LmcachePrefetch,
     LmcacheStoreRequest,
     LmcacheTransfer,
-    LogLine,
 )
+from kvwatch.model import EngineFact, LogLine
 from kvwatch.parsers.base import ParseError, ParserSettings
 
 GIB = 1 << 30
@@ -259,7 +258,7 @@ def test_no_signal_names_lmcache_log_level_when_its_lines_are_missing() -> None:
     """An LMCache connector, prompts flowing and no LMCache line: no_signal names LMCACHE_LOG_LEVEL;
     one LMCache line read, or no traffic yet, and it says nothing."""
     from kvwatch.detectors import no_signal
-    from kvwatch.window import Windows
+    from kvwatch.windows.window import Windows
 
     def verdict(*lines: str) -> list[str]:
         windows = Windows()

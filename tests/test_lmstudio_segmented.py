@@ -13,8 +13,9 @@ import segment_helpers
 from segment_helpers import Outcome
 
 from kvwatch import segmented
+from kvwatch.engines.lmstudio.events import LmstudioCompletion
 from kvwatch.engines.lmstudio.parser import MAX_MODELS, LmstudioParser
-from kvwatch.model import Event, LmstudioCompletion
+from kvwatch.model import Event
 from kvwatch.parsers.base import ParserSettings
 from kvwatch.sources import forked
 
@@ -130,8 +131,8 @@ def test_a_dense_log_of_a_few_mb_is_parsed_in_a_child(
     """A dense log (every line parsed) needs less size than others to be worked on in children: the
     replay's results are those of an inline one."""
     from kvwatch.detectors import DetectorSettings
+    from kvwatch.output.exposition import golden_lines
     from kvwatch.replay import plan, replay
-    from kvwatch.report.exposition import golden_lines
 
     path = str(log(tmp_path, "lmstudio.log"))
     vllm = str(Path(__file__).resolve().parents[1] / "samples" / "vllm-docker.log")

@@ -19,8 +19,9 @@ from segment_helpers import Outcome
 
 from kvwatch import segmented
 from kvwatch.engines import make_parser
+from kvwatch.engines.ollama.events import OllamaRequest
 from kvwatch.engines.ollama.parser import OllamaParser
-from kvwatch.model import Event, OllamaRequest, ServerRestart
+from kvwatch.model import Event, ServerRestart
 from kvwatch.parsers.base import ParserSettings
 from kvwatch.sources import forked
 
@@ -355,8 +356,8 @@ def test_a_dense_ollama_log_is_parsed_by_workers_with_inline_results(
     """Replay parses a dense Ollama log (every line read) in segments by workers; its golden lines
     and counts are those of the inline replay."""
     from kvwatch.detectors import DetectorSettings
+    from kvwatch.output.exposition import golden_lines
     from kvwatch.replay import plan, replay
-    from kvwatch.report.exposition import golden_lines
 
     path = str(write(tmp_path, "ollama.log", generated()))
 

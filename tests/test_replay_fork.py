@@ -20,9 +20,9 @@ from daemon_helpers import wait_until
 
 from kvwatch import replay as replay_module
 from kvwatch.detectors import DetectorSettings
+from kvwatch.output.exposition import golden_lines
 from kvwatch.parsers.base import ParserSettings
 from kvwatch.replay import ReplayInput, plan, replay
-from kvwatch.report.exposition import golden_lines
 from kvwatch.sources import forked, wholefile
 from kvwatch.sources.framing import Framer
 

@@ -18,8 +18,9 @@ from test_llamacpp_block import SAMPLES, damaged, generated
 
 from kvwatch import segmented
 from kvwatch.engines import make_parser
+from kvwatch.engines.llamacpp.events import LlamaRequest
 from kvwatch.engines.llamacpp.parser import Asked, LlamacppParser, StateKey
-from kvwatch.model import Event, LlamaRequest, SourceCounts
+from kvwatch.model import Event, SourceCounts
 from kvwatch.parsers.base import ParserSettings
 from kvwatch.parsers.run import SourceRun
 from kvwatch.sources.framing import Framer
@@ -325,8 +326,8 @@ def test_replay_parses_a_big_dense_log_in_segments(
     """`kvwatch replay` of a big llama.cpp -lv 4 log beside a vLLM one: the workers parse it, and
     metrics, alerts and counts are those of a replay without segments."""
     from kvwatch.detectors import DetectorSettings
+    from kvwatch.output.exposition import golden_lines
     from kvwatch.replay import plan, replay
-    from kvwatch.report.exposition import golden_lines
 
     texts = generated(8000, 4)
     paths = [str(write(tmp_path, "llama.log", texts)), str(Path(SAMPLES[0]).parent / "vllm-docker.log")]
@@ -353,8 +354,8 @@ def test_a_replay_of_many_big_files_runs_few_children(
     core and at least four; `--jobs N`: N), in the order given; the rest are read inline, with the
     same metrics, alerts and counts."""
     from kvwatch.detectors import DetectorSettings
+    from kvwatch.output.exposition import golden_lines
     from kvwatch.replay import plan, replay
-    from kvwatch.report.exposition import golden_lines
     from kvwatch.sources import forked
 
     logs = [str(write(tmp_path, f"llama{seed}.log", generated(6000, seed))) for seed in range(3)]

@@ -17,17 +17,11 @@ from test_golden import SAMPLES
 from kvwatch.cli import main
 from kvwatch.detectors import hicache_storage_unused, no_signal, prefix_cache_disabled
 from kvwatch.engines import detect_engine
+from kvwatch.engines.sglang.events import SglangDecode, SglangPrefill, SglangRequest
 from kvwatch.engines.sglang.parser import SglangParser
-from kvwatch.model import (
-    CachePrefetch,
-    EngineFact,
-    LogLine,
-    SglangDecode,
-    SglangPrefill,
-    SglangRequest,
-)
+from kvwatch.model import CachePrefetch, EngineFact, LogLine
 from kvwatch.parsers.base import ParseError, ParserSettings
-from kvwatch.window import Windows
+from kvwatch.windows.window import Windows
 from scripts.samples.sglang import lines as sl
 
 T = 1775419200.0  # 2026-04-05T20:00:00Z

@@ -21,8 +21,8 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
 
-from kvwatch.alerting import LiveAlerts
 from kvwatch.daemon.feed import Closed, Feeder, Lines, Mark
+from kvwatch.daemon.live_alerts import LiveAlerts
 from kvwatch.daemon.sources import AutoParser, drained, live_parser, parser_settings, parser_state
 from kvwatch.model import Alert, Event, Finding
 from kvwatch.parsers.base import Parser

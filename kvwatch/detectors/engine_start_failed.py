@@ -12,7 +12,7 @@ from dataclasses import dataclass
 from datetime import datetime, timezone
 
 from kvwatch.model import Finding
-from kvwatch.window import Windows, ordered
+from kvwatch.windows.window import Windows, ordered
 
 FIX_CAUSE = (
     "Start the engine without {cause}, or on hardware whose backend supports it (the error above says "

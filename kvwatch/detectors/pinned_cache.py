@@ -29,7 +29,7 @@ from dataclasses import dataclass
 from operator import attrgetter
 
 from kvwatch.model import Finding
-from kvwatch.window import Labels, RequestPoint, Tally, Windows, newest, ordered
+from kvwatch.windows.window import Labels, RequestPoint, Tally, Windows, newest, ordered
 
 CAUSE = (
     "What follows the first {c} tokens changes on every request, so the prefix cache can never reuse "

@@ -19,7 +19,7 @@ import re
 from dataclasses import dataclass, field
 
 from kvwatch.engines.llamacpp import lines as ln
-from kvwatch.model import LlamaRequest
+from kvwatch.engines.llamacpp.events import LlamaRequest
 
 #: Markers of these lines that the modern ones lack (see parser.MARKERS).
 MARKERS = (" | tid=", "timestamp=", "kv cache rm")

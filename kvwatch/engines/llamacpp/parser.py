@@ -34,8 +34,9 @@ from kvwatch.engines.llamacpp import legacy as lg
 from kvwatch.engines.llamacpp import lifecycle as life
 from kvwatch.engines.llamacpp import lines as ln
 from kvwatch.engines.llamacpp import whole as request_whole
+from kvwatch.engines.llamacpp.events import LlamaRequest
 from kvwatch.engines.llamacpp.slots import READ, Questions, Request, Stream
-from kvwatch.model import Event, LlamaRequest, LogLine, ServerRestart
+from kvwatch.model import Event, LogLine, ServerRestart
 from kvwatch.parsers.base import BlockResult, ParseError, ParseResult, ParserSettings, tally
 from kvwatch.parsers.clock import YearlessClock
 
@@ -728,3 +729,8 @@ def _srv_read(text: str) -> bool:
     """Whether a plain srv line may be read (maybe a start line; or the prompt cache's rescue, which
     Stream._srv reads): the general path takes it. Every other srv line only moves the clock."""
     return "initializing" in text or "listening on " in text or "- found" in text or life.worth_reading(text)
+
+
+def make_parser(source: str, settings: ParserSettings, options: Any) -> LlamacppParser:
+    """The engine's parser of one source (kvwatch.engines.base.ParserFactory)."""
+    return LlamacppParser(source, settings)

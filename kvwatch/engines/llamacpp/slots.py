@@ -8,7 +8,8 @@ from operator import itemgetter
 from typing import Any, Literal
 
 from kvwatch.engines.llamacpp import lines as ln
-from kvwatch.model import Event, LlamaRequest
+from kvwatch.engines.llamacpp.events import LlamaRequest
+from kvwatch.model import Event
 from kvwatch.parsers.base import ParseError, ParseResult
 
 Selection = Literal["lcp", "lru", "id", "unknown"]

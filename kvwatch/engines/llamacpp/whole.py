@@ -14,8 +14,9 @@ import re
 from collections.abc import Callable
 
 from kvwatch.engines.llamacpp import lines as ln
+from kvwatch.engines.llamacpp.events import LlamaRequest
 from kvwatch.engines.llamacpp.slots import Pick, Stream
-from kvwatch.model import Event, LlamaRequest
+from kvwatch.model import Event
 
 # A number `to_float` reads, in ASCII digits (float() of it is to_float's answer).
 _NUMBER = r"[0-9]+(?:\.[0-9]+)?"

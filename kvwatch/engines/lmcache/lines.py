@@ -109,14 +109,6 @@ FAILURES: tuple[tuple[str, str, bool], ...] = (
     ("No eviction candidates found. Disk space under pressure.", "storage_pressure", False),
     ("No eviction candidates found. Backend under pressure.", "storage_pressure", False),
 )
-#: The kinds of failure, in the metrics' `kind` label.
-FAILURE_KINDS = (
-    "retrieve_error",
-    "unretrievable_block",
-    "no_attn_metadata",
-    "cpu_memory_pressure",
-    "storage_pressure",
-)
 
 #: vLLM's process tag: TP rank (`Worker_TP1`, `VllmWorker TP5`, `VllmWorker rank=1`) and DP rank.
 TP_RANK = re.compile(r"TP(\d+)\b|\brank=(\d+)")

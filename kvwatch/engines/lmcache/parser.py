@@ -15,21 +15,17 @@ from collections.abc import Callable
 from datetime import datetime, timezone
 from typing import TYPE_CHECKING, Any
 
+from kvwatch.engines.base import AS_LAYER
 from kvwatch.engines.lmcache import entries
 from kvwatch.engines.lmcache import lines as lm
 from kvwatch.engines.lmcache.blind import SEEN
+from kvwatch.engines.lmcache.events import LmcacheFailure, LmcachePrefetch, LmcacheTransfer
 from kvwatch.engines.lmcache.sums import STRETCH, Sums
-from kvwatch.model import (
-    EngineFact,
-    Event,
-    LmcacheFailure,
-    LmcachePrefetch,
-    LmcacheTransfer,
-    LogLine,
-)
+from kvwatch.model import EngineFact, Event, LogLine
 from kvwatch.parsers.base import BlockResult, ParseError, ParseResult, ParserSettings
-from kvwatch.parsers.clock import LineClock, zone
+from kvwatch.parsers.clock import LineClock
 from kvwatch.parsers.text import segments, strip_ansi
+from kvwatch.times import zone
 
 if TYPE_CHECKING:
     from kvwatch.sources.framing import Malformed
@@ -599,3 +595,10 @@ def _write_clock(when: float) -> str:
 
 #: Where LMCache's records carry their time (`kvwatch demo` rewrites it; UTC).
 CLOCK = LineClock(_CLOCK_STAMP, _read_clock, _write_clock)
+
+
+def make_parser(source: str, settings: ParserSettings, options: Any) -> LmcacheLayer:
+    """The layer's parser of one source (kvwatch.engines.base.ParserFactory). Inside vLLM's log
+    (`options` AS_LAYER) the sums are held for a stretch (vLLM's next line hands them on); alone, in an
+    MP-mode server's log that may fall silent, each line's are handed on at once."""
+    return LmcacheLayer(source, settings, hold=options == AS_LAYER)

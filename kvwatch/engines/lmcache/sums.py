@@ -11,7 +11,8 @@ summed as printed (GiB to 4 decimals) and made bytes per stretch. The window see
 
 from __future__ import annotations
 
-from kvwatch.model import Event, LmcacheLookup, LmcacheStoreRequest, LmcacheTransfer
+from kvwatch.engines.lmcache.events import LmcacheLookup, LmcacheStoreRequest, LmcacheTransfer
+from kvwatch.model import Event
 
 #: Longest stretch of event time summed into one event.
 STRETCH = 10.0

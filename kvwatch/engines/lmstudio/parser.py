@@ -22,19 +22,18 @@ from functools import lru_cache
 from typing import Any
 
 from kvwatch.engines.lmstudio import lines as ls
-from kvwatch.model import (
-    EngineFact,
-    Event,
+from kvwatch.engines.lmstudio.events import (
     LmstudioCacheEvent,
     LmstudioCompletion,
     LmstudioDiskUsage,
     LmstudioRequest,
-    LogLine,
 )
+from kvwatch.model import EngineFact, Event, LogLine
 from kvwatch.parsers.base import BlockResult, ParseError, ParseResult, ParserSettings
-from kvwatch.parsers.clock import LineClock, zone
+from kvwatch.parsers.clock import LineClock
 from kvwatch.parsers.text import strip_ansi
 from kvwatch.sources.scanner import Scanner
+from kvwatch.times import zone
 
 MARKERS: tuple[str, ...] = (
     "[DEBUG]",
@@ -482,3 +481,8 @@ class LmstudioParser:
     def _set_blind(self, reason: str) -> EngineFact:
         self._blind = reason
         return EngineFact(self.source, self._last, "blind", reason)
+
+
+def make_parser(source: str, settings: ParserSettings, options: Any) -> LmstudioParser:
+    """The engine's parser of one source (kvwatch.engines.base.ParserFactory)."""
+    return LmstudioParser(source, settings)

@@ -32,21 +32,16 @@ from datetime import datetime, timezone
 from functools import partial
 from typing import TYPE_CHECKING, Any, Literal, Protocol, cast
 
+from kvwatch.engines import markers_of, reused_parser
+from kvwatch.engines.llamacpp.events import LlamaRequest
 from kvwatch.engines.ollama import lines as ol
+from kvwatch.engines.ollama.events import OllamaAccess, OllamaCacheEvent, OllamaRequest
 from kvwatch.engines.ollama.lifecycle import lifecycle
-from kvwatch.model import (
-    EngineFact,
-    Event,
-    LlamaRequest,
-    LogLine,
-    OllamaAccess,
-    OllamaCacheEvent,
-    OllamaRequest,
-    ServerRestart,
-)
+from kvwatch.model import EngineFact, Event, LogLine, ServerRestart
 from kvwatch.parsers.base import BlockResult, ParseError, Parser, ParseResult, ParserSettings, tally
-from kvwatch.parsers.clock import LineClock, YearlessClock, parse_rfc3339
+from kvwatch.parsers.clock import LineClock, YearlessClock
 from kvwatch.parsers.text import strip_ansi
+from kvwatch.times import parse_rfc3339
 
 if TYPE_CHECKING:
     from kvwatch.segmented import Segmentable
@@ -754,3 +749,11 @@ class OllamaParser:
             runner=runner, model=self._label(runner), derived=event.derived,
         )  # fmt: skip
         return self._record(record)
+
+
+def make_parser(source: str, settings: ParserSettings, options: Any) -> OllamaParser:
+    """The engine's parser of one source (kvwatch.engines.base.ParserFactory), reading the bundled
+    llama-server's lines with that engine's parser."""
+    markers = markers_of("ollama") or MARKERS
+    # (a partial, not a lambda: replay's parsing child receives the parser pickled)
+    return OllamaParser(source, settings, partial(reused_parser, "ollama", source, settings), markers)

@@ -6,16 +6,14 @@ source. Gauges hold the last logged value; series appear once their lines have b
 
 from __future__ import annotations
 
+from collections.abc import Callable, Mapping
+from typing import Any
+
 from prometheus_client import CollectorRegistry
 
-from kvwatch.metrics.families import Family
-from kvwatch.model import (
-    CachePrefetch,
-    SglangDecode,
-    SglangHicacheError,
-    SglangPrefill,
-    SglangRequest,
-)
+from kvwatch.engines.families import Family
+from kvwatch.engines.sglang.events import SglangDecode, SglangHicacheError, SglangPrefill, SglangRequest
+from kvwatch.model import CachePrefetch
 
 _SE = ("source", "engine")
 
@@ -132,3 +130,16 @@ class SglangMetrics:
     def error(self, ev: SglangHicacheError) -> None:
         """Count one HiCache error line."""
         self.errors.inc((ev.source, ev.kind), 1)
+
+
+def handlers(registry: CollectorRegistry) -> Mapping[type, Callable[[Any], None]]:
+    """The engine's families on `registry`, as the handler of each event type they are fed
+    (kvwatch.engines.base.MetricsFactory)."""
+    family = SglangMetrics(registry)
+    return {
+        SglangPrefill: family.prefill,
+        SglangDecode: family.decode,
+        SglangRequest: family.request,
+        CachePrefetch: family.prefetch,
+        SglangHicacheError: family.error,
+    }

@@ -10,24 +10,17 @@ from __future__ import annotations
 
 import re
 from datetime import datetime, timezone
+from typing import Any
 
 from kvwatch.engines.sglang import facts as sglang_facts
 from kvwatch.engines.sglang import lifecycle as life
 from kvwatch.engines.sglang import lines, requests
-from kvwatch.model import (
-    CachePrefetch,
-    EngineFact,
-    Event,
-    LogLine,
-    ServerRestart,
-    SglangDecode,
-    SglangHicacheError,
-    SglangPrefill,
-    SglangRequest,
-)
+from kvwatch.engines.sglang.events import SglangDecode, SglangHicacheError, SglangPrefill, SglangRequest
+from kvwatch.model import CachePrefetch, EngineFact, Event, LogLine, ServerRestart
 from kvwatch.parsers.base import ParseError, ParseResult, ParserSettings
-from kvwatch.parsers.clock import LineClock, zone
+from kvwatch.parsers.clock import LineClock
 from kvwatch.parsers.text import segments, strip_ansi
+from kvwatch.times import zone
 
 #: Every line that can yield an event contains one of these.
 MARKERS = (
@@ -433,3 +426,8 @@ def _write_line_time(when: float) -> str:
 
 #: The `[%Y-%m-%d %H:%M:%S.mmm` prefix SGLang's loggers print (UTC in the samples).
 CLOCK = LineClock(_LINE_TIME, _read_line_time, _write_line_time, first_only=True)
+
+
+def make_parser(source: str, settings: ParserSettings, options: Any) -> SglangParser:
+    """The engine's parser of one source (kvwatch.engines.base.ParserFactory)."""
+    return SglangParser(source, settings)

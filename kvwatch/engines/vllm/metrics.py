@@ -6,10 +6,14 @@ lines have been seen: no KV line for an engine means no offload counters (unknow
 
 from __future__ import annotations
 
+from collections.abc import Callable, Mapping
+from typing import Any
+
 from prometheus_client import CollectorRegistry
 
-from kvwatch.metrics.families import Family
-from kvwatch.model import EngineFact, VllmKvTransfer, VllmPrefixV0, VllmSpecDecoding, VllmStats
+from kvwatch.engines.families import Family
+from kvwatch.engines.vllm.events import VllmKvTransfer, VllmPrefixV0, VllmSpecDecoding, VllmStats
+from kvwatch.model import EngineFact
 
 _SE = ("source", "engine")
 
@@ -156,3 +160,16 @@ class VllmMetrics:
                 self.info.remove((ev.source, *old))
             self._info[ev.source] = (version, connector)
             self.info.set((ev.source, version, connector), 1)
+
+
+def handlers(registry: CollectorRegistry) -> Mapping[type, Callable[[Any], None]]:
+    """The engine's families on `registry`, as the handler of each event type they are fed
+    (kvwatch.engines.base.MetricsFactory)."""
+    family = VllmMetrics(registry)
+    return {
+        VllmStats: family.stats,
+        VllmKvTransfer: family.kv_transfer,
+        VllmPrefixV0: family.prefix_v0,
+        VllmSpecDecoding: family.spec_decoding,
+        EngineFact: family.fact,
+    }

@@ -2,10 +2,11 @@
 
 from __future__ import annotations
 
-from kvwatch.engines import ENGINES
+from kvwatch.engines import ENGINES, layers_of
+from kvwatch.engines.capabilities import Reports, SourceView
 from kvwatch.model import Alert
-from kvwatch.parsers.clock import iso
-from kvwatch.report.summary import SourceView, Summary
+from kvwatch.output.summary import Summary
+from kvwatch.times import iso
 
 
 def _source(name: str, view: SourceView) -> list[str]:
@@ -22,14 +23,14 @@ def _source(name: str, view: SourceView) -> list[str]:
         f"truncated {counts.truncated}",
         f"  events {span}",
     ]
-    layers = {layer for known in ENGINES.values() for layer in known.layers}
+    layers = {layer for name in ENGINES for layer in layers_of(name)}
     for known in ENGINES.values():  # the first engine with something to say about the source
-        section = known.report(view) if known.report is not None and known.name not in layers else None
+        section = known.section(view) if isinstance(known, Reports) and known.name not in layers else None
         if section is not None:
             lines.extend(section)
             break
     for known in ENGINES.values():  # then each cache layer's the source carries
-        section = known.report(view) if known.report is not None and known.name in layers else None
+        section = known.section(view) if isinstance(known, Reports) and known.name in layers else None
         if section is not None:
             lines.extend(section)
     return lines

@@ -8,7 +8,7 @@ from typing import Any
 from prometheus_client import CollectorRegistry, generate_latest
 
 from kvwatch.model import Alert
-from kvwatch.parsers.clock import iso
+from kvwatch.times import iso
 
 
 def prom_text(registry: CollectorRegistry) -> str:

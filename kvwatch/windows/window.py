@@ -1,11 +1,12 @@
 """Event-time windows per source: the recent history that detectors judge, bounded in time and count.
 
 `Windows.observe(event)` is the only writer. Detectors read it as plain data. Nothing here reads a clock:
-entries older than the horizon are dropped relative to the newest event time seen. An engine's stats
-and KV lines are kept as points, one per run of lines that share an event time (vLLM stamps whole
-seconds), each summarising its lines exactly, so a flood of lines costs one point a second. An
-engine's request events become engine-neutral request points through its `requests` adapter
-(kvwatch.engines.base.RequestAdapter), one per source, or are `RequestRecord`s themselves.
+entries older than the horizon are dropped relative to the newest event time seen. An engine's cache-rate
+samples and offload counters (kvwatch.model.CacheRateSample, OffloadCounters) are kept as points, one
+per run of lines that share an event time (engines stamp whole seconds), each summarising its lines
+exactly, so a flood of lines costs one point a second. An engine's request events become
+engine-neutral request points through its adapter (kvwatch.engines.capabilities.ConvertsRequests),
+one per source, or are `RequestRecord`s themselves.
 """
 
 from __future__ import annotations
@@ -19,24 +20,23 @@ from itertools import islice
 from typing import Any, NamedTuple, TypeVar
 
 from kvwatch.engines import ENGINES, engine_of
-from kvwatch.engines.base import RequestAdapter
+from kvwatch.engines.capabilities import ConvertsRequests, ForgetsOnRestart, RequestAdapter
 from kvwatch.model import (
     CachePrefetch,
+    CacheRateSample,
     EngineFact,
     EngineFailed,
     EngineReady,
     Event,
+    OffloadCounters,
     OffloadFailure,
     OffloadLookup,
     OffloadTransfer,
     RequestRecord,
     ServerRestart,
     UsageRecord,
-    VllmKvTransfer,
-    VllmPrefixV0,
-    VllmStats,
 )
-from kvwatch.offloads import OffloadHistory
+from kvwatch.windows.offloads import OffloadHistory
 
 Labels = tuple[tuple[str, str], ...]
 K = TypeVar("K")
@@ -46,7 +46,7 @@ _Take = Callable[["SourceWindow", Any], None]
 #: The event types windows keep something of, besides those an engine's request adapter converts
 #: (others only name their source's engine).
 _KEPT = (
-    VllmStats, VllmKvTransfer, VllmPrefixV0, EngineFact, UsageRecord, RequestRecord,
+    CacheRateSample, OffloadCounters, EngineFact, UsageRecord, RequestRecord,
     CachePrefetch, ServerRestart, OffloadLookup, OffloadTransfer, OffloadFailure,
     EngineFailed, EngineReady,
 )  # fmt: skip
@@ -184,7 +184,7 @@ class StatsPoint:
     rate_last: float = 0.0
 
     @classmethod
-    def of(cls, line: VllmStats) -> StatsPoint:
+    def of(cls, line: CacheRateSample) -> StatsPoint:
         """`StatsPoint(line.time)` with `line` added, built at once (most points hold one line)."""
         prompt, external, rate = line.prompt_throughput, line.external_hit, line.prefix_hit
         point = cls(line.time, 1, array("d", (prompt,)), usage_last=line.kv_cache_usage)
@@ -194,7 +194,7 @@ class StatsPoint:
             point.rate_lines, point.rate_max, point.rate_last = 1, rate, rate
         return point
 
-    def add(self, line: VllmStats) -> None:
+    def add(self, line: CacheRateSample) -> None:
         """Take one more line of this time in."""
         self.lines += 1
         prompts = self.prompts
@@ -230,7 +230,7 @@ class KvPoint:
     lookup_lines: int = 0
     lookups: int = 0
 
-    def add(self, line: VllmKvTransfer) -> None:
+    def add(self, line: OffloadCounters) -> None:
         """Take one more line of this time in."""
         self.lines += 1
         if line.store_bytes is None:
@@ -245,7 +245,7 @@ class KvPoint:
 
 @dataclass
 class EngineWindow:
-    """One vLLM engine's recent stats and KV lines as points in time order, and its totals since start."""
+    """One engine's recent stats and KV lines as points in time order, and its totals since start."""
 
     stats: deque[StatsPoint] = field(default_factory=lambda: deque(maxlen=MAX_POINTS))
     kv: deque[KvPoint] = field(default_factory=lambda: deque(maxlen=MAX_POINTS))
@@ -267,7 +267,7 @@ class SourceWindow:
     facts: dict[str, str] = field(default_factory=dict)
     engines: dict[str, EngineWindow] = field(default_factory=dict)
     last_event: float | None = None
-    last_stats: VllmStats | None = None
+    last_stats: CacheRateSample | None = None
     started: float | None = None
     derived_requests: int = 0  # request records derived from timings, of requests seen whole
     exact_requests: int = 0  # ... and read from the engine's own lines (both since the last start)
@@ -278,7 +278,7 @@ class SourceWindow:
     failed: EngineFailed | None = None  # its engine's failure since it last became ready
 
 
-def _turns(last: VllmStats, line: VllmStats) -> bool:
+def _turns(last: CacheRateSample, line: CacheRateSample) -> bool:
     """Whether a stats line after `last` reads otherwise as no_signal reads a source's last one: with
     prompt throughput, or idle (neither throughput above 0)."""
     prompt, generation = line.prompt_throughput, line.generation_throughput
@@ -378,14 +378,13 @@ class Windows:
     def _known(self, kind: type) -> tuple[str, _Take | None]:
         """The engine that makes events of `kind` ("": none) and how a window takes one in, remembered."""
         owner = engine_of(kind) or ""
-        converted = bool(owner) and ENGINES[owner].requests is not None
+        converted = bool(owner) and isinstance(ENGINES[owner], ConvertsRequests)
         take: _Take | None = None
         if converted or issubclass(kind, _KEPT):
             # (the first of these a kind is a subclass of: a subclass is taken in as its base)
             for base, taker in (
-                (VllmStats, self._stats),
-                (VllmKvTransfer, self._kv),
-                (VllmPrefixV0, self._prefix_v0),
+                (CacheRateSample, self._stats),
+                (OffloadCounters, self._kv),
                 (EngineFact, self._fact),
                 (RequestRecord, self._request),
                 (CachePrefetch, self._prefetch),
@@ -405,7 +404,7 @@ class Windows:
         known = self._owners[kind] = (owner, take)
         return known
 
-    def _stats(self, window: SourceWindow, event: VllmStats) -> None:
+    def _stats(self, window: SourceWindow, event: CacheRateSample) -> None:
         # (_engine's call only for a new engine: this runs for nearly every stats line)
         engine = window.engines.get(event.engine) or self._engine(window, event.engine)
         stats = engine.stats
@@ -424,7 +423,7 @@ class Windows:
         window.last_stats = event
         self.changes += 1
 
-    def _kv(self, window: SourceWindow, event: VllmKvTransfer) -> None:
+    def _kv(self, window: SourceWindow, event: OffloadCounters) -> None:
         engine = window.engines.get(event.engine) or self._engine(window, event.engine)
         kv = engine.kv
         time = event.time
@@ -434,10 +433,6 @@ class Windows:
             engine.loaded = spot
         engine.store_total += event.store_bytes or 0
         engine.load_total += event.load_bytes or 0
-        self.changes += 1
-
-    def _prefix_v0(self, window: SourceWindow, event: VllmPrefixV0) -> None:
-        self._engine(window, event.engine)
         self.changes += 1
 
     def _fact(self, window: SourceWindow, event: EngineFact) -> None:
@@ -504,7 +499,7 @@ class Windows:
             self.tiers.add(source)
             self.shape += 1
 
-    def _stats_point(self, engine: EngineWindow, line: VllmStats) -> StatsPoint:
+    def _stats_point(self, engine: EngineWindow, line: CacheRateSample) -> StatsPoint:
         """A new newest stats point of `line`; those that leave the count or the horizon dropped."""
         stats = engine.stats
         time = line.time
@@ -550,8 +545,8 @@ class Windows:
 
     @staticmethod
     def _adapter(window: SourceWindow, owner: str) -> RequestAdapter | None:
-        start = ENGINES[owner].requests
-        adapter = window.adapters[owner] = start() if start is not None else None
+        engine = ENGINES[owner]
+        adapter = window.adapters[owner] = engine.requests() if isinstance(engine, ConvertsRequests) else None
         return adapter
 
     def _convert(self, window: SourceWindow, adapter: RequestAdapter, event: Event) -> None:
@@ -650,8 +645,9 @@ class Windows:
             if adapter is not None:
                 adapter.restart()
         restarted = ENGINES.get(event.engine_kind)
-        for key in restarted.restart_forgets if restarted is not None else ():
-            window.facts.pop(key, None)
+        if isinstance(restarted, ForgetsOnRestart):
+            for key in restarted.restart_forgets:
+                window.facts.pop(key, None)
         for labels in [k for k in self.requests if dict(k).get("source") == event.source]:
             self.requests[labels].clear()
             self.slots[labels].clear()

@@ -1,7 +1,8 @@
 """What `replay --format text` tells a human about each source, gathered as events pass.
 
-Each engine gathers its own figures for its part of the report (`Engine.gather`, kept in
-`SourceView.parts` under its name from its first event); this module keeps what every source has.
+An engine that reports (kvwatch.engines.capabilities.Reports) gathers its own figures for its part
+of the report, kept in `SourceView.parts` under its name from its first event (a SourceView is what
+its section reads); this module keeps what every source has.
 A cache layer's events belong to no engine (they never decide a source's engine): they go to the
 gatherings of the layers the source's engine carries, or of its engine when that is such a layer.
 """
@@ -9,32 +10,17 @@ gatherings of the layers the source's engine carries, or of its engine when that
 from __future__ import annotations
 
 from collections.abc import Callable
-from dataclasses import dataclass, field
 from functools import partial
 from typing import Any
 
+from kvwatch.engines import ENGINES, engine_of, layers_of
+from kvwatch.engines.capabilities import Reports, SourceView
 from kvwatch.model import Event, SourceCounts
 
 #: The engine gathering an event type's figures, and how it starts one source's (None: no engine does).
 Owner = tuple[str, Callable[[], Any]] | None
 #: The cache layers gathering the events no engine owns, for sources of one engine.
 Layers = tuple[tuple[str, Callable[[], Any]], ...]
-
-
-@dataclass
-class SourceView:
-    """One source's figures over the replay."""
-
-    engine: str  # after a replay, the engines that recognised a line of it ("": none did)
-    framing: str
-    counts: SourceCounts
-    first: float | None = None
-    last: float | None = None
-    parts: dict[str, Any] = field(default_factory=dict)  # engine name -> its gathering (Engine.gather)
-    #: event type -> what takes it in: the observe of the part its engine owns, else of the parts of the
-    #: layers the source's engine carries; found at its first event (parts are only added to, and
-    #: `engine` changes only after the replay)
-    gathers: dict[type, Callable[[Any], None]] = field(default_factory=dict, repr=False, compare=False)
 
 
 class Summary:
@@ -89,24 +75,25 @@ class Summary:
 
     def _owner(self, kind: type) -> Owner:
         """The engine whose events include `kind` and its gathering's start, remembered (None: none)."""
-        from kvwatch.engines import ENGINES, engine_of
-
         name = engine_of(kind)
-        start = ENGINES[name].gather if name is not None else None
+        start = _gathering(name) if name is not None else None
         owner = self._owners[kind] = (name, start) if name is not None and start is not None else None
         return owner
 
     def _layers_of(self, engine: str) -> Layers:
         """The cache layers (with a gathering) that a source of `engine` carries, remembered."""
-        from kvwatch.engines import ENGINES
-
-        chosen = ENGINES.get(engine)
-        carried = {name for known in ENGINES.values() for name in known.layers}
-        names = () if chosen is None else (engine, *chosen.layers) if engine in carried else chosen.layers
+        carried = {name for known in ENGINES for name in layers_of(known)}
+        names = (engine, *layers_of(engine)) if engine in carried else layers_of(engine)
         layers = self._layers[engine] = tuple(
-            (name, start) for name in names if name in ENGINES and (start := ENGINES[name].gather) is not None
+            (name, gather) for name in names if (gather := _gathering(name)) is not None
         )
         return layers
+
+
+def _gathering(engine: str) -> Callable[[], Any] | None:
+    """How a source's gathering of the engine's figures starts (None: it reports nothing)."""
+    known = ENGINES.get(engine)
+    return known.gather if isinstance(known, Reports) else None
 
 
 def _each(observes: tuple[Callable[[Any], None], ...], event: Event) -> None:

@@ -1,9 +1,9 @@
 """One source's recent history of an external KV tier (an offload layer): lookups, stores, loads, shortfalls.
 
-Fed with the engine-neutral offload events (kvwatch.model.OffloadLookup, OffloadTransfer, OffloadFailure)
-by kvwatch.window.Windows; read by write_only_offload and offload_retrieve_failed. Points are per event
-second, bounded by the windows' horizon and a count; stored tokens are kept per worker (each TP worker
-reports the same tokens: detectors take the busiest worker's).
+Fed with the engine-neutral offload events (kvwatch.model.OffloadLookup, OffloadTransfer,
+OffloadFailure) by kvwatch.windows.window.Windows; read by write_only_offload and offload_retrieve_failed.
+Points are per event second, bounded by the windows' horizon and a count; stored tokens are kept per
+worker (each TP worker reports the same tokens: detectors take the busiest worker's).
 """
 
 from __future__ import annotations
@@ -26,10 +26,9 @@ class OffloadPoint:
     lookups: int = 0
     hit_lookups: int = 0  # lookups that found a prefix in the tier
     hit_tokens: int = 0
-    need_tokens: int = 0
     stored: dict[str, int] = field(default_factory=dict)  # worker -> tokens newly stored
     loads: int = 0
-    loaded_tokens: int = 0
+    loaded_tokens: int = 0  # all workers' (the report's charts draw it)
 
 
 @dataclass(slots=True)
@@ -74,7 +73,6 @@ class OffloadHistory:
         hits = event.hits if event.hits >= 0 else int(event.hit_tokens > 0)
         point.hit_lookups += hits
         point.hit_tokens += event.hit_tokens
-        point.need_tokens += event.need_load_tokens
 
     def transfer(self, event: OffloadTransfer, horizon: float) -> None:
         """Take a worker's stores or loads in."""

@@ -1,4 +1,5 @@
-"""Cells of the text report's tables: a ratio as a percentage, a byte count with its unit."""
+"""Cells of the engines' report sections' tables (`replay --format text`): a ratio as a percentage, a
+byte count with its unit."""
 
 from __future__ import annotations
 
