@@ -38,6 +38,12 @@ class Lifecycle:
         self.named = False  # ... and its root cause named
         self.first_error = ""  # (before) the run's first error line so far
 
+    def __eq__(self, other: object) -> bool:
+        """Equal state (a parser's state is compared whole: two ways of parsing the same lines agree)."""
+        return type(other) is type(self) and vars(other) == vars(self)
+
+    __hash__ = None  # type: ignore[assignment]  # (mutable)
+
     def restart(self) -> None:
         """A new run began: nothing of the old one applies."""
         self.served = self.failing = self.named = False
