@@ -54,19 +54,22 @@ class Lifecycle:
         return ""
 
     def serving(self, when: float) -> list[Event]:
-        """The engine proves it serves (a stats or batch line): the first proof of a run says it is ready."""
-        if self.served and not self.failing:
-            return []
+        """The engine proves it serves (a stats or batch line): after a failure, that it is ready again
+        (where no start line said so); else nothing to say."""
+        failing = self.failing
         self.served = True
         self.failing = self.named = False
         self.first_error = ""
-        return [EngineReady(self.source, when, self.engine)]
+        return [EngineReady(self.source, when, self.engine)] if failing else []
 
     def line(self, message: str, when: float) -> list[Event] | None:
         """The events of a message that says the engine came up or died (None: it says neither)."""
         self.seen(message)
         if any(word in message for word in self.ready_words):
-            return None if self.served and not self.failing else self.serving(when)
+            if self.served and not self.failing:
+                return None
+            self.serving(when)
+            return [EngineReady(self.source, when, self.engine)]
         text = message.strip()
         if any(word in message for word in self.failed_words):
             if self.failing:  # (an echo of the failure already stated)
