@@ -22,7 +22,7 @@ UNRECOGNISED = 3
 
 def run(args: argparse.Namespace) -> int:
     """Write the report; the exit status."""
-    from kvwatch.sources.wholefile import spooled
+    from kvwatch.replay.files import spooled
 
     if args.since is not None and args.until is not None and args.since > args.until:
         print("kvwatch report: --since is after --until: nothing to report", file=sys.stderr)

@@ -1,16 +1,13 @@
-"""Make a tiny random Llama model that a real engine can serve, offline, in seconds.
+"""Write a tiny random Llama model with a locally trained tokenizer: what the real-engine tests serve.
 
-Usage: python tiny_model.py DEST [--tools-before-system]
+    python scripts/real/tiny_model.py DEST [--tools-before-system]
 
-Run it with the engine's own Python (the vLLM venv has torch, transformers and tokenizers). Nothing is
-downloaded: a byte-level BPE tokenizer (vocab 2048) is trained with `tokenizers` on a fixed text made
-here, a ChatML chat template is attached, and a `LlamaConfig` (hidden 128, 2 layers, 4 heads, head_dim
-32: vLLM's CPU attention backend accepts only the head sizes it lists, and 32 is one) gets seeded random
-weights saved with `save_pretrained`. The replies are gibberish; only token counts matter to kvwatch.
-The same DEST and flags give the same tokenizer and weights on every run.
-
-The chat template renders the system message, then the tools (JSON), then the turns; with
-`--tools-before-system` the tools come first, as some models' templates put them.
+Offline and deterministic in shape (seeded): a byte-level BPE tokenizer trained with `tokenizers` on a
+generated corpus (vocab 2048) with a ChatML chat template, and a random `LlamaConfig` (hidden 128, 2 layers,
+4 heads, head_dim 32: the CPU attention backends want a head size they list) saved with `save_pretrained`.
+The replies are gibberish; only token counts matter. `--tools-before-system` renders the tools block before
+the system message (the order some agent templates use), so a nonce in the system prompt is preceded by a
+stable prefix. Needs torch, transformers and tokenizers: run it with the engine's own venv.
 """
 
 from __future__ import annotations
@@ -20,129 +17,124 @@ import json
 import random
 from pathlib import Path
 
+import torch
+from tokenizers import Tokenizer, decoders, models, pre_tokenizers, trainers
+from transformers import LlamaConfig, LlamaForCausalLM, PreTrainedTokenizerFast
+
 VOCAB = 2048
-SPECIAL = ["<unk>", "<s>", "</s>", "<|im_start|>", "<|im_end|>"]
+SPECIALS = ["<|endoftext|>", "<|im_start|>", "<|im_end|>"]
 
-_WORDS = (
-    "the a of to in and is for on with that this file function return value error test run build cache "
-    "prefix token request response server model system user assistant tool call read write edit path "
-    "line code python json schema string number object array name description type required "
-    "properties def class import from if else while for try except raise None True False self args "
-    "kwargs print len list dict str int float open with as yield async await lambda"
+CHAT_TEMPLATE = (
+    "{%- set tools_block -%}"
+    "{%- if tools -%}<|im_start|>system{{ '\\n' }}# Tools"
+    "{%- for tool in tools -%}{{ '\\n' }}{{ tool | tojson }}{%- endfor -%}"
+    "<|im_end|>{{ '\\n' }}{%- endif -%}"
+    "{%- endset -%}"
+    "{%- if TOOLS_FIRST -%}{{ tools_block }}{%- endif -%}"
+    "{%- for message in messages -%}"
+    "{%- if message['content'] is string -%}{%- set text = message['content'] -%}"
+    "{%- else -%}{%- set text = message['content'] | map(attribute='text') | join('\\n') -%}{%- endif -%}"
+    "<|im_start|>{{ message['role'] }}{{ '\\n' }}{{ text }}<|im_end|>{{ '\\n' }}"
+    "{%- if loop.first and not TOOLS_FIRST -%}{{ tools_block }}{%- endif -%}"
+    "{%- endfor -%}"
+    "{%- if add_generation_prompt -%}<|im_start|>assistant{{ '\\n' }}{%- endif -%}"
 )
-# (`{%` without `-` inside a turn: the `-` form would eat the newline after the role)
-_TEXT = (
-    "{% if m['content'] is string %}{{ m['content'] }}"
-    "{% else %}{% for p in m['content'] %}{{ p['text'] }}{% endfor %}{% endif %}"
+
+_WORD_TEXT = (
+    "the a of to and in is it for on that with as was are be this by from or at an not have which "
+    "you one file code test function return value error request cache token prefix model agent tool "
+    "user system assistant read write edit run search list path line string number list dict json "
+    "python rust go import class def self none true false if else for while try except raise yield "
+    "async await print server client log metric alert query result data input output config option "
+    "flag version build"
 )
-_TOOLS = "{%- if tools %}<|im_start|>tools\n{{ tools | tojson }}<|im_end|>\n{%- endif %}"
+WORDS = _WORD_TEXT.split()
 
 
-def chat_template(tools_first: bool) -> str:
-    """ChatML with the system message and the tools in the order asked."""
-    system = (
-        "{%- for m in messages if m['role'] == 'system' %}<|im_start|>system\n"
-        + _TEXT
-        + "<|im_end|>\n{%- endfor %}"
-    )
-    turns = (
-        "{%- for m in messages if m['role'] != 'system' %}<|im_start|>{{ m['role'] }}\n"
-        + _TEXT
-        + "<|im_end|>\n{%- endfor %}{%- if add_generation_prompt %}<|im_start|>assistant\n{%- endif %}"
-    )
-    return (_TOOLS + system if tools_first else system + _TOOLS) + turns
-
-
-def corpus(lines: int = 4000, seed: int = 7) -> list[str]:
-    """A fixed training text shaped like agent traffic: prose, code, JSON tool schemas."""
+def corpus(seed: int = 1234, lines: int = 4000) -> list[str]:
+    """Generated training text: words, identifiers, JSON, digits and hex (what the tests' prompts hold)."""
     rng = random.Random(seed)
-    words = _WORDS.split()
     out = []
-    for i in range(lines):
-        kind = i % 3
-        if kind == 0:
-            out.append(" ".join(rng.choice(words) for _ in range(rng.randint(6, 20))).capitalize() + ".")
-        elif kind == 1:
-            name = rng.choice(words)
+    for _ in range(lines):
+        words = [rng.choice(WORDS) for _ in range(rng.randint(4, 16))]
+        kind = rng.random()
+        if kind < 0.2:
+            out.append(json.dumps({rng.choice(WORDS): " ".join(words[:3]), "n": rng.randint(0, 99999)}))
+        elif kind < 0.3:
             out.append(
-                f"def {name}_{rng.randint(0, 99)}(self, {rng.choice(words)}): return {rng.randint(0, 9999)}"
+                f"{rng.choice(WORDS)}_{rng.choice(WORDS)}({', '.join(words[:3])}) = {rng.random():.4f}"
+            )
+        elif kind < 0.4:
+            out.append(
+                f"x-header: v={rng.randint(1, 9)}.{rng.randint(0, 99)}; cch={rng.getrandbits(20):05x};"
             )
         else:
-            out.append(
-                json.dumps(
-                    {
-                        "type": "function",
-                        "function": {
-                            "name": rng.choice(words),
-                            "description": " ".join(rng.sample(words, 5)),
-                        },
-                        "parameters": {
-                            "type": "object",
-                            "properties": {rng.choice(words): {"type": "string"}},
-                        },
-                    }
-                )
-            )
+            out.append(" ".join(words).capitalize() + rng.choice([".", "?", "!", ":"]))
     return out
 
 
-def make(dest: Path, tools_first: bool) -> None:
-    """Write the tokenizer and the model to `dest`."""
-    # (imported here: `--help` works with any Python; the work needs the engine venv's)
-    import torch  # noqa: PLC0415
-    from tokenizers import Tokenizer, decoders, models, pre_tokenizers, trainers  # noqa: PLC0415
-    from transformers import LlamaConfig, LlamaForCausalLM, PreTrainedTokenizerFast  # noqa: PLC0415
+def make_tokenizer(dest: Path, tools_first: bool) -> None:
+    """Train the BPE tokenizer and save it as a transformers fast tokenizer with the chat template."""
 
-    dest.mkdir(parents=True, exist_ok=True)
-    tok = Tokenizer(models.BPE(unk_token="<unk>"))
+    tok = Tokenizer(models.BPE())
     tok.pre_tokenizer = pre_tokenizers.ByteLevel(add_prefix_space=False)
     tok.decoder = decoders.ByteLevel()
     trainer = trainers.BpeTrainer(
         vocab_size=VOCAB,
-        special_tokens=SPECIAL,
+        special_tokens=SPECIALS,
         initial_alphabet=pre_tokenizers.ByteLevel.alphabet(),
         show_progress=False,
     )
     tok.train_from_iterator(corpus(), trainer=trainer)
+    template = CHAT_TEMPLATE.replace("TOOLS_FIRST", "true" if tools_first else "false")
     fast = PreTrainedTokenizerFast(
         tokenizer_object=tok,
-        unk_token="<unk>",
-        bos_token="<s>",
+        bos_token="<|endoftext|>",
         eos_token="<|im_end|>",
-        pad_token="</s>",
-        model_max_length=8192,
+        pad_token="<|endoftext|>",
+        unk_token="<|endoftext|>",
     )
-    fast.chat_template = chat_template(tools_first)
+    fast.chat_template = template
     fast.save_pretrained(dest)
+
+
+def make_model(dest: Path, eos_id: int, bos_id: int) -> None:
+    """A random Llama (hidden 128, 2 layers, 4 heads of 32) saved in float32 safetensors."""
 
     torch.manual_seed(1234)
     config = LlamaConfig(
-        vocab_size=len(fast),
+        vocab_size=VOCAB,
         hidden_size=128,
         intermediate_size=256,
         num_hidden_layers=2,
         num_attention_heads=4,
         num_key_value_heads=4,
         head_dim=32,
-        max_position_embeddings=8192,
-        bos_token_id=fast.bos_token_id,
-        eos_token_id=fast.eos_token_id,
-        pad_token_id=fast.pad_token_id,
+        max_position_embeddings=16384,
+        bos_token_id=bos_id,
+        eos_token_id=eos_id,
+        pad_token_id=bos_id,
         tie_word_embeddings=False,
         torch_dtype="float32",
     )
-    LlamaForCausalLM(config).save_pretrained(dest, safe_serialization=True)
+    model = LlamaForCausalLM(config)
+    model.save_pretrained(dest, safe_serialization=True)
+    gen = dest / "generation_config.json"
+    gen.write_text(json.dumps({"bos_token_id": bos_id, "eos_token_id": eos_id, "do_sample": False}))
 
 
 def main(argv: list[str] | None = None) -> int:
+    """Write the tokenizer and the model to DEST."""
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("dest", type=Path, help="the model folder to write")
+    parser.add_argument("dest", type=Path)
     parser.add_argument(
-        "--tools-before-system", action="store_true", help="render the tools before the system"
+        "--tools-before-system", action="store_true", help="render tools before the system message"
     )
     args = parser.parse_args(argv)
-    make(args.dest, args.tools_before_system)
-    print(args.dest)
+    args.dest.mkdir(parents=True, exist_ok=True)
+    make_tokenizer(args.dest, args.tools_before_system)
+    make_model(args.dest, eos_id=SPECIALS.index("<|im_end|>"), bos_id=SPECIALS.index("<|endoftext|>"))
+    print(f"tiny model written to {args.dest}")
     return 0
 
 

@@ -333,6 +333,8 @@ class SglangParser:
 
     def _finished(self, message: str, when: float, text: str) -> ParseResult:
         json_line = '"request.finished"' in message
+        if requests.health_check(text):
+            return []  # (SGLang's own /health probe: a 1-token generate, no one's request)
         read = requests.numbers(text, json_line)
         if read is None:
             return ParseError("sglang --log-requests: prompt_tokens / cached_tokens unreadable")
