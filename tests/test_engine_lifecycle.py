@@ -280,3 +280,21 @@ def test_real_capture_startup_facts_read_right() -> None:
     }
     assert sum(isinstance(e, ServerRestart) for e in events) == 2
     assert [type(s).__name__ for s in lifecycle(events)] == ["EngineReady", "EngineFailed", "EngineReady"]
+
+
+def test_sglang_shutdown_it_was_told_to_do_is_no_failure() -> None:
+    """A real 0.5.23 log's SIGTERM: the SIGQUIT its scheduler's exit triggers fires nothing."""
+    stopped = [
+        "[2026-12-05 12:37:12] SIGTERM received. signum=None frame=None. Draining requests and shutting down...",
+        "[2026-12-05 12:37:14] Subprocess scheduler_0 (pid=1025) crashed with exit code -15. Triggering SIGQUIT "
+        "for cleanup...",
+        "[2026-12-05 12:37:14] SIGQUIT received. signum=None, frame=None. It usually means one child failed.",
+    ]
+    ready = "[2026-12-05 12:30:00] The server is fired up and ready to roll!"
+    assert lifecycle(parsed("sglang", [ready, *stopped])) == [
+        EngineReady("s", lifecycle(parsed("sglang", [ready]))[0].time, "SGLang")
+    ]
+    killed = [ready, stopped[1].replace("-15", "-9"), stopped[2]]
+    states = lifecycle(parsed("sglang", killed))
+    assert isinstance(states[-1], EngineFailed) and states[-1].phase == "crash"
+    assert "crashed with exit code -9" in states[-1].error

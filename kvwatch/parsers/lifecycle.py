@@ -29,10 +29,19 @@ class Lifecycle:
     """One source's engine run: served yet, failing now, and its first error line."""
 
     def __init__(
-        self, source: str, engine: str, ready: tuple[str, ...], failed: tuple[str, ...], before: bool = False
+        self,
+        source: str,
+        engine: str,
+        ready: tuple[str, ...],
+        failed: tuple[str, ...],
+        *,
+        before: bool = False,
+        stopping: tuple[str, ...] = (),
     ) -> None:
         self.source, self.engine = source, engine
         self.ready_words, self.failed_words, self.before = ready, failed, before
+        self.stopping_words = stopping
+        self.stopping = False  # told to stop (SIGTERM): what its shutdown tears down is no failure
         self.served = False
         self.failing = False  # a failure line was seen this run
         self.named = False  # ... and its root cause named
@@ -46,7 +55,7 @@ class Lifecycle:
 
     def restart(self) -> None:
         """A new run began: nothing of the old one applies."""
-        self.served = self.failing = self.named = False
+        self.served = self.failing = self.named = self.stopping = False
         self.first_error = ""
 
     def cause(self) -> str:
@@ -71,8 +80,11 @@ class Lifecycle:
             self.serving(when)
             return [EngineReady(self.source, when, self.engine)]
         text = message.strip()
+        if self.stopping_words and any(word in message for word in self.stopping_words):
+            self.stopping = True
+            return []
         if any(word in message for word in self.failed_words):
-            if self.failing:  # (an echo of the failure already stated)
+            if self.failing or self.stopping:  # (an echo of the failure already stated; a shutdown's)
                 return []
             self.failing = True
             self.named = bool(self.first_error)

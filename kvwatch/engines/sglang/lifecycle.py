@@ -15,17 +15,23 @@ from kvwatch.parsers.lifecycle import Lifecycle
 READY = ("The server is fired up and ready to roll",)
 FAILED = (
     "Scheduler hit an exception",
+    "crashed with exit code",
     "Received sigquit from a child process",
     "It usually means one child failed",
     "scheduler died during initialization",
 )
+#: A shutdown it was told to do: the SIGQUIT its children's exit then triggers is no failure (a real
+#: 0.5.23 log: `SIGTERM received. ... Draining requests and shutting down...`, then `Subprocess
+#: scheduler_0 (pid=N) crashed with exit code -15. Triggering SIGQUIT for cleanup...`, `SIGQUIT received`).
+STOPPING = ("SIGTERM received", "shutting down")
 #: Substrings of every line read here (the parser's markers add them).
 MARKERS = (
     "fired up and ready", "Scheduler hit an exception", "sigquit", "SIGQUIT", "scheduler died",
+    "crashed with exit code", "SIGTERM received", "shutting down",
     "Error", "Exception",
 )  # fmt: skip
 
 
 def lifecycle(source: str) -> Lifecycle:
     """An SGLang server run's lifecycle."""
-    return Lifecycle(source, "SGLang", READY, FAILED)
+    return Lifecycle(source, "SGLang", READY, FAILED, stopping=STOPPING)
