@@ -81,8 +81,9 @@ class EngineFact:
 
     Known keys: version, connector, connector_config, kv_offloading_size, spec_method,
     offload_excluded_groups, hybrid_kv_disabled, stats_disabled, kv_capacity_tokens, block_size,
-    platform (vLLM's detected platform, e.g. cpu), device (the engine config's device_config),
-    prefix_caching (vLLM's enable_prefix_caching, True/False), simple_offload (vLLM's SimpleCPU connector).
+    platform (vLLM's detected platform, e.g. cpu), device (the engine config's device_config), model
+    (the model served, as clients name it), prefix_caching (vLLM's enable_prefix_caching, True/False),
+    simple_offload (vLLM's SimpleCPU connector).
     """
 
     source: str

@@ -128,6 +128,7 @@ def schema_keys(monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> set[str]:
             {"name": "d", "type": "docker", "container": "c"},
             {"name": "j", "type": "journald", "unit": "u.service"},
             {"name": "s", "type": "stdin"},
+            {"name": "p", "type": "pods", "select": [{"engine": "vllm", "roles": {"r": "*"}}]},
         ],
         "notifier": [
             {

@@ -21,6 +21,7 @@ from kvwatch import DEFAULT_PORT
 from kvwatch.config.alerting import read_detectors, read_notifier, read_silence
 from kvwatch.config.fields import Fields, quote
 from kvwatch.config.options import read_options
+from kvwatch.config.pods import read_pods
 from kvwatch.config.probe import read_probe
 from kvwatch.config.types import (
     DEFAULT_DOCKER_ROOT,
@@ -65,6 +66,7 @@ _TYPE_KEYS: dict[str, tuple[str, ...]] = {
     "docker": ("container", "docker_root", "start_at"),
     "journald": ("unit", "container_name", "directory", "file", "start_at"),
     "stdin": (),
+    "pods": ("root", "select", "start_at"),
 }
 
 
@@ -225,6 +227,8 @@ def _source(f: Fields, name: str) -> SourceConfig:
         settings = _docker(f)
     elif kind == "journald":
         settings = _journald(f)
+    elif kind == "pods":
+        settings = read_pods(f, _start_at(f))
     for key in {k for keys in _TYPE_KEYS.values() for k in keys} - set(_TYPE_KEYS.get(kind or "", ())):
         if f.has(key) and kind is not None:
             f.problem(key, f"not a setting of type {quote(kind)}")

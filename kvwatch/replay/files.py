@@ -17,6 +17,7 @@ from collections.abc import Iterator, Sequence
 from pathlib import Path
 from typing import BinaryIO, Protocol
 
+from kvwatch.sources import cri
 from kvwatch.sources.docker_json import decode_entry, split_logs_t
 from kvwatch.sources.framing import HEAD, Batch, Framer, Framing, sniff
 from kvwatch.sources.linecap import Clip, clip_bytes
@@ -91,6 +92,8 @@ def head_text(head: bytes, framing: Framing) -> str:
     if framing == "docker-json":
         entries = (decode_entry(line) for line in lines[:400])
         return "".join(entry.log for entry in entries if entry is not None)
+    if framing == "cri":
+        return cri.head_text(lines)
     if framing == "docker-t":
         return "\n".join(split_logs_t(line)[0].decode("utf-8", "replace") for line in lines)
     return head.decode("utf-8", "replace")

@@ -19,6 +19,8 @@ _EXTRA = re.compile(r"kv_connector_extra_config=(\{[^{}]*\})")
 _OFFLOAD_SIZE = re.compile(r"'kv_offloading_size': ([0-9.]+)")
 _BACKEND = re.compile(r"'kv_offloading_backend': '(\w+)'")
 _BLOCK = re.compile(r"'block_size': (\d+)")
+# The model served: `vllm serve MODEL` (0.8+: `model_tag`) or `--model`, named by --served-model-name.
+_MODEL = re.compile(r"'served_model_name': \['([^']+)'|'model': '([^']+)'|'model_tag': '([^']+)'")
 _SPEC = re.compile(r"(?:'method': |SpeculativeConfig\(method=)'(\w+)'")
 _API_SERVERS = re.compile(r"'api_server_count': (\d+)|api_server_count to data_parallel_size \((\d+)\)")
 _EXCLUDED = re.compile(r"KV offloading: (EAGLE/MTP) draft attention groups (\[[^\]]*\]) detected")
@@ -60,6 +62,9 @@ def _non_default(message: str) -> Facts:
     servers = _API_SERVERS.search(message)
     if servers:
         facts.append(("api_server_count", servers.group(1) or servers.group(2)))
+    models = {i: m for found in _MODEL.finditer(message) for i, m in enumerate(found.groups()) if m}
+    if models:  # (the served name first: what clients ask for)
+        facts.append(("model", models[min(models)]))
     if "'disable_log_stats': True" in message:
         facts.append(("stats_disabled", "--disable-log-stats"))
     return facts
