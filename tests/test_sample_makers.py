@@ -9,6 +9,7 @@ from pathlib import Path
 
 from llama_helpers import capture  # scripts/llamacpp/capture.py: the real captures' cases
 from test_golden import SAMPLES, golden_of, sample_logs
+from vllm_helpers import capture_vllm  # scripts/real/capture_vllm.py: the real vLLM captures' cases
 
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
@@ -35,6 +36,7 @@ def test_every_sample_log_has_exactly_one_maker() -> None:
     captures = {f"llamacpp-{case.name}.log" for case in capture.CASES}
     captures |= {f"sglang-0.5.23-real-{case.name}.log" for case in capture_sglang.CASES}
     captures.add(f"{capture_lmcache.NAME}.log")
+    captures |= {f"vllm-real-{case}.log" for case in capture_vllm.CASES}
     owners: dict[str, list[str]] = {}
     for maker in makers():
         assert maker.__doc__ is not None and "\n" not in maker.__doc__.strip(), maker.__name__

@@ -35,6 +35,7 @@ from kvwatch.engines import markers_of, reused_parser
 from kvwatch.engines.llamacpp.events import LlamaRequest
 from kvwatch.engines.ollama import lines as ol
 from kvwatch.engines.ollama.events import OllamaAccess, OllamaCacheEvent, OllamaRequest
+from kvwatch.engines.ollama.lifecycle import lifecycle
 from kvwatch.model import EngineFact, Event, LogLine, ServerRestart
 from kvwatch.parsers.base import BlockResult, ParseError, Parser, ParseResult, ParserSettings, tally
 from kvwatch.parsers.clock import LineClock, YearlessClock
@@ -169,6 +170,7 @@ class OllamaParser:
         self.markers = markers
         self._reused = reused
         self._clock = YearlessClock(settings.year or settings.now_year, settings.tz)
+        self._life = lifecycle(source)  # whether its model runner came up or died (engine_start_failed)
         self._runners: dict[str, Parser] = {}
         self._runner = ""  # the runner that started last
         self._models: dict[str, str] = {}  # runner -> its model label
@@ -473,7 +475,9 @@ class OllamaParser:
         if msg == "server config":
             setting = ol.DEBUG_SETTING.search(attrs.get("env", ""))
             return [EngineFact(self.source, now, "ollama_debug", setting[1] if setting else "unset")]
-        return []
+        error = attrs.get("error")
+        lived = self._life.line(f"{msg}: {error}" if error else msg, now)
+        return [] if lived is None else lived
 
     def _restart(self, now: float, msg: str) -> list[Event]:
         version = ol.VERSION.search(msg)
@@ -481,6 +485,7 @@ class OllamaParser:
         self._runners.clear()
         self._runner, self._generations, self._records, self._exact, self._blind = "", 0, 0, 0, ""
         self._conversations.clear()
+        self._life.restart()
         events: list[Event] = [ServerRestart(self.source, now, "ollama")]
         if self._version:
             events.append(EngineFact(self.source, now, "ollama_version", self._version))
