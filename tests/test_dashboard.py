@@ -109,16 +109,23 @@ def fill(expr: str, range_seconds: int) -> str:
 
 
 def test_dashboard_is_importable_with_variables_and_panels() -> None:
-    """Valid JSON with the DS_PROMETHEUS input, the three variables and every panel title."""
+    """Valid JSON with the DS_PROMETHEUS input, the variables (a fleet's namespace, role, model and pod
+    narrowing the sources) and every panel title."""
     dashboard = load_dashboard()
     variables = {v["name"]: v for v in dashboard["templating"]["list"]}
+    pods = 'namespace=~"$namespace", pod=~"$pod", role=~"$role", model=~"$model"'
     expected_queries = {
-        "source": "label_values(kvwatch_lines_total, source)",
+        "namespace": "label_values(kvwatch_lines_total, namespace)",
+        "role": 'label_values(kvwatch_lines_total{namespace=~"$namespace"}, role)',
+        "model": 'label_values(kvwatch_lines_total{namespace=~"$namespace"}, model)',
+        "pod": 'label_values(kvwatch_lines_total{namespace=~"$namespace", role=~"$role", model=~"$model"}, '
+        "pod)",
+        "source": f"label_values(kvwatch_lines_total{{{pods}}}, source)",
         "engine": 'label_values(kvwatch_vllm_stats_lines_total{source=~"$source"}, engine)',
     }
     assert ["DS_PROMETHEUS"] == [i["name"] for i in dashboard["__inputs"]]
     assert 39 == dashboard["schemaVersion"]
-    assert ["datasource", "source", "engine"] == list(variables)
+    assert ["datasource", "namespace", "role", "model", "pod", "source", "engine"] == list(variables)
     assert ("datasource", "prometheus") == (variables["datasource"]["type"], variables["datasource"]["query"])
     assert expected_queries == {name: variables[name]["definition"] for name in expected_queries}
     assert TITLES == [p["title"] for p in panels()]
@@ -346,8 +353,14 @@ def finite(result: Result) -> list[float]:
 
 @pytest.mark.slow
 def test_variables_find_every_source_and_engines(feed: Feed) -> None:
-    """`label_values` of the source and engine variables find every sample and vLLM's engines."""
-    sources = label_values(feed.url, "source", "kvwatch_lines_total")
+    """`label_values` of the source and engine variables find every sample and vLLM's engines (the source
+    variable's query as Grafana sends it with the fleet's variables at All: series without those labels
+    match too)."""
+    variables = {v["name"]: v for v in load_dashboard()["templating"]["list"]}
+    found = re.fullmatch(r"label_values\((.*), source\)", variables["source"]["definition"])
+    assert found is not None
+    match = re.sub(r"\$(namespace|pod|role|model)\b", ".*", found.group(1))
+    sources = label_values(feed.url, "source", match)
     engines = label_values(feed.url, "engine", 'kvwatch_vllm_stats_lines_total{source=~".*"}')
     assert feed.names == sorted(sources)
     assert {"0", "1"} <= set(engines)

@@ -129,6 +129,7 @@ def schema_keys(monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> set[str]:
             {"name": "d", "type": "docker", "container": "c"},
             {"name": "j", "type": "journald", "unit": "u.service"},
             {"name": "s", "type": "stdin"},
+            {"name": "p", "type": "pods", "select": [{"engine": "vllm", "roles": {"r": "*"}}]},
         ],
         "notifier": [
             {
@@ -252,7 +253,7 @@ def test_every_list_of_engines_users_read_is_the_registrys() -> None:
     assert f"[--engine {'|'.join(choices())}]" in replay
     assert f"(tried: {', '.join(names())})" in replay
     configuration = (DOCS / "configuration.md").read_text(encoding="utf-8")
-    assert f"| `source.engine` | {', '.join(f'`{c}`' for c in choices())} |" in configuration
+    assert f"| `source.engine` | {', '.join(f'`{c}`' for c in choices())}" in configuration
     example = (ROOT / "kvwatch" / "assets" / "kvwatch.example.toml").read_text(encoding="utf-8")
     comment = " ".join(line.lstrip("# ") for line in example.splitlines() if line.startswith("#"))
     assert f"`engine`: {' | '.join(choices())} (default" in comment

@@ -14,7 +14,7 @@ from corpora import SAMPLES, sample_logs
 
 from kvwatch.engines import ENGINES, detect_engine
 from kvwatch.engines.capabilities import Hints
-from kvwatch.sources.wholefile import sniff_file
+from kvwatch.replay.files import sniff_file
 
 LOGS = sample_logs(rotated=False)
 HINTED = [engine for engine in ENGINES.values() if isinstance(engine, Hints)]

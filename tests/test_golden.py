@@ -12,7 +12,7 @@ import pytest
 from corpora import sample_logs
 
 from kvwatch.cli import main
-from kvwatch.sources.wholefile import source_name
+from kvwatch.replay.files import source_name
 
 
 def golden_of(log: Path) -> Path:

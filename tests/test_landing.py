@@ -174,7 +174,7 @@ def test_a_live_daemon_shows_the_engine_auto_chose_and_the_last_line(tmp_path: P
     with os.fdopen(write, "w") as pipe:
         pipe.write((tmp_path / "vllm.log").read_text())
         pipe.flush()
-        wait_until(lambda: kv.value("kvwatch_lines_recognized_total", {"source": "stdin"}) == 134)
+        wait_until(lambda: kv.value("kvwatch_lines_recognized_total", {"source": "stdin"}) == 136)
         page = text(kv.get("/")[2])
     assert f"stdin stdin auto: vllm up {end:%Y-%m-%d %H:%M:%S}Z (" in page, page
     assert 0 == kv.proc.wait(10)

@@ -12,8 +12,8 @@ import pytest
 from corpora import sample
 
 from kvwatch.cli import main
-from kvwatch.sources.compressed import CompressedDataError, GzipLog
-from kvwatch.sources.wholefile import open_log
+from kvwatch.replay.files import open_log
+from kvwatch.sources.gziplog import CompressedDataError, GzipLog
 
 ROTATED = sample("vllm-rotated.log.1.gz")
 

@@ -189,7 +189,8 @@ def test_bad_numbers_are_parse_errors(line: str) -> None:
 
 
 def test_startup_facts() -> None:
-    """Version, connector (both spellings), config, excluded groups and capacity become facts."""
+    """Version, connector (both spellings), config, the model served, excluded groups and capacity become
+    facts."""
     lines = [
         "(APIServer pid=1) INFO 08-18 01:19:40 [api_server.py:1900] vLLM API server version 0.26.0",
         "(APIServer pid=1) INFO 08-18 01:19:41 [api_utils.py:273] non-default args: {'model': 'm', "
@@ -219,6 +220,7 @@ def test_startup_facts() -> None:
         ("connector_config", "{'cpu_bytes_to_use': 960000000000}", "0"),
         ("block_size", "256", "0"),
         ("spec_method", "mtp", "0"),
+        ("model", "m", "0"),
         ("connector", "OffloadingConnector", "1"),
         ("offload_excluded_groups", "EAGLE/MTP [2]", "1"),
         ("kv_capacity_tokens", "1591312", "1"),

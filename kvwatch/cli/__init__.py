@@ -26,6 +26,17 @@ _EXAMPLES = """examples:
 """
 
 
+class _Version(argparse._VersionAction):
+    """`kvwatch --version`: the version, then the replay accelerators in use and the switch that turns
+    them off (kvwatch.replay.speedups, asked only now: every other command's start-up stays lean)."""
+
+    def __call__(self, parser: argparse.ArgumentParser, *_: object) -> None:
+        from kvwatch.replay.speedups import describe
+
+        print(f"kvwatch {__version__}\n{describe()}")
+        parser.exit()
+
+
 def build_parser() -> argparse.ArgumentParser:
     """The argument parser with every subcommand."""
     parser = argparse.ArgumentParser(
@@ -35,7 +46,7 @@ def build_parser() -> argparse.ArgumentParser:
         epilog=_EXAMPLES,
         formatter_class=argparse.RawDescriptionHelpFormatter,
     )
-    parser.add_argument("--version", action="version", version=f"kvwatch {__version__}")
+    parser.add_argument("--version", action=_Version, help="print the version and replay's accelerators")
     sub = parser.add_subparsers(dest="command", required=True)
     for add in (
         replay.add,
@@ -54,6 +65,8 @@ def build_parser() -> argparse.ArgumentParser:
 
 def main(argv: Sequence[str] | None = None) -> int:
     """Run the command line; returns the exit status."""
+    argv = list(sys.argv[1:] if argv is None else argv)
+    replay.preload_engines(argv)  # (a config's engines join --engine's choices)
     args = build_parser().parse_args(argv)
     try:
         status: int = args.handler(args)

@@ -107,11 +107,32 @@ def add(sub: Any) -> None:
         "--jobs",
         type=jobs,
         metavar="PROCESSES",
-        help="at most PROCESSES children (1 to 64) read big files at once; a big dense log (llama.cpp -lv 4, "
-        "Ollama, LM Studio) is parsed in segments by at most PROCESSES workers; 1: one child, no segments "
-        "(default: children one per core, and at least 4; workers one per core, and at most 4)",
+        help="child PROCESSES that read big files, one each, 1 to 64; the files past them are read "
+        "inline (default: one per core and at least 4)",
+    )
+    rep.add_argument(
+        "--config",
+        metavar="PATH",
+        help="a config file whose [[engine]] tables define engines to read the files with, and whose "
+        "[detectors] settings the replay judges by (default: none)",
     )
     rep.set_defaults(handler=cmd_replay)
+
+
+def preload_engines(argv: Sequence[str]) -> None:
+    """The engines a `--config` defines, registered before the options are parsed (`--engine` takes
+    their names); a config that cannot be read is reported by the command that reads it."""
+    if not argv or argv[0] not in ("replay", "report"):
+        return
+    for i, arg in enumerate(argv):
+        path = argv[i + 1] if arg == "--config" and i + 1 < len(argv) else arg.partition("=")[2]
+        if arg == "--config" or arg.startswith("--config="):
+            from kvwatch.config import ConfigError
+            from kvwatch.config.engines import load_engines
+
+            with contextlib.suppress(ConfigError):
+                load_engines(path)
+            return
 
 
 def cmd_replay(args: argparse.Namespace) -> int:
@@ -139,7 +160,7 @@ def _unreadable(paths: Sequence[str]) -> str | None:
 
 def _replay(args: argparse.Namespace) -> int:
     """Replay files and print the chosen format on stdout; humans' notes go to stderr."""
-    from kvwatch.sources.wholefile import spooled
+    from kvwatch.replay.files import spooled
 
     with tempfile.TemporaryDirectory(prefix="kvwatch-replay-") as spool:
         try:
@@ -173,6 +194,12 @@ def _replay_files(args: argparse.Namespace, paths: list[str], named: dict[str, s
         print(problem, file=sys.stderr)
         return 2
     _open_files_for(len(paths))
+    from kvwatch.config.replay import config_detectors
+
+    detectors, problem = config_detectors(args.config)
+    if problem:
+        print(problem, file=sys.stderr)
+        return 2
     now_year = datetime.now(timezone.utc).year
     settings = ParserSettings(year=args.year, now_year=now_year, tz=args.tz, start=args.start)
     try:
@@ -180,7 +207,9 @@ def _replay_files(args: argparse.Namespace, paths: list[str], named: dict[str, s
         # A replay is the process's last work: what is loaded by now (the modules) lives to its exit,
         # whose collections then need not walk it (~20M instructions, ~10 ms, less per replay).
         gc.freeze()
-        result = replay(plan(paths, args.engine, args.source), settings, jobs=args.jobs, report=report)
+        result = replay(
+            plan(paths, args.engine, args.source), settings, detectors, jobs=args.jobs, report=report
+        )
     except OSError as err:
         hint = ""
         if err.errno == errno.EMFILE:
@@ -198,6 +227,8 @@ def _replay_files(args: argparse.Namespace, paths: list[str], named: dict[str, s
             print(_unrecognised(named[path], result.lines[path], args.engine), file=sys.stderr)
     for path, damage in damaged.items():
         print(f"kvwatch: {named.get(path, path)}: {damage}", file=sys.stderr)
+    if result.slower:
+        print(f"kvwatch: {result.slower}", file=sys.stderr)
     if args.format == "prom":
         sys.stdout.write(prom_text(result.registry))
     elif args.format == "json":

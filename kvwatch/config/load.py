@@ -19,8 +19,10 @@ from typing import Any, cast
 
 from kvwatch import DEFAULT_PORT
 from kvwatch.config.alerting import read_detectors, read_notifier, read_silence
+from kvwatch.config.engines import read_engines
 from kvwatch.config.fields import Fields, quote
 from kvwatch.config.options import read_options
+from kvwatch.config.pods import read_pods
 from kvwatch.config.probe import read_probe
 from kvwatch.config.types import (
     DEFAULT_DOCKER_ROOT,
@@ -65,6 +67,7 @@ _TYPE_KEYS: dict[str, tuple[str, ...]] = {
     "docker": ("container", "docker_root", "start_at"),
     "journald": ("unit", "container_name", "directory", "file", "start_at"),
     "stdin": (),
+    "pods": ("root", "select", "start_at"),
 }
 
 
@@ -101,6 +104,7 @@ def parse_config(
     server = _server(_table(top, "server"))
     default_dir = default_state_dir(env)
     state_dir = top.path("state_dir", default_dir)
+    engines = read_engines(top)  # (registered before the sources that name them are read)
     sources = _named(top, "source", _source)
     detectors = read_detectors(top)
     notifiers = _named(top, "notifier", read_notifier)
@@ -124,6 +128,7 @@ def parse_config(
         probes=cast("tuple[ProbeConfig, ...]", probes),
         log=log,
         path=path,
+        engines=engines,
     )
 
 
@@ -225,6 +230,8 @@ def _source(f: Fields, name: str) -> SourceConfig:
         settings = _docker(f)
     elif kind == "journald":
         settings = _journald(f)
+    elif kind == "pods":
+        settings = read_pods(f, _start_at(f))
     for key in {k for keys in _TYPE_KEYS.values() for k in keys} - set(_TYPE_KEYS.get(kind or "", ())):
         if f.has(key) and kind is not None:
             f.problem(key, f"not a setting of type {quote(kind)}")

@@ -15,12 +15,12 @@ from kvwatch.notify.secrets import Secret, SecretError, load_secret
 from kvwatch.notify.transport import Transport, basic_authorization, host_trust_store
 
 Engine = str  # "auto" or a name of kvwatch.engines.ENGINES
-SourceType = Literal["file", "docker", "journald", "stdin"]
+SourceType = Literal["file", "docker", "journald", "stdin", "pods"]
 StartAt = Literal["end", "beginning"]
 NotifierType = Literal["slack", "webhook", "alertmanager"]
 Scalar = str | int | float | bool
 
-SOURCE_TYPES: tuple[SourceType, ...] = ("file", "docker", "journald", "stdin")
+SOURCE_TYPES: tuple[SourceType, ...] = ("file", "docker", "journald", "stdin", "pods")
 START_AT: tuple[StartAt, ...] = ("end", "beginning")
 #: A file source's `follow`: every file its glob matches, or only the newest (dated log folders).
 Follow = Literal["all", "newest"]
@@ -30,6 +30,7 @@ SEVERITIES: tuple[Severity, ...] = ("info", "warning", "critical")
 
 DEFAULT_STATE_DIR = Path("/var/lib/kvwatch")
 DEFAULT_DOCKER_ROOT = Path("/var/lib/docker")
+DEFAULT_POD_LOGS = Path("/var/log/pods")
 
 
 class ConfigError(ValueError):
@@ -83,11 +84,33 @@ class JournaldSettings:
 
 
 @dataclass(frozen=True, slots=True)
+class PodSelector:
+    """One `[[source.select]]` of a `pods` source: which containers (globs on the names in the pod log
+    tree), their engine (None: the source's), and their role, told by the first of `roles`' pod-name
+    globs that matches (kubelet's files carry no pod labels)."""
+
+    namespace: str = "*"
+    pod: str = "*"
+    container: str = "*"
+    engine: Engine | None = None
+    roles: tuple[tuple[str, str], ...] = ()  # (role, pod-name glob), in the config's order
+
+
+@dataclass(frozen=True, slots=True)
+class PodsSettings:
+    """A `pods` source: every container of a kubelet's pod log tree that a selector matches."""
+
+    root: Path = DEFAULT_POD_LOGS
+    select: tuple[PodSelector, ...] = ()
+    start_at: StartAt = "end"
+
+
+@dataclass(frozen=True, slots=True)
 class StdinSettings:
     """The `stdin` source has no settings."""
 
 
-SourceSettings = FileSettings | DockerSettings | JournaldSettings | StdinSettings
+SourceSettings = FileSettings | DockerSettings | JournaldSettings | PodsSettings | StdinSettings
 
 
 @dataclass(frozen=True, slots=True)
@@ -247,3 +270,4 @@ class Config:
     probes: tuple[ProbeConfig, ...] = ()
     log: LogConfig = LogConfig()
     path: Path | None = None  # the file it was loaded from; None for `run --stdin`
+    engines: tuple[Any, ...] = ()  # engines its [[engine]] tables define (kvwatch.engines.configure)

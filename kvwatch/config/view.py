@@ -15,6 +15,7 @@ from kvwatch.config.types import (
     FileSettings,
     JournaldSettings,
     NotifierConfig,
+    PodsSettings,
     ProbeConfig,
     SilenceConfig,
     SourceConfig,
@@ -30,6 +31,12 @@ def summarize(config: Config) -> str:
         f"config: {config.path or '(none: stdin)'}",
         f"server: http://{server.listen_address}:{server.port}/metrics ({security})",
         f"state_dir: {config.state_dir}",
+        *([f"engines: {len(config.engines)} defined by [[engine]]"] if config.engines else []),
+        *(
+            f"  {e.name}: {len(e.patterns)} pattern(s) yielding {', '.join(e.events)}; markers "
+            + ", ".join(map(repr, e.markers))
+            for e in config.engines
+        ),
         f"sources: {len(config.sources)}",
         *(f"  {_source(s)}" for s in config.sources),
         *_detectors(config),
@@ -77,6 +84,11 @@ def _source(source: SourceConfig) -> str:
         which = f"unit={s.unit}" if s.unit else f"container_name={s.container_name}"
         journal = f" directory={s.directory}" if s.directory else f" file={s.file}" if s.file else ""
         detail = f"{which}{journal} start_at={s.start_at}"
+    elif isinstance(s, PodsSettings):
+        chosen = [
+            f"{c.namespace}/{c.pod}/{c.container}" + (f"={c.engine}" if c.engine else "") for c in s.select
+        ]
+        detail = f"root={s.root} select={','.join(chosen)} start_at={s.start_at}"
     else:
         detail = "standard input"
     clock = "".join(f" {k}={v}" for k, v in (("year", source.year), ("tz", source.tz)) if v is not None)

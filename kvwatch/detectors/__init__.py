@@ -11,6 +11,7 @@ from typing import Any
 
 from kvwatch.detectors import (
     double_counting,
+    engine_start_failed,
     hicache_storage_unused,
     hit_rate_gap,
     hit_rate_low,
@@ -57,6 +58,7 @@ class DetectorSettings:
     offload_retrieve_failed: offload_retrieve_failed.Settings = field(
         default_factory=offload_retrieve_failed.Settings
     )
+    engine_start_failed: engine_start_failed.Settings = field(default_factory=engine_start_failed.Settings)
     # (decided after each probe run by the daemon, not by detect_all: see probe_prefix_miss)
     probe_prefix_miss: probe_prefix_miss.Settings = field(default_factory=probe_prefix_miss.Settings)
 
@@ -88,6 +90,7 @@ class Detector:
 
 #: detect_all's detectors, in the order of their findings.
 DETECTORS: tuple[Detector, ...] = (
+    Detector("engine_start_failed", engine_start_failed.detect, "sources", False),
     Detector("write_only_offload", write_only_offload.detect, "sources", False),
     Detector("pinned_cache_length", pinned_cache.detect, "requests", True),
     Detector("prefix_reuse_broken", prefix_reuse.detect, "requests", True),

@@ -22,7 +22,7 @@ UNRECOGNISED = 3
 
 def run(args: argparse.Namespace) -> int:
     """Write the report; the exit status."""
-    from kvwatch.sources.wholefile import spooled
+    from kvwatch.replay.files import spooled
 
     if args.since is not None and args.until is not None and args.since > args.until:
         print("kvwatch report: --since is after --until: nothing to report", file=sys.stderr)
@@ -43,6 +43,12 @@ def _report(args: argparse.Namespace, paths: list[str], named: dict[str, str]) -
     settings = ParserSettings(
         year=args.year, now_year=datetime.now(timezone.utc).year, tz=args.tz, start=args.start
     )
+    from kvwatch.config.replay import config_detectors
+
+    detectors, problem = config_detectors(args.config)
+    if problem:
+        print(problem, file=sys.stderr)
+        return 2
     try:
         inputs = plan(paths, args.engine, args.label)
     except OSError as err:
@@ -64,7 +70,9 @@ def _report(args: argparse.Namespace, paths: list[str], named: dict[str, str]) -
     )
     gc.freeze()  # (as replay: the modules live to the exit)
     try:
-        result = replay(inputs, settings, jobs=args.jobs, report=False, observers=[collector.observe])
+        result = replay(
+            inputs, settings, detectors, jobs=args.jobs, report=False, observers=[collector.observe]
+        )
     except OSError as err:
         print(f"kvwatch: cannot read {err.filename}: {err.strerror or err}", file=sys.stderr)
         return 2

@@ -25,6 +25,8 @@ from kvwatch.model import (
     CachePrefetch,
     CacheRateSample,
     EngineFact,
+    EngineFailed,
+    EngineReady,
     Event,
     OffloadCounters,
     OffloadFailure,
@@ -47,6 +49,7 @@ _Take = Callable[["SourceWindow", Any], None]
 _KEPT = (
     CacheRateSample, OffloadCounters, EngineFact, UsageRecord, RequestRecord,
     CachePrefetch, ServerRestart, OffloadLookup, OffloadTransfer, OffloadFailure,
+    EngineFailed, EngineReady,
 )  # fmt: skip
 
 #: How much event time windows keep, and how many per-request points per group.
@@ -270,6 +273,7 @@ class SourceWindow:
     prefetches: deque[CachePrefetch] = field(default_factory=deque)  # cache-tier prefetches that ended
     adapters: dict[str, RequestAdapter | None] = field(default_factory=dict)  # engine -> its (or none)
     offload: OffloadHistory | None = None  # an external tier's (offload layer's) history, once it logs
+    failed: EngineFailed | None = None  # its engine's failure since it last became ready
 
 
 def _turns(last: CacheRateSample, line: CacheRateSample) -> bool:
@@ -385,6 +389,8 @@ class Windows:
                 (OffloadLookup, self._lookup),
                 (OffloadFailure, self._failure),
                 (ServerRestart, self._restart),
+                (EngineFailed, self._engine_state),
+                (EngineReady, self._engine_state),
             ):
                 if issubclass(kind, base):
                     take = taker
@@ -430,6 +436,16 @@ class Windows:
         window.facts[event.key] = event.value
         self.version += 1
         self.shape += 1
+
+    def _engine_state(self, window: SourceWindow, event: EngineFailed | EngineReady) -> None:
+        # (a restart line does not clear a failure: a start that fails logs one before failing)
+        failed = event if isinstance(event, EngineFailed) else None
+        if failed is None and window.failed is None:
+            return
+        window.failed = failed
+        self.version += 1
+        self.shape += 1
+        self.changes += 1
 
     def _request(self, window: SourceWindow, event: RequestRecord) -> None:
         self._record(event)

@@ -13,6 +13,7 @@ from datetime import datetime, timezone
 from typing import Any
 
 from kvwatch.engines.sglang import facts as sglang_facts
+from kvwatch.engines.sglang import lifecycle as life
 from kvwatch.engines.sglang import lines, requests
 from kvwatch.engines.sglang.events import SglangDecode, SglangHicacheError, SglangPrefill, SglangRequest
 from kvwatch.model import CachePrefetch, EngineFact, Event, LogLine, ServerRestart
@@ -36,6 +37,7 @@ MARKERS = (
     "Mooncake direct linker",
     "Write page to storage",
     "backup_thread_func",
+    *life.MARKERS,
 )
 _RAY = re.compile(r"^\(\w+ pid=\d+(?:, ip=[\d.]+)?\) ")
 _ACCESS = re.compile(r'INFO: +\S+ - "[A-Z]+ \S+ HTTP/[\d.]+" (\d{3})')
@@ -85,6 +87,7 @@ class SglangParser:
         self._exact = False  # `--log-requests` lines seen (or switched on): no records from batches
         self._chunked: dict[str, _Chunked] = {}
         self._seen: dict[str, tuple[str, str, float]] = {}
+        self._life = life.lifecycle(source)  # whether the server came up or died (engine_start_failed)
         self._fast_stamp: tuple[str, float] = ("", 0.0)  # rank -> (tags, message, time) of its last batch
 
     def parse(self, line: LogLine) -> ParseResult:
@@ -224,6 +227,9 @@ class SglangParser:
         access = _ACCESS.search(message)
         if access is not None:
             return []  # (recognised: the server's requests; their numbers are in Finish lines)
+        lived = self._life.line(message, when)
+        if lived is not None:
+            return lived
         return self._hicache(message, when)
 
     def _batch(self, found: lines.Batch, ranks: str, when: float, message: str) -> ParseResult:
@@ -327,6 +333,8 @@ class SglangParser:
 
     def _finished(self, message: str, when: float, text: str) -> ParseResult:
         json_line = '"request.finished"' in message
+        if requests.health_check(text):
+            return []  # (SGLang's own /health probe: a 1-token generate, no one's request)
         read = requests.numbers(text, json_line)
         if read is None:
             return ParseError("sglang --log-requests: prompt_tokens / cached_tokens unreadable")
@@ -351,6 +359,7 @@ class SglangParser:
         self._exact = values.get("log_requests") == "True"
         self._chunked.clear()
         self._seen.clear()
+        self._life.restart()
         events: list[Event] = [ServerRestart(self.source, when, "sglang")]
         events.extend(EngineFact(self.source, when, key, value) for key, value in facts)
         return events
