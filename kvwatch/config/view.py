@@ -17,6 +17,7 @@ from kvwatch.config.types import (
     ProbeConfig,
     SilenceConfig,
     SourceConfig,
+    SqlSettings,
 )
 from kvwatch.notify.secrets import MASK
 
@@ -76,6 +77,10 @@ def _source(source: SourceConfig) -> str:
         which = f"unit={s.unit}" if s.unit else f"container_name={s.container_name}"
         journal = f" directory={s.directory}" if s.directory else f" file={s.file}" if s.file else ""
         detail = f"{which}{journal} start_at={s.start_at}"
+    elif isinstance(s, SqlSettings):
+        password = " password=<secret>" if s.password_file or s.password_credential else ""
+        detail = f"{s.where()} key={','.join(s.key)} batch={s.batch} poll_interval={s.poll_interval:g}s"
+        detail += f"{password} start_at={s.start_at}"
     else:
         detail = "standard input"
     clock = "".join(f" {k}={v}" for k, v in (("year", source.year), ("tz", source.tz)) if v is not None)
