@@ -48,7 +48,8 @@ def port_of(daemon: Kvwatch) -> int:
 
 def test_ready_waits_for_every_source_and_names_those_not_started(tmp_path: Path) -> None:
     """/-/ready is 503 naming a source whose opening has not finished, 200 once it has (naming it while it
-    is down); /-/healthy is 200 all along. The docker source's container config is a FIFO: reading it blocks until it is written."""
+    is down); /-/healthy is 200 all along. The docker source's container config is a FIFO: reading it
+    blocks until it is written."""
     (tmp_path / "a.log").write_text("")
     box = tmp_path / "docker" / "containers" / "c0ffee"
     box.mkdir(parents=True)
