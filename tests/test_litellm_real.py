@@ -59,10 +59,10 @@ def reset_prefix_cache(server: VllmServer) -> None:
 
 
 def proxy(
-    venv: Path, tmp_path: Path, server: VllmServer, strip_header: bool = False
+    venv: Path, tmp_path: Path, server: VllmServer, strip_header: bool = False, usage: Path | None = None
 ) -> litellm_proxy.LitellmProxy:
-    """A started, answering LiteLLM in front of `server`."""
-    started = litellm_proxy.LitellmProxy(venv, tmp_path / "litellm", server.url, strip_header)
+    """A started, answering LiteLLM in front of `server`; `usage`: where its callback writes."""
+    started = litellm_proxy.LitellmProxy(venv, tmp_path / "litellm", server.url, strip_header, usage)
     started.start()
     try:
         started.wait_healthy()
