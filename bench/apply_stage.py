@@ -33,8 +33,8 @@ from kvwatch.parsers.base import ParserSettings
 from kvwatch.parsers.run import SourceRun
 from kvwatch.pipeline import Pipeline
 from kvwatch.replay import MAX_LINE
+from kvwatch.replay.files import batches, open_log, sniff_file
 from kvwatch.sources.framing import Framer
-from kvwatch.sources.wholefile import batches, open_log, sniff_file
 
 
 def parse(path: str, engine: str, year: int) -> tuple[str, str, list[Event], SourceCounts]:

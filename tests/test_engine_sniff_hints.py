@@ -13,7 +13,7 @@ import pytest
 
 from kvwatch.engines import ENGINES, detect_engine
 from kvwatch.engines.capabilities import Hints
-from kvwatch.sources.wholefile import sniff_file
+from kvwatch.replay.files import sniff_file
 
 SAMPLES = Path(__file__).resolve().parents[1] / "samples"
 LOGS = sorted(SAMPLES.glob("*.log"))

@@ -14,7 +14,7 @@ import pytest
 from kvwatch.cli import FORMATS, build_parser, main
 from kvwatch.config import ConfigError, config_for_stdin
 from kvwatch.engines import ENGINES
-from kvwatch.sources.wholefile import source_name
+from kvwatch.replay.files import source_name
 
 ROOT = Path(__file__).resolve().parents[1]
 GOOD = ROOT / "samples" / "vllm-docker.log"

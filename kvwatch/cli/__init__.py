@@ -1,5 +1,5 @@
 """The command line, one module per subcommand: replay, run, demo, check-config and test-alert (config),
-probe, init and hash-password (install); `main(argv)`."""
+probe, init and hash-password (install), report; `main(argv)`."""
 
 from __future__ import annotations
 
@@ -9,7 +9,7 @@ import sys
 from collections.abc import Sequence
 
 from kvwatch import __version__
-from kvwatch.cli import config, demo, install, probe, replay, run
+from kvwatch.cli import config, demo, install, probe, replay, report, run
 from kvwatch.cli.replay import FORMATS, UNRECOGNISED
 from kvwatch.cli.run import CONFIG_ERROR
 
@@ -25,6 +25,17 @@ _EXAMPLES = """examples:
 """
 
 
+class _Version(argparse._VersionAction):
+    """`kvwatch --version`: the version, then the replay accelerators in use and the switch that turns
+    them off (kvwatch.replay.speedups, asked only now: every other command's start-up stays lean)."""
+
+    def __call__(self, parser: argparse.ArgumentParser, *_: object) -> None:
+        from kvwatch.replay.speedups import describe
+
+        print(f"kvwatch {__version__}\n{describe()}")
+        parser.exit()
+
+
 def build_parser() -> argparse.ArgumentParser:
     """The argument parser with every subcommand."""
     parser = argparse.ArgumentParser(
@@ -34,7 +45,7 @@ def build_parser() -> argparse.ArgumentParser:
         epilog=_EXAMPLES,
         formatter_class=argparse.RawDescriptionHelpFormatter,
     )
-    parser.add_argument("--version", action="version", version=f"kvwatch {__version__}")
+    parser.add_argument("--version", action=_Version, help="print the version and replay's accelerators")
     sub = parser.add_subparsers(dest="command", required=True)
     for add in (
         replay.add,
@@ -45,6 +56,7 @@ def build_parser() -> argparse.ArgumentParser:
         install.add_hash_password,
         install.add,
         probe.add,
+        report.add,
     ):
         add(sub)
     return parser

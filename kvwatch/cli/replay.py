@@ -102,9 +102,8 @@ def add(sub: Any) -> None:
         "--jobs",
         type=jobs,
         metavar="PROCESSES",
-        help="child PROCESSES that read big files, 1 to 64; a big dense log (llama.cpp -lv 4, Ollama, "
-        "LM Studio) is parsed by up to that many workers; 1: one child (default: one per core and at "
-        "least 4; workers: at most 4)",
+        help="child PROCESSES that read big files, one each, 1 to 64; the files past them are read "
+        "inline (default: one per core and at least 4)",
     )
     rep.set_defaults(handler=cmd_replay)
 
@@ -134,7 +133,7 @@ def _unreadable(paths: Sequence[str]) -> str | None:
 
 def _replay(args: argparse.Namespace) -> int:
     """Replay files and print the chosen format on stdout; humans' notes go to stderr."""
-    from kvwatch.sources.wholefile import spooled
+    from kvwatch.replay.files import spooled
 
     with tempfile.TemporaryDirectory(prefix="kvwatch-replay-") as spool:
         try:
@@ -192,6 +191,8 @@ def _replay_files(args: argparse.Namespace, paths: list[str], named: dict[str, s
     for note in result.damaged:
         path, _, damage = note.partition(": ")  # ("path: what was wrong")
         print(f"kvwatch: {named.get(path, path)}: {damage}", file=sys.stderr)
+    if result.slower:
+        print(f"kvwatch: {result.slower}", file=sys.stderr)
     if args.format == "prom":
         sys.stdout.write(prom_text(result.registry))
     elif args.format == "json":

@@ -43,6 +43,7 @@ from kvwatch.daemon.sdnotify import SystemdNotifier
 from kvwatch.daemon.setup import Prepared, build_deliveries, prepare
 from kvwatch.daemon.wakeup import Wakeup
 from kvwatch.engines import markers_of
+from kvwatch.forensic.live import landing_charts, window_report
 from kvwatch.metrics import Metrics
 from kvwatch.model import Finding
 from kvwatch.notify.delivery import notifications_counter
@@ -132,6 +133,7 @@ class Daemon:
             self.registry,
             lock=self.lock,
             page=self._page,
+            report=self._report,
             health=self._health,
             ready=self._ready,
             web=web,
@@ -256,7 +258,15 @@ class Daemon:
             rows.append(row)
         silences = self.alerts.silences
         firing = [(a, any(s.mutes(a, now) for s in silences)) for a in self.pipeline.book.firing()]
-        return landing_page(__version__, rows, firing, now)
+        charts = landing_charts(self.pipeline.windows, [alert for alert, _ in firing])
+        return landing_page(__version__, rows, firing, now, charts=charts)
+
+    def _report(self) -> str:
+        """`/report`: the report of the windows and firing alerts (called under the pipeline's lock)."""
+        windows = self.pipeline.windows
+        counts = dict(self.pipeline.metrics.sources.counts)
+        engines = {name: window.kind for name, window in windows.sources.items()}
+        return window_report(windows, counts, engines, list(self.pipeline.book.firing()), __version__)
 
     def _status_line(self) -> str:
         """`STATUS=` for systemctl status: sources up, lines per second, alerts firing."""

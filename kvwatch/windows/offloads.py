@@ -28,6 +28,7 @@ class OffloadPoint:
     hit_tokens: int = 0
     stored: dict[str, int] = field(default_factory=dict)  # worker -> tokens newly stored
     loads: int = 0
+    loaded_tokens: int = 0  # all workers' (the report's charts draw it)
 
 
 @dataclass(slots=True)
@@ -83,6 +84,7 @@ class OffloadHistory:
             self.stored_totals[worker] = self.stored_totals.get(worker, 0) + event.tokens
             return
         point.loads += event.lines
+        point.loaded_tokens += event.tokens
         self.loaded_total += event.tokens
         if event.short:
             lost = None if event.asked is None else event.asked - event.tokens

@@ -130,11 +130,6 @@ def take(
     stream.active, stream.timing, stream.last_pick = True, None, pick
     stream.picks.pop(slot, None)
     requests.pop(slot, None)
-    watch = stream.watch
-    if watch is not None:
-        if slot not in watch.finished:
-            watch.asked.append((slot, task))
-        watch.finished.add(slot)
     finished[slot] = task
     return LlamaRequest(
         source, now, slot, task, int(prompt), int(reused), int(new), pick.selection, pick.sim, pick.keep,

@@ -76,15 +76,7 @@ class Sums:
     ) -> list[Event]:
         """Add a store or load line (`size` in 1e-4 GiB as printed, `units`: its seconds in 100 ns); the
         events of a stretch it ends."""
-        # (_open written out: this runs for most LMCache lines)
-        done: list[Event] = []
-        if not self.held:
-            self.held, self.start, self.last = True, when, when
-        elif when - self.start >= STRETCH:
-            done = self.drain()
-            self.held, self.start, self.last = True, when, when
-        elif when > self.last:
-            self.last = when
+        done = self._open(when)
         key = (worker, load)
         sums = self.transfers.get(key)
         if sums is None:

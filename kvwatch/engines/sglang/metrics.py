@@ -77,17 +77,13 @@ class SglangMetrics:
     def prefill(self, ev: SglangPrefill) -> None:
         """Apply one prefill batch line."""
         labels = (ev.source, ev.engine)
-        # Family.inc and .set written out (this runs once a batch line): the same float stores.
-        for series, amount in (
-            (self.batches.series, 1),
-            (self.seqs.series, ev.seqs),
-            (self.computed.series, ev.computed),
-            (self.cached.series, ev.cached),
-        ):
-            series[labels] = series.get(labels, 0.0) + amount
+        self.batches.inc(labels, 1)
+        self.seqs.inc(labels, ev.seqs)
+        self.computed.inc(labels, ev.computed)
+        self.cached.inc(labels, ev.cached)
         self._gauges(labels, ev.running, ev.queued, ev.usage)
         if ev.pending is not None:
-            self.pending.series[labels] = float(ev.pending)
+            self.pending.set(labels, ev.pending)
 
     def decode(self, ev: SglangDecode) -> None:
         """Apply one decode stats line."""

@@ -6,7 +6,7 @@ The logs' events are merged by event time before they reach metrics and detector
 replay as one timeline. Detectors tick on event time at every `tick_every` seconds of log time and
 once at the end, as the daemon's scheduler would.
 
-A big file's child (see kvwatch.sources.forked) starts reading as soon as its parser is made, before
+A big file's child (see kvwatch.replay.forked) starts reading as soon as its parser is made, before
 the pipeline's own modules (prometheus_client, the detectors) are imported: they load meanwhile.
 """
 
@@ -15,22 +15,22 @@ from __future__ import annotations
 import heapq
 import os
 import re
-from collections.abc import Generator, Iterable, Iterator, Sequence
+from collections.abc import Callable, Generator, Iterable, Iterator, Sequence
 from dataclasses import dataclass, field
 from itertools import chain
 from pathlib import Path
 from typing import TYPE_CHECKING
 
-from kvwatch import segmented
 from kvwatch.engines import FALLBACK, detect_engine, make_parser
 from kvwatch.model import Alert, Event, SourceCounts
-from kvwatch.parsers.base import Parser, ParserSettings
+from kvwatch.parsers.base import EntriesParser, Parser, ParserSettings
 from kvwatch.parsers.run import SourceRun
-from kvwatch.segmented import Outcome
-from kvwatch.sources.forked import FramedFile, in_child
+from kvwatch.replay import forked
+from kvwatch.replay.files import sniff_file, source_name
+from kvwatch.replay.forked import FramedFile
+from kvwatch.replay.speedups import Speedups, chosen, uncompiled
 from kvwatch.sources.framing import Batch, Framer, Framing
 from kvwatch.sources.linecap import LINE_CAP
-from kvwatch.sources.wholefile import sniff_file, source_name
 
 if TYPE_CHECKING:
     from prometheus_client import CollectorRegistry
@@ -42,6 +42,14 @@ if TYPE_CHECKING:
 MAX_LINE = LINE_CAP  # (one cap, live and in replay: kvwatch/sources/linecap.py)
 _CONTAINER_LOG = re.compile(r"^([0-9a-f]{64})-json\.log(?:\.\d+)?(?:\.gz)?$")
 _ROTATED = re.compile(r"\.(\d+)(?:\.gz)?$")
+
+#: Children a replay starts at most, unless told (`jobs`), or one per core where there are more.
+CHILDREN = 4
+
+#: What reading a file added to its source's counts (SourceCounts.parsed()), the lines truncated, damage
+#: (why a compressed file ended early), and the parser as the file left it when a child parsed the file
+#: (None: the replay's own parser did).
+Outcome = tuple[tuple[int, int, int], int, str | None, Parser | None]
 
 #: One file's events, a read at a time (closing it ends the file's child, if it has one); then the
 #: parser as the file left it, when a child parsed the file (None: the replay's own parser did).
@@ -72,6 +80,9 @@ class ReplayResult:
     unrecognised: list[str] = field(default_factory=list)  # the files of which no line was recognised
     damaged: list[str] = field(default_factory=list)  # "path: what was wrong" for damaged gzip files
     lines: dict[str, int] = field(default_factory=dict)  # lines read, per file
+    #: the alerts firing at the end as the alert book holds them (summary and evidence of the last tick)
+    firing: list[Alert] = field(default_factory=list)
+    slower: str | None = None  # why this replay ran slower than this machine could (a loop not compiled)
 
 
 @dataclass
@@ -112,12 +123,11 @@ def container_name(path: str) -> str | None:
 
 @dataclass
 class _Children:
-    """How many more children a replay may start: each big file's framing or parsing child, or its
-    workers. Files past that are read inline, so that fifty rotated logs are fifty streams, not fifty
-    processes."""
+    """How many more children a replay may start: each big file's framing or parsing child. Files past
+    that are read inline, so that fifty rotated logs are fifty streams, not fifty processes."""
 
     left: int
-    workers: int  # a big dense log's workers at most
+    speedups: Speedups  # which accelerators the replay uses
 
     def take(self, wanted: int) -> int:
         """Up to `wanted` of them (0: none left)."""
@@ -129,35 +139,26 @@ class _Children:
 def _events(
     item: ReplayInput,
     run: SourceRun,
-    framer: Framer,
+    framing: Framing,
     notes: _Notes,
     children: _Children,
     *,
     flush: bool = True,
 ) -> _Stream:
-    """One file's events per read; a big file's child (or workers) is started now, if one may be.
+    """One file's events per read; a big file's child is started now, if one may be.
 
     The stream returns the parser as the file left it when a child parsed the file (None: `run`'s
     own did); without `flush` the parser is not flushed at the end (the log goes on in another file).
     """
-    framed = FramedFile(item.path, framer, MAX_LINE)
+    speedups = children.speedups
+    framed = FramedFile(item.path, _framer(item, framing, run, speedups), MAX_LINE, speedups)
     if framed.forks:
-        limit = min(children.left, children.workers)
-        if framed.parse_ahead and (
-            workers := children.take(segmented.workers_for(item.path, run.parser, limit))
-        ):
-            # a big dense file with cores to spare: parsed in segments by several children
-            before = run.counts.parsed()
-            work = segmented.parse(item.path, run, workers, MAX_LINE, flush)  # (its head parsed now)
-            _tally(notes, item.path, before, run.counts.parsed())
-            return _outcome(work, item, run, notes, child=False)
         framed.fork = bool(children.take(1))  # (one child frames it, or parses it too; none left: inline)
-        # (and a json-file log parsed in a child is framed in its own, if one is left: three stages, as
-        # many processes, on as many cores as there are)
-        framed.framed_apart = framed.splits and children.take(1) > 0
     if framed.parse_ahead:  # a child frames and parses; only its events and counts come here
         return _outcome(
-            in_child(lambda: _parsed(framed.batches(), framed, run, flush, child=True), "kvwatch-parser"),
+            forked.in_child(
+                lambda: _parsed(framed.batches(), framed, run, flush, child=True), "kvwatch-parser"
+            ),
             item,
             run,
             notes,
@@ -249,7 +250,7 @@ def _log_events(files: list[_Prepared], notes: _Notes, children: _Children) -> _
     child, if it gets one, is started now; the next file's when the one before is read."""
     item, framing, run = files[0]
     left = children.left
-    first = _events(item, run, _framer(item, framing, run), notes, children, flush=len(files) == 1)
+    first = _events(item, run, framing, notes, children, flush=len(files) == 1)
     if len(files) == 1:
         return first
     return _chained(first, left - children.left, files, notes, children)
@@ -267,16 +268,25 @@ def _chained(
         if parser is not None:  # (a child parsed the file before: its parser goes on)
             run.parser = parser
         left = children.left
-        stream = _events(item, run, _framer(item, framing, run), notes, children, flush=index == len(files))
+        stream = _events(item, run, framing, notes, children, flush=index == len(files))
         taken = left - children.left
         parser = yield from stream
     return parser
 
 
-def _framer(item: ReplayInput, framing: Framing, run: SourceRun) -> Framer:
-    """A file's framer, with its parser's markers (and the one whose json-file lines it reads raw, if any)."""
-    raw_marker = getattr(run.parser, "raw_marker", None)
-    return Framer(item.source, framing, run.parser.markers, MAX_LINE, raw_marker=raw_marker)
+def _in_runs(framing: Framing, parser: Parser) -> bool:
+    """Whether a file's lines may be read in runs (a json-file log whose parser reads some raw)."""
+    return framing == "docker-json" and isinstance(parser, EntriesParser) and parser.raw_marker is not None
+
+
+def _framer(item: ReplayInput, framing: Framing, run: SourceRun, speedups: Speedups) -> Framer:
+    """A file's framer, with its parser's markers (and the one whose json-file lines it reads raw, if any
+    and the replay reads raw runs)."""
+    parser = run.parser
+    raw_marker = parser.raw_marker if speedups.raw_runs and isinstance(parser, EntriesParser) else None
+    return Framer(
+        item.source, framing, run.parser.markers, MAX_LINE, raw_marker=raw_marker, blocks=speedups.blocks
+    )
 
 
 def replay(
@@ -287,14 +297,19 @@ def replay(
     jobs: int | None = None,
     *,
     report: bool = True,
+    speedups: Speedups | None = None,
+    observers: Sequence[Callable[[Event], None]] = (),
 ) -> ReplayResult:
     """Replay files through a fresh pipeline (ticks every kvwatch.pipeline.TICK seconds of log time
     unless `tick_every` says otherwise); raises OSError for a missing or unreadable file. Without
     `report`, the summary holds the sources' line counts only (no text report will be written).
+    `observers` see every event too (the forensic report's collector).
+
+    `speedups`: the accelerators to use (default: kvwatch.replay.speedups.chosen(), every one unless
+    KVWATCH_REPLAY_PLAIN is set); the output is the same whichever.
 
     Big files are read by children: `jobs` of them at most (default one per core, and at least
-    kvwatch.segmented.MAX_WORKERS), a big dense log by up to that many workers (by default one per
-    core, at most MAX_WORKERS)."""
+    CHILDREN)."""
     # Every file opened and its parser made, then the streams started (a big file's child begins
     # reading), then the pipeline built while they read.
     counts: dict[str, SourceCounts] = {}
@@ -307,14 +322,20 @@ def replay(
         )
     notes = _Notes()
     streams: list[_Stream] = []
-    children = _Children(jobs or max(segmented.MAX_WORKERS, segmented.cores()), jobs or segmented.MAX_WORKERS)
+    children = _Children(
+        jobs or max(CHILDREN, len(os.sched_getaffinity(0))),
+        chosen() if speedups is None else speedups,
+    )
     try:
         for files in _rotations(prepared):
             streams.append(_log_events(files, notes, children))
-        return _replay(prepared, streams, notes, detectors, tick_every, report=report)
+        result = _replay(prepared, streams, notes, detectors, tick_every, report=report, observers=observers)
     finally:
         for stream in streams:
             stream.close()  # a child not read to its end (after an error) is ended
+    if any(_in_runs(framing, run.parser) for _, framing, run in prepared):
+        result.slower = uncompiled(children.speedups)  # (by a compiled loop, if this install has it)
+    return result
 
 
 def _replay(
@@ -325,6 +346,7 @@ def _replay(
     tick_every: float | None,
     *,
     report: bool,
+    observers: Sequence[Callable[[Event], None]],
 ) -> ReplayResult:
     """The pipeline over the started streams, their events merged by time."""
     # Imported here, not at the top: a big file's child is already reading while these load.
@@ -341,8 +363,8 @@ def _replay(
         metrics.sources.adopt(item.source, run.counts)  # (one object for the files of one source)
         summary.declare(item.source, item.engine, framing, run.counts)
     every = TICK if tick_every is None else tick_every
-    observers = [summary.observe] if report else []  # (what the text report shows of the events)
-    pipeline = Pipeline(metrics, settings=detectors, observers=observers, tick_every=every)
+    watching = [summary.observe] if report else []  # (what the text report shows of the events)
+    pipeline = Pipeline(metrics, settings=detectors, observers=[*watching, *observers], tick_every=every)
     alerts: list[Alert] = []
     groups: Iterable[list[Event]] = streams[0]
     if len(streams) > 1:
@@ -361,4 +383,5 @@ def _replay(
         summary.sources[source].engine = ", ".join(found)
     unrecognised = [path for path, counts in read.items() if counts.recognized == 0]
     lines = {path: counts.lines for path, counts in read.items()}
-    return ReplayResult(registry, metrics, summary, alerts, unrecognised, notes.damaged, lines)
+    firing = list(pipeline.book.firing())
+    return ReplayResult(registry, metrics, summary, alerts, unrecognised, notes.damaged, lines, firing)

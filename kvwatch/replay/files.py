@@ -18,11 +18,10 @@ from pathlib import Path
 from typing import BinaryIO, Protocol
 
 from kvwatch.sources.docker_json import decode_entry, split_logs_t
-from kvwatch.sources.framing import Batch, Framer, Framing, sniff
+from kvwatch.sources.framing import HEAD, Batch, Framer, Framing, sniff
 from kvwatch.sources.linecap import Clip, clip_bytes
 
 CHUNK = 1 << 20
-HEAD = 64 << 10
 _SUFFIX = re.compile(r"(?:\.gz|\.\d+|\.log|\.jsonl|\.json|\.txt|-json)$")
 
 

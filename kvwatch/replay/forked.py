@@ -6,41 +6,26 @@ all of them, but neither needs the stage before it to be in the same process: `i
 generator in a forked child and yields its items, in order, through a pipe. A big file is framed in a
 child while the parent parses (`FramedFile`); a big dense file (llama.cpp -lv 4, where every line is
 parsed and few make an event) is framed and parsed in a child while the parent runs metrics and
-detectors (`FramedFile.parse_ahead`, see replay), or, with cores to spare, in segments by several
-children (kvwatch.segmented); a big docker json-file log (vLLM's container log) in three stages: framed
-in a child of the child that parses it (`FramedFile.framed_apart`). The parent sees exactly what the
-inline path gives, so the results are the same, only sooner. Small files, and platforms without fork,
-stay inline.
+detectors (`FramedFile.parse_ahead`, see replay), as is a big docker json-file log. The parent sees
+exactly what the inline path gives, so the results are the same, only sooner. Small files, and
+platforms without fork, stay inline (kvwatch.replay.speedups says how big is big).
 """
 
 from __future__ import annotations
 
-import contextlib
-import fcntl
 import gc
 import multiprocessing
 import os
-import pickle
 import signal
-import struct
 import sys
 from collections.abc import Callable, Generator, Iterator
+from multiprocessing.connection import Connection
 from typing import Any, TypeVar
 
 from kvwatch.model import LogLine
-from kvwatch.sources.framing import Batch, Entries, Framer
-from kvwatch.sources.wholefile import DAMAGED, ClosedAtEnd, batches, open_log, read_head
-
-#: Files smaller than this stay inline: a fork and a pipe cost more than they save.
-FORK_MIN_BYTES = 32 << 20
-#: The same for a dense log (every line parsed: ~1 s of parse per 20 MB), whose child saves sooner.
-DENSE_FORK_MIN_BYTES = 8 << 20
-
-#: A child's pipe holds this much (Linux's F_SETPIPE_SZ; 1 MiB is what an unprivileged process may
-#: ask by default): with 64 KiB a stage blocks on the next at every read's worth of items, and three
-#: stages on two cores then wait on each other in turn.
-PIPE_BYTES = 1 << 20
-_SET_PIPE_SIZE: int | None = getattr(fcntl, "F_SETPIPE_SZ", None)  # (Linux only)
+from kvwatch.replay.files import DAMAGED, ClosedAtEnd, batches, open_log, read_head
+from kvwatch.replay.speedups import Speedups
+from kvwatch.sources.framing import Batch, Framer
 
 #: What crosses the pipe for one Batch: a LogLine travels as (text, time).
 Wire = int | tuple[str, float | None] | Batch
@@ -50,118 +35,24 @@ Result = TypeVar("Result")
 
 
 def _to_wire(group: list[Batch]) -> list[Wire]:
-    """A read's batches for the pipe: a LogLine as (text, time), an Entries' runs of bytes out of band
-    (see Channel)."""
-    wire: list[Wire] = []
-    for item in group:
-        if isinstance(item, LogLine):
-            wire.append((item.text, item.time))
-            continue
-        if type(item) is Entries:  # (on the other side, each run is bytes again)
-            runs = [pickle.PickleBuffer(x) if type(x) is bytes else x for x in item.items]
-            item = Entries(item.lines, runs)  # type: ignore[arg-type]  # noqa: PLW2901
-        wire.append(item)
-    return wire
+    """A read's batches for the pipe: a LogLine as (text, time)."""
+    return [(item.text, item.time) if type(item) is LogLine else item for item in group]
 
 
 def _damage(err: Exception) -> str:
     return f"the compressed data ends early or is corrupt ({err}); replayed the lines before it"
 
 
-#: A message's head: the pickle's size, and how many buffers follow it (each size a _SIZE).
-_HEAD = struct.Struct("<QI")
-_SIZE = struct.Struct("<Q")
-#: Buffers written in one writev() at most (Linux's IOV_MAX is 1024).
-_IOV = 512
-
-
-class Channel:
-    """One end of a pipe between a child and its parent, carrying pickled messages.
-
-    multiprocessing's Connection copies a message three times on the way (into the pickle, into a
-    BytesIO per read, out of the pickle), each time into fresh memory that the kernel has to fault in:
-    for a json-file log's LMCache runs (tens of MB per second of log) that was a sixth of the parsing
-    child's time. Here a `PickleBuffer` in the message crosses out of band: written from where it lies
-    (writev), read into a buffer the channel keeps, and handed back as `bytes`.
-    """
-
-    def __init__(self, fd: int) -> None:
-        self._fd = fd
-        self._buffer = bytearray(1 << 16)
-
-    def fileno(self) -> int:
-        """The pipe's descriptor."""
-        return self._fd
-
-    def close(self) -> None:
-        """Close this end (again: nothing)."""
-        if self._fd >= 0:
-            fd, self._fd = self._fd, -1
-            os.close(fd)
-
-    def send(self, message: Any) -> None:
-        """Write `message` whole; BrokenPipeError when the reader has gone."""
-        buffers: list[pickle.PickleBuffer] = []
-        data = pickle.dumps(message, protocol=5, buffer_callback=buffers.append)
-        views = [buffer.raw() for buffer in buffers]
-        head = _HEAD.pack(len(data), len(views)) + b"".join(_SIZE.pack(view.nbytes) for view in views)
-        pending: list[memoryview] = [memoryview(head), memoryview(data), *views]
-        while pending:
-            # (a write to a pipe may be cut short by a signal: what was not written is written next)
-            written = os.writev(self._fd, pending[:_IOV])
-            while pending and written >= pending[0].nbytes:
-                written -= pending.pop(0).nbytes
-            if written:
-                pending[0] = pending[0][written:]
-
-    def recv(self) -> Any:
-        """The next message; EOFError when the writer has closed its end."""
-        size, count = _HEAD.unpack(self._exactly(_HEAD.size))
-        sizes = struct.unpack(f"<{count}Q", self._exactly(_SIZE.size * count)) if count else ()
-        total = size + sum(sizes)
-        if len(self._buffer) < total:
-            self._buffer = bytearray(total)  # (kept: the next messages are read into the same pages)
-        view = memoryview(self._buffer)
-        self._fill(view[:total])
-        out, at = [], size
-        for length in sizes:
-            out.append(bytes(view[at : at + length]))
-            at += length
-        return pickle.loads(view[:size], buffers=out)
-
-    def _exactly(self, length: int) -> bytes:
-        view = memoryview(bytearray(length))
-        self._fill(view)
-        return bytes(view)
-
-    def _fill(self, view: memoryview) -> None:
-        got = 0
-        while got < view.nbytes:
-            read = os.readv(self._fd, [view[got:]])
-            if read == 0:
-                raise EOFError
-            got += read
-
-
-def _pipe() -> tuple[Channel, Channel]:
-    """A pipe's (read, write) ends, the pipe as large as it may be made (PIPE_BYTES)."""
-    receive, send = os.pipe()
-    if _SET_PIPE_SIZE is not None:
-        with contextlib.suppress(OSError):  # (a lower pipe-max-size: the default size works, only slower)
-            fcntl.fcntl(send, _SET_PIPE_SIZE, PIPE_BYTES)
-    return Channel(receive), Channel(send)
-
-
 #: The parent's ends of its children's pipes. A child closes its copies at once: while one holds the
 #: end it writes to, or a sibling's, a child whose parent died unannounced (SIGKILL) would block on a
 #: full pipe for ever; with none, its next write fails and it ends.
-_READ_ENDS: set[Channel] = set()
+_READ_ENDS: set[Connection] = set()
 
 #: The signals held back while a child is forked (see _received).
 _HELD = {signal.SIGINT, signal.SIGTERM}
 
 
-def _child(work: Callable[[], Generator[Any, None, Any]], out: Channel) -> None:
+def _child(work: Callable[[], Generator[Any, None, Any]], out: Connection) -> None:
     """Run `work` into the pipe: ("item", item)*, then ("end", its return value) or ("error", exc)."""
     for end in _READ_ENDS:
         end.close()
@@ -189,7 +80,7 @@ def _child(work: Callable[[], Generator[Any, None, Any]], out: Channel) -> None:
         out.close()
 
 
-def _send(out: Channel, message: tuple[str, Any]) -> bool:
+def _send(out: Connection, message: tuple[str, Any]) -> bool:
     """Send `message` to the parent; False if it can no longer read (it ended, or was killed by its own
     parent: a framing child's parsing child): nothing more is wanted, and nothing is left to say."""
     try:
@@ -216,13 +107,7 @@ def _received(
 ) -> Generator[Item | None, None, Result]:
     """in_child's generator: None once the child is started, then the child's items and result."""
     context = multiprocessing.get_context("fork")
-    me = multiprocessing.current_process()
-    if me.daemon:
-        # A child starting its own (a parsing child's framing child): multiprocessing forbids a daemonic
-        # process children only because it would not end them; kvwatch's end with their pipes (_READ_ENDS)
-        # and are ended by this generator, and a daemonic grandchild still ends with this child.
-        me.daemon = False
-    receive, send = _pipe()
+    receive, send = context.Pipe(duplex=False)
     child = context.Process(target=_child, args=(work, send), name=name, daemon=True)
     # Ctrl-C and SIGTERM are held back while forking: a child interrupted before it sets its own
     # handlers would run the parent's (a stray traceback), and the parent gets them the moment the
@@ -259,15 +144,12 @@ class FramedFile:
     """A whole file's batches, framed in a child process when it is big enough; after them, `truncated`
     (lines cut at the size cap) and `damage` (why a compressed file's data ended early, if it did)."""
 
-    def __init__(self, path: str, framer: Framer, max_line: int) -> None:
-        self.path, self.framer, self.max_line = path, framer, max_line
+    def __init__(self, path: str, framer: Framer, max_line: int, speedups: Speedups) -> None:
+        self.path, self.framer, self.max_line, self.speedups = path, framer, max_line, speedups
         self.fork = True  # False: never a child (the replay has as many as it may run)
         self.truncated = 0
         self.damage: str | None = None
         self._dense: bool | None = None
-        #: Whether a file parsed in a child (parse_ahead) is framed in a child of that child: a json-file
-        #: log's framing and parsing then run on two cores while the parent runs metrics and detectors.
-        self.framed_apart = False
 
     @property
     def parse_ahead(self) -> bool:
@@ -278,22 +160,25 @@ class FramedFile:
         cheaply where lines would not. A json-file log's framing is light next to what the parent has
         to do (vLLM's: the metrics and windows of every stats line; LMCache's records, which cross
         undecoded, are read by the parser), so the child parses too. `batches()` then frames inline (in
-        that child), or in a child of its own (`framed_apart`).
+        that child).
         """
         return self.forks and (self._every_line() or self.framer.framing == "docker-json")
 
     @property
     def forks(self) -> bool:
-        """Whether a child works on this file (frames it, or parses it too): a big one, unless `fork`
-        says no."""
-        if not self.fork:
+        """Whether a child works on this file (frames it, or parses it too): a big one (small files stay
+        inline: a fork and a pipe cost more than they save), unless `fork` says no."""
+        big, dense = self.speedups.fork_bytes, self.speedups.dense_fork_bytes
+        if not self.fork or (big is None and dense is None):
             return False
         size = _forkable_size(self.path)
-        return size >= FORK_MIN_BYTES or (size >= DENSE_FORK_MIN_BYTES and self._every_line())
+        return (big is not None and size >= big) or (
+            dense is not None and size >= dense and self._every_line()
+        )
 
     def batches(self) -> Iterator[list[Batch]]:
         """The batches of each read, in order: read inline, or from a child started now."""
-        if not self.forks or (self.parse_ahead and not self.framed_apart):
+        if not self.forks or self.parse_ahead:
             return self._inline()
         return self._from_child(in_child(self._framed, "kvwatch-framer"))
 
@@ -304,13 +189,6 @@ class FramedFile:
         except DAMAGED as err:
             self.damage = _damage(err)
         self.truncated = self.framer.truncated
-
-    @property
-    def splits(self) -> bool:
-        """Whether a file parsed in a child is better framed apart (`framed_apart`): a json-file log, whose
-        framing (a decode per entry, most of them not passed on) costs as much as the parse; a dense log's
-        lines would all cross a second pipe, for a split that costs less than that."""
-        return self.parse_ahead and not self._every_line()
 
     def _every_line(self) -> bool:
         # A dense plain log (llama.cpp -lv 4) hands every line to the parser: framing is a decode and a
