@@ -20,8 +20,7 @@ import os
 import shutil
 import subprocess
 import tempfile
-import time
-from collections.abc import Callable, Iterator
+from collections.abc import Iterator
 from contextlib import contextmanager
 from pathlib import Path
 
@@ -280,12 +279,3 @@ def running(server: Postgres | Mariadb) -> Iterator[Postgres | Mariadb]:
             server.stop()
         if isinstance(server, Postgres):
             server.cleanup()
-
-
-def poll_until(step: Callable[[], object], timeout: float, what: str) -> None:
-    """Call `step` until it returns true, with a deadline."""
-    deadline = time.monotonic() + timeout
-    while not step():
-        if time.monotonic() > deadline:
-            raise AssertionError(f"{what} not within {timeout} s")
-        time.sleep(0.05)
