@@ -123,6 +123,11 @@ def cmd_check_config(args: argparse.Namespace) -> int:
         return 0
     sys.stdout.write(summarize(config))
     print(f"service: {unit.where} runs kvwatch as {unit.who()}")
+    for source in config.sources:  # (a database is asked what it holds: the rest is read as it comes)
+        if source.type == "sql":
+            from kvwatch.sources.sql import describe
+
+            print(f"  {source.name}: " + "\n  ".join(describe(source.settings)))
     problem = state_dir_problem(unit, config.state_dir)
     if problem is not None:
         print(f"kvwatch: warning: {problem}", file=sys.stderr)
