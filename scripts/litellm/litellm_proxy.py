@@ -138,7 +138,7 @@ class LitellmProxy:
                 pass
             time.sleep(0.5)
         self.stop()
-        raise ProxyError(f"LiteLLM not answering within {timeout:.0f} s:\n{self._tail()}")
+        raise ProxyError(f"LiteLLM not answering within {timeout:.0f} seconds\n{self._tail()}")
 
     def _tail(self) -> str:
         return "\n".join(self.log.read_text(errors="replace").splitlines()[-30:])
