@@ -490,6 +490,18 @@ class ServerRestart:
     engine_kind: str
 
 
+@dataclass(slots=True)
+class UnreadFields:
+    """A line of a shape kvwatch knows carried fields it does not know: the line was read for what it
+    knows, and these are counted. `shape` is sanitised: field names with numbers masked, no values."""
+
+    source: str
+    time: float
+    engine: str
+    shape: str
+    count: int = 1
+
+
 Event = (
     VllmStats
     | VllmPrefixV0
@@ -516,6 +528,7 @@ Event = (
     | OffloadFailure
     | LmcacheStoreRequest
     | LmcachePrefetch
+    | UnreadFields
 )
 
 

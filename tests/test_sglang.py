@@ -25,6 +25,7 @@ from kvwatch.model import (
     SglangDecode,
     SglangPrefill,
     SglangRequest,
+    UnreadFields,
 )
 from kvwatch.parsers.base import ParseError, ParserSettings
 from kvwatch.window import Windows
@@ -136,12 +137,34 @@ def test_time_only_stamps_take_the_day_from_the_transport_and_roll_over_midnight
     assert 2.0 == prefills[1].time - prefills[0].time
 
 
-def test_unknown_keys_are_not_recognised_and_torn_numbers_are_errors() -> None:
-    """A known marker with a key of no released version is not ours; a garbled count is an error."""
-    unknown = sl.line(T, sl.prefill_0_5_23(B, 0, False, 1.0) + ", #mystery-req: 4")
+def test_unknown_keys_are_counted_and_the_known_ones_read_and_torn_numbers_are_errors() -> None:
+    """A batch line with a key of no released version is read for the keys kvwatch knows, and the
+    unknown key is counted by its sanitised name; a garbled count is an error."""
+    unknown = sl.line(T, sl.prefill_0_5_23(B, 0, False, 1.0) + ", #mystery-req-7: 4")
     torn = sl.line(T, sl.prefill_0_5_23(B, 0, False, 1.0).replace("#new-token: 300", "#new-token: 3x0"))
-    assert [None] == parse(unknown)
+    events = parse(unknown)
+    assert [300] == [e.computed for e in events if isinstance(e, SglangPrefill)]
+    assert ["prefill batch +#mystery-req-N"] == [e.shape for e in events if isinstance(e, UnreadFields)]
     assert isinstance(parse(torn)[0], ParseError)
+
+
+def test_tier_split_keys_of_sglang_pr_26976_are_known() -> None:
+    """`#cached-token-device/-host/-storage` (sglang PR #26976) are known keys: nothing counted unknown."""
+    tiers = "#cached-token-device: 0, #cached-token-host: 0, #cached-token-storage: 0,"
+    body = sl.prefill_0_5_23(B, 0, False, 1.0)
+    body = body.replace(f"#cached-token: {B.cached},", f"#cached-token: {B.cached}, {tiers}")
+    assert tiers in body
+    events = parse(sl.line(T, body))
+    assert 1 == sum(isinstance(e, SglangPrefill) for e in events)
+    assert not [e for e in events if isinstance(e, UnreadFields)]
+
+
+def test_context_parallel_copies_with_their_own_throughputs_count_once() -> None:
+    """CP ranks print one batch with the same counts but each its own throughput: one event."""
+    bodies = [sl.prefill_0_5_23(B, 0, False, 1.0 + i) for i in range(3)]
+    assert len(set(bodies)) == 3
+    events = parse(*(f"[2026-04-05 20:00:00 ATTN_CP{i} TP{i}] {b}" for i, b in enumerate(bodies)))
+    assert 1 == sum(isinstance(e, SglangPrefill) for e in events)
 
 
 def test_context_parallel_copies_count_once_and_dp_ranks_apart() -> None:

@@ -23,6 +23,7 @@ from kvwatch.model import (
     SglangHicacheError,
     SglangPrefill,
     SglangRequest,
+    UnreadFields,
 )
 from kvwatch.parsers.base import ParseError, ParseResult, ParserSettings
 from kvwatch.parsers.clock import LineClock, zone
@@ -236,10 +237,12 @@ class SglangParser:
     def _batch(self, found: lines.Batch, ranks: str, when: float, message: str) -> ParseResult:
         engine = found.gpu if found.gpu is not None else lines.dp_rank(ranks)
         if "ATTN_CP" in ranks:
-            # some builds print one batch once per context-parallel rank: same numbers, other tags
+            # some builds print one batch once per context-parallel rank: same counts, other tags
+            # (and throughputs: each rank times its own work)
+            same = repr(lines.identity(found))
             last = self._seen.get(engine)
-            self._seen[engine] = (ranks, message, when)
-            if last is not None and last[1] == message and last[0] != ranks and when - last[2] <= 1.0:
+            self._seen[engine] = (ranks, same, when)
+            if last is not None and last[1] == same and last[0] != ranks and when - last[2] <= 1.0:
                 return []
         f = found.fields
         usage = tuple(
@@ -247,9 +250,16 @@ class SglangParser:
             for key, pool in lines.POOLS.items()
             if (value := lines.number(f.get(key))) is not None
         )
+        extra = (f.keys() - {"(mixed)"}) - (
+            lines.DECODE_KEYS if found.kind == "Decode" else lines.PREFILL_KEYS
+        )
+        # a key kvwatch does not know (a newer build's) is counted; the keys it knows are still read
+        unread: list[Event] = (
+            [UnreadFields(self.source, when, "sglang", lines.unknown_shape(found.kind, extra))]
+            if extra
+            else []
+        )
         if found.kind == "Decode":
-            if not f.keys() <= lines.DECODE_KEYS:
-                return None
             running = lines.integer(f.get("#running-req"))
             if running is None:
                 return ParseError("sglang decode batch: no #running-req")
@@ -258,11 +268,9 @@ class SglangParser:
             queued = lines.integer(f.get("#queue-req"))
             family = lines.decode_family(found)
             return [
-                SglangDecode(self.source, when, engine, family, running, queued, tokens, usage, throughput)
+                SglangDecode(self.source, when, engine, family, running, queued, tokens, usage, throughput),
+                *unread,
             ]
-        keys = f.keys() - {"(mixed)"}
-        if not keys <= lines.PREFILL_KEYS:
-            return None
         seqs, computed, cached = (
             lines.integer(f.get(k)) for k in ("#new-seq", "#new-token", "#cached-token")
         )
@@ -274,7 +282,7 @@ class SglangParser:
             lines.integer(f.get("#running-req", f.get("(mixed)"))), lines.integer(f.get("#queue-req")),
             lines.integer(f.get("#pending-token")), usage, lines.number(f.get("input throughput (token/s)")),
         )  # fmt: skip
-        return [batch, *self._derive(batch)]
+        return [batch, *self._derive(batch), *unread]
 
     def _old_fill(self, old: re.Match[str], when: float) -> ParseResult:
         seqs, cached, computed, remaining, running, _ = old.groups()
