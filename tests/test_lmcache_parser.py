@@ -342,3 +342,35 @@ def test_record_times_across_midnight_and_bad_stamps() -> None:
     assert [1789430399.0, 1789430400.0, 1789457405.0] == times
     bad = rec("Stored 256 tokens in 0.010 seconds").replace(STAMP, "2026-09-15 07:61:05,000")
     assert isinstance(parser.parse(LogLine("m", bad)), ParseError)
+
+
+
+def _wild_metrics(name: str) -> dict[str, list[float]]:
+    """`kvwatch replay --format json` of a real excerpt in tests/wild/: each family's sample values."""
+    import contextlib
+    import io
+    import json
+    from pathlib import Path
+
+    from kvwatch.cli import main as cli
+
+    out = io.StringIO()
+    with contextlib.redirect_stdout(out):
+        assert 0 == cli(["replay", "--format", "json", str(Path(__file__).resolve().parent / "wild" / name)])
+    return {k: [s["value"] for s in v] for k, v in json.loads(out.getvalue())["metrics"].items()}
+
+
+def test_lmcache_lines_in_an_sglang_log_are_read_as_its_layer() -> None:
+    """SGLang carries LMCache: its adapter's retrieve line and the Stored line are read beside the batches."""
+    metrics = _wild_metrics("lmcache-in-sglang.log")
+    assert [80] == metrics["kvwatch_lmcache_stored_tokens_total"]
+    assert [16] == metrics["kvwatch_lmcache_retrieved_tokens_total"]
+    assert [34] == metrics["kvwatch_sglang_prefill_cached_tokens_total"]
+
+
+def test_2024_store_skips_and_injections_are_stores_and_loads() -> None:
+    """lmcache_vllm's `Store skips N tokens and then stores M tokens` is a store of M; `Injected token
+    number: K` a load of K (LMCache#469's lines)."""
+    metrics = _wild_metrics("lmcache-2024-store-skips.log")
+    assert [3302] == metrics["kvwatch_lmcache_stored_tokens_total"]
+    assert [2] == metrics["kvwatch_lmcache_retrieves_total"]

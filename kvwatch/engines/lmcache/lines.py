@@ -51,6 +51,16 @@ STORED = re.compile(
     r"(?:\. size: (\d+(?:\.\d+)?) (?:gb|GB), cost (\d+(?:\.\d+)?) ms, throughput: \S+ GB/s"
     r"(?:; offload_time: \S+ ms, put_time: \S+ ms)?)?\Z"
 )
+# 2024-2025 `lmcache_vllm` (pre-V1 integration, vllm_adapter.py:565, DEBUG): a store that skips the
+# prefix already stored (LMCache#469 shows it); its retrieve is `Injected token number: %d` (:737).
+STORE_SKIPS = re.compile(r"Store skips (\d+) tokens and then stores (\d+) tokens\Z")
+INJECTED = re.compile(r"Injected token number: (\d+)\Z")
+# SGLang's LMCache adapter (lmcache/integration/sglang/sglang_adapter.py, LMCache PR #2410, 2026-01):
+# INFO before its synchronous retrieve of the tokens past what the radix cache holds (`offset`).
+SGLANG_RETRIEVE = re.compile(
+    r"LMCache retrieve (?:started: lookup=(\d+), offset=(\d+), (?:retrieve (\d+)|new_tokens=(\d+))"
+    r"(?: new tokens)?|skipped: lookup=\d+, offset=\d+, no new tokens to load)\Z"
+)
 # MP mode's server (v1/multiprocess/server.py 0.3.12-0.4.x, modules/*_transfer.py 0.5.x), INFO.
 MP_STORED = re.compile(r"Stored (\d+) tokens in (\d+(?:\.\d+)?) seconds\Z")
 MP_RETRIEVED = re.compile(r"Retrieved (\d+) tokens in (\d+(?:\.\d+)?) seconds\Z")

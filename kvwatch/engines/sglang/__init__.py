@@ -23,9 +23,10 @@ if TYPE_CHECKING:
 
 
 def _parser(source: str, settings: ParserSettings, options: Any) -> Parser:
+    from kvwatch.engines import layer_parsers
     from kvwatch.engines.sglang.parser import SglangParser
 
-    return SglangParser(source, settings)
+    return SglangParser(source, settings, layer_parsers(ENGINE.name, source, settings))
 
 
 def _metrics(registry: CollectorRegistry) -> Mapping[type, Callable[[Any], None]]:
@@ -76,4 +77,5 @@ ENGINE = Engine(
     gather=_gather,
     restart_forgets=("prefix_cache", "cache_storage_backend", "cache_prefetch_policy", "prefetch_logged"),
     advice=ADVICE,
+    layers=("lmcache",),  # SGLang's LMCache adapter logs through LMCache's own logger
 )

@@ -25,7 +25,7 @@ from kvwatch.model import (
     SglangRequest,
     UnreadFields,
 )
-from kvwatch.parsers.base import ParseError, ParseResult, ParserSettings
+from kvwatch.parsers.base import ParseError, Parser, ParseResult, ParserSettings
 from kvwatch.parsers.clock import LineClock, zone
 from kvwatch.parsers.text import segments, strip_ansi
 
@@ -82,8 +82,12 @@ class SglangParser:
 
     markers: tuple[str, ...] = MARKERS
 
-    def __init__(self, source: str, settings: ParserSettings) -> None:
+    def __init__(self, source: str, settings: ParserSettings, layers: list[Parser] | None = None) -> None:
         self.source = source
+        # The cache layers it carries (LMCache's SGLang adapter): a line holding their marker is theirs first.
+        self._layers = layers or []
+        for layer in self._layers:
+            self.markers = self.markers + tuple(m for m in layer.markers if m not in self.markers)
         self._tz = zone(settings.tz)
         self._start = settings.start
         self._last: float | None = None
@@ -98,6 +102,8 @@ class SglangParser:
     def parse(self, line: LogLine) -> ParseResult:
         """Parse one physical line (tqdm's `\\r`-separated pieces each)."""
         text = line.text
+        if self._layers:
+            return self._carried(line)
         if "\r" not in text and "\x1b" not in text:
             fast = _FAST.match(text)
             if fast is not None:
@@ -113,6 +119,29 @@ class SglangParser:
             elif outcome is not None and error is None:
                 error = outcome
         return events if recognised else error
+
+    def _carried(self, line: LogLine) -> ParseResult:
+        """parse() where cache layers ride along: their lines are theirs first, and the sums they hold
+        back come before this parser's next events (their lines came first)."""
+        if " LMCache" in line.text:
+            for layer in self._layers:
+                outcome = layer.parse(line)
+                if outcome is not None:
+                    return outcome
+        layers, self._layers = self._layers, []
+        try:
+            result = self.parse(line)
+        finally:
+            self._layers = layers
+        if result and isinstance(result, list):
+            held = self.drain()
+            if held:
+                result = [*held, *result]
+        return result
+
+    def drain(self) -> list[Event]:
+        """The sums its layers hold back, handed on now (the daemon asks before it saves a position)."""
+        return [e for layer in self._layers if getattr(layer, "held", False) for e in layer.drain()]  # type: ignore[attr-defined]
 
     def _fast(self, match: re.Match[str], text: str) -> ParseResult:
         """What _record makes of a line _FAST matched."""
@@ -145,9 +174,9 @@ class SglangParser:
         return result
 
     def flush(self) -> list[Event]:
-        """A request still in chunks at the end is dropped, not guessed."""
+        """A request still in chunks at the end is dropped, not guessed; its layers' sums are handed on."""
         self._chunked.clear()
-        return []
+        return [event for layer in self._layers for event in layer.flush()]
 
     # -- time ---------------------------------------------------------------------------------
 
