@@ -15,10 +15,10 @@ from wild_scoring import HELDOUT, WILD, Score, excerpts, score_folder
 
 from kvwatch.cli import main
 
-# The goal is 95% of figures right. Until the parsers get there this is a ratchet at the score they
-# reach today: it may only go up, and the test fails if the score falls below it.
+# The bar: 95% of figures right (RATCHET held the score reached while the parsers got there; it may
+# only go up).
 GOAL = 0.95
-RATCHET = 0.91
+RATCHET = 0.95
 
 # Excerpts whose lines show a failure that kvwatch does not alert on yet. The list may only shrink:
 # an excerpt listed here that does get its alert fails the test until it is taken off.
