@@ -51,8 +51,10 @@ STORED = re.compile(
     r"(?:\. size: (\d+(?:\.\d+)?) (?:gb|GB), cost (\d+(?:\.\d+)?) ms, throughput: \S+ GB/s"
     r"(?:; offload_time: \S+ ms, put_time: \S+ ms)?)?\Z"
 )
-# 2024-2025 `lmcache_vllm` (pre-V1 integration, vllm_adapter.py:565, DEBUG): a store that skips the
-# prefix already stored (LMCache#469 shows it); its retrieve is `Injected token number: %d` (:737).
+# 2024-2025 `lmcache_vllm` (pre-V1 integration; lmcache_vllm 0.6.2.3 vllm_adapter.py:490, DEBUG): a
+# store skips the prefix LMCache already holds (engine.lookup); its retrieve (:615) logs the tokens
+# injected beyond those vLLM's own prefix cache computed (they are masked out of the ask), so 0 next to
+# a stored prefix is a vLLM prefix-cache hit, not a failed load.
 STORE_SKIPS = re.compile(r"Store skips (\d+) tokens and then stores (\d+) tokens\Z")
 INJECTED = re.compile(r"Injected token number: (\d+)\Z")
 # SGLang's LMCache adapter (lmcache/integration/sglang/sglang_adapter.py, LMCache PR #2410, 2026-01):
