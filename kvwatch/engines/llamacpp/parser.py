@@ -7,9 +7,10 @@ The record is emitted at `stop processing` (after the timing lines), at that lin
 cut off before it is dropped, never guessed. A request released without timings (cancelled, failed,
 an embedding, a build or verbosity that prints none) is recorded from the lines that preceded it
 (`new prompt`, `memory_seq_rm`) when nothing more of it can come: the slot's next task, or the end of
-input. `failed to truncate tokens ... clearing the memory` makes its reuse 0 (a full re-process). At default verbosity (>= b9305, no `new prompt` and
-`memory_seq_rm`), prompt = stop n_tokens - n_gen + 1 and reused = prompt - prompt-eval tokens
-(`derived=True`; exact when the reply stopped by length, else +-1).
+input. `failed to truncate tokens ... clearing the memory` makes its reuse 0 (a full re-process).
+At default verbosity (>= b9305, no `new prompt` and `memory_seq_rm`), prompt = stop n_tokens -
+n_gen + 1 and reused = prompt - prompt-eval tokens (`derived=True`; exact when the reply stopped by
+length, else +-1).
 
 Time. llama.cpp stamps lines relative to process start (`M.SS.mmm.uuu`, jsonl `time` in us). The
 first run of a source is anchored at its first stamped line's transport time minus that line's

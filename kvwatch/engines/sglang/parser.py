@@ -23,10 +23,10 @@ from kvwatch.model import (
     SglangHicacheError,
     SglangPrefill,
     SglangRequest,
-    UnreadFields,
 )
 from kvwatch.parsers.base import ParseError, Parser, ParseResult, ParserSettings
 from kvwatch.parsers.clock import LineClock, zone
+from kvwatch.parsers.drift import Drift, sanitise
 from kvwatch.parsers.text import segments, strip_ansi
 
 #: Every line that can yield an event contains one of these.
@@ -84,6 +84,7 @@ class SglangParser:
 
     def __init__(self, source: str, settings: ParserSettings, layers: list[Parser] | None = None) -> None:
         self.source = source
+        self._drift = Drift(source, "sglang")
         # The cache layers it carries (LMCache's SGLang adapter): a line holding their marker is theirs first.
         self._layers = layers or []
         for layer in self._layers:
@@ -243,6 +244,9 @@ class SglangParser:
             old = lines.OLD_FILL.match(message)
             if old is not None:
                 return self._old_fill(old, when)
+            if message.startswith(("Prefill batch", "Decode batch", "new fill batch")):
+                # a batch line of a shape no release printed: told (format_drift), not dropped silently
+                return self._drift.seen(when, sanitise(message))
         if message.startswith("#running-req: "):
             decode = lines.OLD_DECODE.match(message)
             if decode is None:
@@ -283,11 +287,7 @@ class SglangParser:
             lines.DECODE_KEYS if found.kind == "Decode" else lines.PREFILL_KEYS
         )
         # a key kvwatch does not know (a newer build's) is counted; the keys it knows are still read
-        unread: list[Event] = (
-            [UnreadFields(self.source, when, "sglang", lines.unknown_shape(found.kind, extra))]
-            if extra
-            else []
-        )
+        unread = self._drift.seen(when, lines.unknown_shape(found.kind, extra)) if extra else []
         if found.kind == "Decode":
             running = lines.integer(f.get("#running-req"))
             if running is None:
