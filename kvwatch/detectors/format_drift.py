@@ -3,8 +3,8 @@
 An engine upgrade that renames, adds or reshapes what a known line prints is read for what kvwatch still
 knows, and told here rather than left to silence (kvwatch.parsers.drift): one finding per source, naming
 the engine, each sanitised shape (numbers masked, no values) and how many lines had it. It fires at the
-first such line (the next tick of event time) and holds while the source runs: a shape seen once stays a
-fact until the engine restarts. Info, not warning: the figures kvwatch reads stay right; those it does
+first such line (the next tick of event time) and holds from then on: a shape seen once stays a fact
+of the source. Info, not warning: the figures kvwatch reads stay right; those it does
 not know are missing until a kvwatch that knows them.
 """
 
