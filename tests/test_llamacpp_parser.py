@@ -433,7 +433,9 @@ def test_release_without_timings_is_a_record_of_what_preceded() -> None:
     events, results = run(lines)
     assert [[]] * len(lines) == results
     assert [(6, 394, 300, 94)] == [
-        (e.task, e.prompt_tokens, e.reused_tokens, e.new_tokens) for e in events if isinstance(e, LlamaRequest)
+        (e.task, e.prompt_tokens, e.reused_tokens, e.new_tokens)
+        for e in events
+        if isinstance(e, LlamaRequest)
     ]
 
 

@@ -344,7 +344,6 @@ def test_record_times_across_midnight_and_bad_stamps() -> None:
     assert isinstance(parser.parse(LogLine("m", bad)), ParseError)
 
 
-
 def _wild_metrics(name: str) -> dict[str, list[float]]:
     """`kvwatch replay --format json` of a real excerpt in tests/wild/: each family's sample values."""
     import contextlib

@@ -278,7 +278,9 @@ def test_slog_pairs_read_as_the_plain_pattern_reads_them() -> None:
 
 def test_gin_keeps_the_year_it_prints() -> None:
     """`[GIN] 2024/11/04 - 21:54:31` is in 2024 whatever year kvwatch is told for year-less stamps."""
-    events, _ = run(['[GIN] 2024/11/04 - 21:54:31 | 200 |   15.2285805s |             ::1 | POST     "/api/chat"'])
+    events, _ = run(
+        ['[GIN] 2024/11/04 - 21:54:31 | 200 |   15.2285805s |             ::1 | POST     "/api/chat"']
+    )
     [access] = [e for e in events if isinstance(e, OllamaAccess)]
     assert access.time == 1730757271.0  # 2024-11-04T21:54:31Z
 

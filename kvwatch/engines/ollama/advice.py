@@ -34,8 +34,8 @@ REUSE_FIX = (
     "Remove the per-request header: CLAUDE_CODE_ATTRIBUTION_HEADER=0 on the client, or strip it in a "
     "proxy; turn the token reminder off with CLAUDE_CODE_TOTAL_TOKENS_REMINDER=off (`ollama launch "
     "claude` sets it since ollama PR #17918). On an MLX model, look for `failed to restore cache` or "
-    "`cache miss` in Ollama's log and check ollama#17829 against your Ollama version. For a GGUF model (Ollama >= 0.30 runs llama-server) "
-    "the slot lines in the same log show how many tokens each turn reused."
+    "`cache miss` in Ollama's log and check ollama#17829 against your Ollama version. For a GGUF model "
+    "(Ollama >= 0.30 runs llama-server) the slot lines in the same log show how many tokens each turn reused."
 )
 
 
