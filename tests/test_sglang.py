@@ -191,12 +191,21 @@ def test_a_chunked_prompt_is_one_request_whatever_its_continuations_print(versio
     assert [(10000, 1000, True)] == [(r.prompt_tokens, r.cached_tokens, r.derived) for r in records]
 
 
-def test_without_the_chunk_size_a_large_batch_is_not_guessed_into_a_record() -> None:
-    """No `server_args` line: a `#new-seq: 1` batch of a whole chunk's size makes no record."""
+def test_without_the_chunk_size_a_power_of_two_batch_is_taken_as_a_first_chunk() -> None:
+    """No `server_args` line: a `#new-seq: 1` batch of 8192 new tokens is a full first chunk; the next
+    single-sequence batch continues it when it prints 0 cached (0.4.3+), else the 8192 were a whole
+    prompt and the next batch is a request of its own."""
     big = sl.line(T, sl.prefill_0_4_4(sl.Batch(1, 8192, 0, 0, 0, 0.1)))
-    small = sl.line(T, sl.prefill_0_4_4(sl.Batch(1, 800, 1000, 0, 0, 0.1)))
-    records = [e for e in parse(big, small) if isinstance(e, SglangRequest)]
-    assert [(1800, 1000)] == [(r.prompt_tokens, r.cached_tokens) for r in records]
+    tail = sl.line(T, sl.prefill_0_4_4(sl.Batch(1, 800, 0, 0, 0, 0.1)))
+    other = sl.line(T, sl.prefill_0_4_4(sl.Batch(1, 800, 1000, 0, 0, 0.1)))
+    odd = sl.line(T, sl.prefill_0_4_4(sl.Batch(1, 9000, 0, 0, 0, 0.1)))
+
+    def records(*lines: str) -> list[tuple[int, int]]:
+        return [(r.prompt_tokens, r.cached_tokens) for r in parse(*lines) if isinstance(r, SglangRequest)]
+
+    assert [(8992, 0)] == records(big, tail)
+    assert [(8192, 0), (1800, 1000)] == records(big, other)
+    assert [(9000, 0)] == records(odd)  # (not a power of two: a whole prompt)
 
 
 def test_several_sequences_make_no_record_and_log_requests_replace_derived_ones() -> None:
@@ -412,3 +421,25 @@ def test_healthy_samples_raise_no_alert_and_recognise_every_line(
     lines = metrics["kvwatch_lines_total"][0]["value"]
     assert lines == metrics["kvwatch_lines_recognized_total"][0]["value"]
     assert [] == body["alerts"]
+
+
+def test_all_miss_prefills_without_server_args_reach_prefix_reuse_broken(tmp_path: Path) -> None:
+    """Ten growing single prompts with nothing cached and no `server_args` line: prefix_reuse_broken."""
+    import contextlib
+    import io
+
+    from kvwatch.cli import main
+
+    log = tmp_path / "sglang.log"
+    log.write_text(
+        "".join(
+            f"[2026-08-17 10:{i:02d}:00 TP0] Prefill batch, #new-seq: 1, #new-token: {5000 + 700 * i}, "
+            "#cached-token: 0, token usage: 0.10, #running-req: 0, #queue-req: 0, #pending-token: 0, "
+            "cuda graph: False, input throughput (token/s): 1000.00\n"
+            for i in range(10)
+        )
+    )
+    out = io.StringIO()
+    with contextlib.redirect_stdout(out):
+        assert 0 == main(["replay", "--format", "json", str(log)])
+    assert "prefix_reuse_broken" in {a["alert"] for a in json.loads(out.getvalue())["alerts"]}

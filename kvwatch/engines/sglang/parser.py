@@ -3,7 +3,8 @@
 Request records come from `--log-requests` lines when the server logs them (exact), otherwise from
 prefill batches of one new sequence: a prompt longer than `chunked_prefill_size` arrives in chunks, one
 batch line each, and is one request (its cached count is the first chunk's). With several sequences in
-a batch, or without the chunk size where a batch fills a whole chunk, the request is not recorded.
+a batch the request is not recorded. Without the chunk size (no `server_args` line), a batch of a power
+of two of at least 2048 new tokens is taken as a full chunk of that size (see `_derive`).
 """
 
 from __future__ import annotations
@@ -94,6 +95,7 @@ class SglangParser:
         self._last: float | None = None
         self._days: dict[tuple[int, int, int], float] = {}
         self._chunk: int | None = None
+        self._guess: int | None = None  # the chunk size a full first chunk showed, without server_args
         self._page = 1
         self._exact = False  # `--log-requests` lines seen (or switched on): no records from batches
         self._chunked: dict[str, _Chunked] = {}
@@ -341,6 +343,10 @@ class SglangParser:
         if going is not None:  # the chunked request is scheduled first in its rank's next batch
             if batch.seqs != 1:  # ... sharing it: its own chunk is not told apart, nor its end
                 return []
+            if self._chunk is None and batch.cached not in (0, going.cached + going.computed):
+                # a guessed chunk followed by a batch that is no continuation (those print 0 cached,
+                # or <= 0.4.1 the request's own earlier chunks): the guess was a whole prompt
+                return [*self._request(going, batch.time), *self._derive(batch)]
             # A continuation's `#cached-token` is no reuse: its own earlier chunks (<= 0.4.1) or 0 (0.4.3+).
             going.computed += batch.computed
             if self._full_chunk(batch.computed):
@@ -349,16 +355,25 @@ class SglangParser:
             return self._request(going, batch.time)
         if batch.seqs != 1:
             return []
-        if self._chunk is None and batch.computed >= _DEFAULT_CHUNK:
-            return []  # a whole prompt or a first chunk: without the chunk size it cannot tell
         start = _Chunked(batch.time, batch.cached, batch.computed, True)
+        if self._chunk is None and batch.computed >= _DEFAULT_CHUNK:
+            # Without server_args the chunk size is guessed: SGLang's chunked_prefill_size is a power of
+            # two it picks by GPU memory (2048 to 16384) or one the user sets (nearly always one too), and
+            # a whole prompt lands exactly on one rarely. A power of two is taken as a full first chunk of
+            # that size (its request ends at the next batch that is not full); any other size is a whole
+            # prompt. (Before, neither was recorded, and all-miss prompts never reached prefix_reuse_broken.)
+            if batch.computed & (batch.computed - 1) == 0:
+                self._guess = batch.computed
+                self._chunked[engine] = start
+                return []
+            return self._request(start, batch.time)
         if self._full_chunk(batch.computed):
             self._chunked[engine] = start
             return []
         return self._request(start, batch.time)
 
     def _full_chunk(self, computed: int) -> bool:
-        chunk = self._chunk
+        chunk = self._chunk if self._chunk is not None else self._guess
         if chunk is None or chunk <= 0:
             return False
         return computed >= chunk // self._page * self._page
