@@ -63,6 +63,17 @@ SGLANG_RETRIEVE = re.compile(
     r"LMCache retrieve (?:started: lookup=(\d+), offset=(\d+), (?:retrieve (\d+)|new_tokens=(\d+))"
     r"(?: new tokens)?|skipped: lookup=\d+, offset=\d+, no new tokens to load)\Z"
 )
+# MP mode's opt-in window stats (lmcache 0.5.6 v1/mp_observability/subscribers/logging/extra_stats.py:160):
+# `L0<->L1 stats [%s] last %.1fs: store ops=N tokens=N size=X.XXGB avg_copy=... | retrieve ops=...`; the
+# `cumulative:` twin repeats the totals. Both repeat the per-operation INFO lines below: recognised only.
+MP_WINDOW = re.compile(
+    r"L0<->L1 stats \[([^\]]*)\] last [\d.]+s: store ops=(\d+) tokens=(\d+) size=([\d.]+)GB \S+ \| "
+    r"retrieve ops=(\d+) tokens=(\d+) size=([\d.]+)GB"
+)
+MP_CUMULATIVE = re.compile(r"L0<->L1 stats \[[^\]]*\] cumulative: store ops=")
+# Remote connectors, DEBUG (v1/storage_backend/connector/instrumented_connector.py:40, :195 in 0.5.6):
+# `[%s]Bytes offloaded: %.3f MBytes in %.3f ms` (%s: the connector's name).
+BYTES_OFFLOADED = re.compile(r"\[(.*)\]Bytes offloaded: ([\d.]+) MBytes in ([\d.]+) ms\Z")
 # MP mode's server (v1/multiprocess/server.py 0.3.12-0.4.x, modules/*_transfer.py 0.5.x), INFO.
 MP_STORED = re.compile(r"Stored (\d+) tokens in (\d+(?:\.\d+)?) seconds\Z")
 MP_RETRIEVED = re.compile(r"Retrieved (\d+) tokens in (\d+(?:\.\d+)?) seconds\Z")

@@ -536,6 +536,14 @@ class LmcacheLayer:
             ]
         if lm.RESUME_LOAD.match(message):
             return []
+        if (
+            lm.MP_WINDOW.match(message)
+            or lm.MP_CUMULATIVE.match(message)
+            or lm.BYTES_OFFLOADED.match(message)
+        ):
+            # (recognised, not summed: they repeat the per-operation INFO lines, `Stored %d tokens in %.3f
+            # seconds` / `Stored N out of total M`, which LMCache prints beside them)
+            return []
         injected = lm.INJECTED.match(message)
         if injected is not None:  # 2024's retrieve: what it loaded, not what it was asked for
             tokens = int(injected.group(1))
