@@ -28,13 +28,13 @@ from prometheus_client import CollectorRegistry, generate_latest
 from kvwatch.engines import FALLBACK, detect_engine, make_parser
 from kvwatch.metrics import Metrics
 from kvwatch.model import Alert, Event, SourceCounts
+from kvwatch.output.summary import Summary
 from kvwatch.parsers.base import ParserSettings
 from kvwatch.parsers.run import SourceRun
 from kvwatch.pipeline import Pipeline
 from kvwatch.replay import MAX_LINE
-from kvwatch.report.summary import Summary
+from kvwatch.replay.files import batches, open_log, sniff_file
 from kvwatch.sources.framing import Framer
-from kvwatch.sources.wholefile import batches, open_log, sniff_file
 
 
 def parse(path: str, engine: str, year: int) -> tuple[str, str, list[Event], SourceCounts]:

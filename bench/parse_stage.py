@@ -12,11 +12,11 @@ import time
 
 from kvwatch.engines import FALLBACK, detect_engine, make_parser
 from kvwatch.model import SourceCounts
-from kvwatch.parsers.base import ParserSettings
+from kvwatch.parsers.base import EntriesParser, ParserSettings
 from kvwatch.parsers.run import SourceRun
 from kvwatch.replay import MAX_LINE
+from kvwatch.replay.files import batches, open_log, sniff_file
 from kvwatch.sources.framing import Framer
-from kvwatch.sources.wholefile import batches, open_log, sniff_file
 
 
 def main() -> int:
@@ -31,7 +31,8 @@ def main() -> int:
     framing, head = sniff_file(args.file)
     engine = args.engine if args.engine != "auto" else detect_engine(head) or FALLBACK
     run = SourceRun("bench", make_parser(engine, "bench", ParserSettings(year=args.year)), SourceCounts())
-    raw_marker = getattr(run.parser, "raw_marker", None)  # (as replay's framer: kvwatch.replay._framer)
+    made = run.parser  # (its framer as replay's: kvwatch.replay.driver._framer)
+    raw_marker = made.raw_marker if isinstance(made, EntriesParser) else None
     framer = Framer("bench", framing, run.parser.markers, MAX_LINE, raw_marker=raw_marker)
     start = time.process_time()
     events = 0

@@ -15,7 +15,7 @@ from kvwatch.detectors import DetectorSettings, Memo, detect_all
 from kvwatch.metrics import Metrics
 from kvwatch.metrics.derived import AlertCollector, PinnedCollector
 from kvwatch.model import Alert, Event, Finding
-from kvwatch.window import Windows
+from kvwatch.windows.window import Windows
 
 Observer = Callable[[Event], None]
 
@@ -64,21 +64,12 @@ class Pipeline:
     def feed(self, events: Iterable[Event]) -> list[Alert]:
         """advance() to each event's time, then apply() it, in turn; return the alert transitions."""
         alerts: list[Alert] = []
-        # (advance and apply written out: this runs per event, and nearly every event is due no tick)
-        apply, observe, observers = self.metrics.apply, self.windows.observe, self.observers
-        due = self.next_tick  # (only advance moves it)
+        due = self.next_tick  # (only advance moves it: nearly every event is due no tick)
         for event in events:
-            time = event.time
-            if due is None or not time < due:
-                alerts.extend(self.advance(time))
+            if due is None or not event.time < due:
+                alerts.extend(self.advance(event.time))
                 due = self.next_tick
-            apply(event)
-            observe(event)
-            for observer in observers:
-                observer(event)
-            last = self.last_time
-            if last is None or time > last:
-                self.last_time = time
+            self.apply(event)
         return alerts
 
     def forget(self, source: str) -> None:

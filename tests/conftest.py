@@ -6,8 +6,6 @@ from collections.abc import Iterator
 
 import pytest
 
-from kvwatch import segmented
-
 
 def pytest_addoption(parser: pytest.Parser) -> None:
     """Add `--update-golden`."""
@@ -33,62 +31,3 @@ def _no_daemon_left_behind() -> Iterator[None]:
 
     while daemon_helpers.STARTED:
         daemon_helpers.STARTED.pop().kill()
-
-
-# kvwatch.segmented's fixtures (tests/test_segmented.py, tests/test_lmstudio_segmented.py)
-
-
-@pytest.fixture
-def small(monkeypatch: pytest.MonkeyPatch) -> list[int]:
-    """Segments of 64 KiB (the first ones too: no ramp), a 16 KiB stretch to rebuild the state, a 1 KiB
-    head; records the segment at which each parse fell back to one go."""
-    fallbacks: list[int] = []
-    real = segmented._Job._rest
-
-    def spy(job: segmented._Job, index: int, parser: object) -> object:
-        fallbacks.append(index)
-        return real(job, index, parser)
-
-    monkeypatch.setattr(segmented, "MIN_SEGMENT", 64 << 10)
-    monkeypatch.setattr(segmented, "MAX_SEGMENT", 64 << 10)
-    monkeypatch.setattr(segmented, "WARM_UP", 16 << 10)
-    monkeypatch.setattr(segmented, "HEAD", 1 << 10)
-    monkeypatch.setattr(segmented, "RAMP", 0)
-    monkeypatch.setattr(segmented._Job, "_rest", spy)
-    monkeypatch.setattr(segmented, "cores", lambda: 2)
-    return fallbacks
-
-
-@pytest.fixture
-def rounds(monkeypatch: pytest.MonkeyPatch) -> list[int]:
-    """The rounds of workers started, each as the number of segments it has before it (a wrong guess
-    starts a new round from the true state)."""
-    started: list[int] = []
-    real = segmented._Job.start
-
-    def spy(job: segmented._Job) -> None:
-        started.append(len(job.segments))
-        real(job)
-
-    monkeypatch.setattr(segmented._Job, "start", spy)
-    return started
-
-
-@pytest.fixture
-def children(monkeypatch: pytest.MonkeyPatch) -> list[str]:
-    """Files of 64 KiB or more worked on in children (framed, parsed, or parsed in segments); the
-    names of the children started, in order."""
-    from kvwatch import replay
-    from kvwatch.sources import forked
-
-    names: list[str] = []
-    real = forked.in_child
-
-    def spy(work: object, name: str) -> object:
-        names.append(name)
-        return real(work, name)  # type: ignore[arg-type]
-
-    monkeypatch.setattr(forked, "FORK_MIN_BYTES", 64 << 10)
-    for module in (forked, replay, segmented):
-        monkeypatch.setattr(module, "in_child", spy)
-    return names

@@ -1,4 +1,4 @@
-"""Engines word the cause and fix of engine-neutral alerts for their own users (Engine.advice): an
+"""Engines word the cause and fix of engine-neutral alerts for their own users (capabilities.Advises): an
 Ollama, LM Studio or SGLang user is never told to pass llama-server flags."""
 
 from __future__ import annotations

@@ -113,8 +113,11 @@ def test_forgetting_a_source_drops_its_series_of_every_family_and_keeps_the_othe
     """vLLM, llama.cpp and usage families, line counts and derived gauges: none of `a` left, `b` whole."""
     from prometheus_client import CollectorRegistry, generate_latest
 
+    from kvwatch.engines.llamacpp.events import LlamaRequest
+    from kvwatch.engines.usage.events import UsageSkipped
+    from kvwatch.engines.vllm.events import VllmStats
     from kvwatch.metrics import Metrics
-    from kvwatch.model import EngineFact, LlamaRequest, UsageRecord, UsageSkipped, VllmStats
+    from kvwatch.model import EngineFact, UsageRecord
     from kvwatch.pipeline import Pipeline
 
     registry = CollectorRegistry()

@@ -11,11 +11,11 @@ from pathlib import Path
 import pytest
 from notify_helpers import Receiver
 
-from kvwatch.alerting import LiveAlerts
 from kvwatch.alerts import AlertBook
 from kvwatch.cli import main
 from kvwatch.config import parse_config
 from kvwatch.config.types import ConfigError
+from kvwatch.daemon.live_alerts import LiveAlerts
 from kvwatch.daemon.log import JournalFormatter, RateLimit
 from kvwatch.daemon.setup import prepare
 from kvwatch.model import Finding
@@ -271,7 +271,7 @@ def test_source_state_counts_malformed_entries_and_the_sources_own_restarts() ->
     config = SourceConfig("vllm", "vllm", "docker", DockerSettings("vllm"))
     feeder = Feeder(config, lambda: None, lambda item: None)
     feeder.source = Stub()  # type: ignore[assignment]
-    feeder._close()  # a reopen: the closed source's counts are kept
+    feeder.close()  # a reopen: the closed source's counts are kept
     feeder.source = Stub()  # type: ignore[assignment]
     registry = CollectorRegistry()
     registry.register(SourceStateCollector(lambda: [feeder], lambda: 0))

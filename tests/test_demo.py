@@ -20,7 +20,7 @@ from daemon_helpers import ROOT, wait_until
 from notify_helpers import Receiver
 
 from kvwatch.demo.feed import SAMPLES, Sample, lines_of, plan, sample_dir, schedule
-from kvwatch.engines import ENGINES
+from kvwatch.engines import ENGINES, layers_of
 
 if sys.version_info >= (3, 11):
     import tomllib
@@ -218,7 +218,7 @@ def test_the_demo_writes_each_sample_byte_for_byte_but_its_times() -> None:
         written = [t.text for t in schedule(sample, lines_of(original), 1.8e9, 20.0)]
         clock = ENGINES[sample.engine].clock
         assert clock is not None
-        layers = [ENGINES[n].clock for n in ENGINES[sample.engine].layers]
+        layers = [ENGINES[n].clock for n in layers_of(sample.engine)]
         masks = [c.pattern for c in layers if c is not None] + [clock.pattern]
 
         def masked(line: str, masks: list[re.Pattern[str]] = masks) -> str:

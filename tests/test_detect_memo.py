@@ -23,6 +23,8 @@ from kvwatch.detectors import (
 )
 from kvwatch.detectors.advice import advised
 from kvwatch.detectors.stable import NEVER, before
+from kvwatch.engines.llamacpp.events import LlamaRequest
+from kvwatch.engines.vllm.events import VllmKvTransfer, VllmStats
 from kvwatch.metrics import Metrics
 from kvwatch.model import (
     Alert,
@@ -30,17 +32,14 @@ from kvwatch.model import (
     EngineFact,
     Event,
     Finding,
-    LlamaRequest,
     OffloadFailure,
     OffloadTransfer,
     RequestRecord,
     ServerRestart,
     UsageRecord,
-    VllmKvTransfer,
-    VllmStats,
 )
 from kvwatch.pipeline import Pipeline
-from kvwatch.window import Windows
+from kvwatch.windows.window import Windows
 
 T0 = 1_787_000_000.0
 

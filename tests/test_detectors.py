@@ -22,18 +22,11 @@ from kvwatch.detectors import (
     prefix_reuse,
     write_only_offload,
 )
-from kvwatch.model import (
-    EngineFact,
-    Event,
-    Finding,
-    LlamaRequest,
-    RequestRecord,
-    ServerRestart,
-    UsageRecord,
-    VllmKvTransfer,
-    VllmStats,
-)
-from kvwatch.window import KvPoint, RequestPoint, StatsPoint, Windows
+from kvwatch.engines.llamacpp.events import LlamaRequest
+from kvwatch.engines.sglang.events import SglangRequest
+from kvwatch.engines.vllm.events import VllmKvTransfer, VllmStats
+from kvwatch.model import EngineFact, Event, Finding, RequestRecord, ServerRestart, UsageRecord
+from kvwatch.windows.window import KvPoint, RequestPoint, StatsPoint, Windows
 
 T0 = 1_787_000_000.0
 
@@ -63,7 +56,7 @@ def offload_traffic(intervals: int, **kw: object) -> list[Event]:
 
 def windows_of(events: list[Event]):  # type: ignore[no-untyped-def]
     """Windows fed with events."""
-    from kvwatch.window import Windows
+    from kvwatch.windows.window import Windows
 
     windows = Windows()
     for event in events:
@@ -228,14 +221,12 @@ def test_prefix_hit_rate_low_is_off_by_default() -> None:
     assert ["prefix_hit_rate_low"] == fires(hit_rate_low.detect, events, hit_rate_low.Settings(enabled=True))
 
 
-def test_pinned_cache_precheck_never_hides_a_pinned_group() -> None:
-    """detect() skips assess() for a group _may_be_pinned rules out: only ever a group assess() would
-    not find pinned (random groups: few or many requests, ties, zero and negative cached lengths),
-    with or without the count of the whole group's commonest length."""
-    from kvwatch.window import RequestPoint
-
+def test_pinned_cache_detect_finds_every_group_assess_finds_pinned() -> None:
+    """detect(), with its cheap pre-checks (a count, the group's tally), fires on exactly the groups
+    whose requests assess() finds pinned (random groups: few or many requests, ties, zero and negative
+    cached lengths)."""
     rng = random.Random(3)
-    checked = skipped = 0
+    pinned = healthy = 0
     for _ in range(4000):
         cfg = pinned_cache.Settings(
             min_requests=rng.choice((0, 1, 3, 8)),
@@ -245,25 +236,22 @@ def test_pinned_cache_precheck_never_hides_a_pinned_group() -> None:
             min_trend=rng.choice((-1.0, 0.3)),
         )
         lengths = rng.sample((0, -5, 64, 128, 17920, 17984), rng.randint(1, 4))
-        points = [
-            RequestPoint(float(i), rng.randint(1, 60000), rng.choice(lengths))
-            for i in range(rng.randint(0, 60))
-        ]
-        pinned = pinned_cache.assess(points, cfg).pinned
-        if not pinned_cache._may_be_pinned(points, cfg):
-            skipped += 1
-            assert not pinned, (points, cfg)
-        top = max(Counter(p.cached for p in points if p.cached > 0).values(), default=0)  # (Windows.tallies)
-        if not pinned_cache._may_be_pinned(points, cfg, top):
-            assert not pinned, (points, cfg)
-        checked += pinned
-    assert skipped > 1000 and checked > 100
+        windows = Windows()
+        for i in range(rng.randint(1, 60)):
+            windows.observe(RequestRecord("s", T0 + i, rng.randint(1, 60000), rng.choice(lengths)))
+        [points] = windows.requests.values()
+        # (no conversation here: detect's rules are the share rule and the creep)
+        expected = pinned_cache.assess(points, cfg).pinned or pinned_cache.creeping(points, cfg) is not None
+        assert expected == bool(pinned_cache.detect(windows, T0 + 60, cfg)), (list(points), cfg)
+        pinned += expected
+        healthy += not expected
+    assert pinned > 100 and healthy > 1000
 
 
 def test_a_groups_tally_is_a_count_of_its_points() -> None:
     """Windows.tallies: the commonest positive cached length's count and the points carrying a
     conversation, as a count of the group's kept points finds them, through evictions and restarts."""
-    from kvwatch.window import Windows
+    from kvwatch.windows.window import Windows
 
     rng = random.Random(11)
     for max_requests in (0, 1, 7, 60):
@@ -285,11 +273,37 @@ def test_a_groups_tally_is_a_count_of_its_points() -> None:
                 assert newest == sorted(newest)
 
 
-def test_prefix_reuse_prechecks_never_hide_a_finding() -> None:
-    """_judge and _waste rule a group out early (enough healthy requests among the newest) only where
-    their full reading finds nothing either."""
+def last_sizeable(points: list[RequestPoint], cfg: prefix_reuse.Settings) -> list[RequestPoint]:
+    """The last `requests` points of at least `min_prompt` tokens, oldest first."""
+    return [p for p in points if p.prompt >= cfg.min_prompt][-cfg.requests :]
+
+
+def poor_reuse(point: RequestPoint, cfg: prefix_reuse.Settings) -> bool:
+    """A request that reused almost nothing: fully re-processed, or at most `max_reuse` of its prompt."""
+    return point.full_reprocess or point.cached <= cfg.max_reuse * point.prompt
+
+
+def broken_by_the_rules(points: list[RequestPoint], cfg: prefix_reuse.Settings) -> bool:
+    """prefix_reuse_broken's two rules read plainly over the whole group: the share of poor ones
+    among the last sizeable requests, or one slot's large poor ones among its own."""
+    sizeable = last_sizeable(points, cfg)
+    share = len(sizeable) >= cfg.requests and sum(
+        poor_reuse(p, cfg) for p in sizeable
+    ) >= cfg.min_share * len(sizeable)
+    slots = {p.slot for p in points}
+    waste = any(
+        sum(p.prompt >= cfg.large_prompt and poor_reuse(p, cfg) for p in last_sizeable(mine, cfg))
+        >= cfg.waste_requests
+        for mine in ([p for p in points if p.slot == slot] for slot in slots)
+    )
+    return share or waste
+
+
+def test_prefix_reuse_detect_is_its_rules_read_plainly() -> None:
+    """detect(), with its early outs (enough healthy requests among the newest), fires on exactly the
+    groups its two rules, read over the whole group, find broken."""
     rng = random.Random(5)
-    ruled_out = 0
+    found = quiet = 0
     for _ in range(3000):
         cfg = prefix_reuse.Settings(
             requests=rng.choice((1, 3, 6)),
@@ -301,31 +315,29 @@ def test_prefix_reuse_prechecks_never_hide_a_finding() -> None:
         )
         cfg = replace(cfg, waste_requests=min(cfg.waste_requests, cfg.requests))
         poor = rng.random()
-        points = [
-            RequestPoint(
-                float(i),
-                rng.choice((100, 3000, 5000, 24000)),
-                rng.choice((0, 10, 300, 2900)) if rng.random() < poor else 2900,
-                full_reprocess=rng.random() < poor / 3,
-                slot=rng.choice((0, 1, None)),
+        windows = Windows()
+        for i in range(rng.randrange(1, 30)):
+            windows.observe(
+                SglangRequest(
+                    "s",
+                    T0 + i,
+                    rng.choice((100, 3000, 5000, 24000)),
+                    rng.choice((0, 10, 300, 2900)) if rng.random() < poor else 2900,
+                    full_reprocess=rng.random() < poor / 3,
+                    slot=rng.choice((0, 1, None)),
+                )
             )
-            for i in range(rng.randrange(0, 30))
-        ]
-        slots: dict[int | None, list[RequestPoint]] = {}
-        for point in points:
-            slots.setdefault(point.slot, []).append(point)
-        if prefix_reuse._hopeless(points, cfg, cfg.min_share * cfg.requests, cfg.min_prompt):
-            ruled_out += 1
-            sizeable = [p for p in points if p.prompt >= cfg.min_prompt][-cfg.requests :]
-            poor_ones = [p for p in sizeable if prefix_reuse._poor(p, cfg)]
-            assert len(sizeable) < cfg.requests or len(poor_ones) < cfg.min_share * len(sizeable)
-        for slot_points in slots.values():
-            if prefix_reuse._hopeless(slot_points, cfg, cfg.waste_requests, cfg.large_prompt):
-                ruled_out += 1
-                recent = [p for p in slot_points if p.prompt >= cfg.min_prompt][-cfg.requests :]
-                wasted = [p for p in recent if p.prompt >= cfg.large_prompt and prefix_reuse._poor(p, cfg)]
-                assert len(wasted) < cfg.waste_requests
-    assert ruled_out > 1000
+        [points] = windows.requests.values()
+        expected = broken_by_the_rules(list(points), cfg)
+        assert expected == bool(prefix_reuse.detect(windows, T0 + 30, cfg)), (list(points), cfg)
+        found += expected
+        quiet += not expected
+    assert found > 300 and quiet > 300
+
+
+def same_length(low: int, high: int, cfg: pinned_cache.Settings) -> bool:
+    """Cached lengths from `low` to `high` are one length: within a block, else within `same_within`."""
+    return high - low < cfg.block_size if cfg.block_size else high - low <= cfg.same_within
 
 
 def gathered_run(points: list[RequestPoint], cfg: pinned_cache.Settings) -> pinned_cache.Run | None:
@@ -344,7 +356,7 @@ def gathered_run(points: list[RequestPoint], cfg: pinned_cache.Settings) -> pinn
             run = [last]
             for point in reversed(turns[:-1]):
                 low, high = min(low, point.cached), max(high, point.cached)
-                if point.prompt >= run[-1].prompt or not pinned_cache._same(low, high, cfg):
+                if point.prompt >= run[-1].prompt or not same_length(low, high, cfg):
                     break
                 run.append(point)
         if len(run) >= cfg.conversation_requests and (best is None or len(run) > len(best.points)):
@@ -625,36 +637,26 @@ def test_pinned_cache_length_without_a_known_conversation_keeps_the_share_rule()
     assert [] == fires(pinned_cache.detect, usage_day([943] * 4, PINNED[:4]), pinned_cache.Settings())
 
 
-def scanned_per_slot(
-    points: list[RequestPoint], cfg: prefix_reuse.Settings
-) -> dict[int | None, list[RequestPoint]]:
-    """Each slot's last `requests` sizeable points, by a scan of the whole group (what the window's
-    per-slot index saves a tick)."""
-    slots: dict[int | None, list[RequestPoint]] = {}
-    for point in reversed(points):
-        if point.prompt >= cfg.min_prompt:
-            found = slots.setdefault(point.slot, [])
-            if len(found) < cfg.requests:
-                found.append(point)
-    return {slot: found[::-1] for slot, found in slots.items()}
-
-
 @pytest.mark.parametrize("seed", range(4))
 def test_prefix_reuse_reads_each_slot_as_a_scan_of_the_group_would(seed: int) -> None:
-    """prefix_reuse_broken's per-slot view, read from the window's slots, is the whole group's scan."""
-    from kvwatch.window import Windows
-
+    """prefix_reuse_broken's per-slot reading, from the window's slot index through evictions, finds
+    what its rules read over the whole group kept find."""
     rng = random.Random(seed)
     windows = Windows(max_requests=rng.choice((10, 100, 500)))
     for i in range(1500):
         slot = rng.choice((0, 1, 2, 3, None)) if rng.random() < 0.9 else rng.randrange(100)
-        windows.observe(RequestRecord("l", T0 + i, rng.randrange(1, 6000), rng.randrange(0, 600), slot=slot))
+        windows.observe(SglangRequest("l", T0 + i, rng.randrange(1, 6000), rng.randrange(0, 600), slot=slot))
         if i % 50 == 0:
+            requests = rng.randrange(1, 9)
             cfg = prefix_reuse.Settings(
-                requests=rng.randrange(1, 9), min_prompt=rng.choice((0, 256, 3000, 7000))
+                requests=requests,
+                min_prompt=rng.choice((0, 256, 3000, 7000)),
+                min_share=rng.choice((0.5, 1.0)),
+                waste_requests=rng.randrange(1, requests + 1),
             )
-            [(labels, points)] = windows.requests.items()
-            assert scanned_per_slot(list(points), cfg) == prefix_reuse._per_slot(windows.slots[labels], cfg)
+            [points] = windows.requests.values()
+            expected = broken_by_the_rules(list(points), cfg)
+            assert expected == bool(prefix_reuse.detect(windows, T0 + i, cfg)), (i, cfg)
 
 
 def random_session(rng: random.Random, count: int) -> list[Event]:
@@ -701,7 +703,7 @@ def test_a_memo_changes_no_tick(seed: int) -> None:
     """detect_all with a memo (the request detectors asked only when their windows changed) finds at
     every tick what it finds without one, whatever changed in between; both request alerts fire."""
     from kvwatch.detectors import DetectorSettings, Memo, detect_all
-    from kvwatch.window import Windows
+    from kvwatch.windows.window import Windows
 
     rng = random.Random(seed)
     windows, memo = Windows(max_requests=rng.choice((20, 500))), Memo()
@@ -751,7 +753,7 @@ def test_a_memo_changes_no_tick_of_any_sample(
 
 def _cleared_by_walking(eng: object, cfg: write_only_offload.Settings) -> bool:
     """write_only_offload._cleared as its three walks alone (the reference for its shortcut)."""
-    from kvwatch.window import EngineWindow
+    from kvwatch.windows.window import EngineWindow
 
     assert isinstance(eng, EngineWindow)
     if cfg.min_intervals < 1:
@@ -785,7 +787,7 @@ def _cleared_by_walking(eng: object, cfg: write_only_offload.Settings) -> bool:
 def test_write_only_offload_cleared_is_the_walks_verdict(seed: int) -> None:
     """_cleared (a point of one line read without an inner loop) gives the three walks' verdict on
     random engines: loads rare or frequent, several lines a point, times out of order."""
-    from kvwatch.window import EngineWindow, KvPoint, StatsPoint
+    from kvwatch.windows.window import EngineWindow, KvPoint, StatsPoint
 
     rng = random.Random(seed)
     verdicts = set()
@@ -823,10 +825,10 @@ def test_write_only_offload_in_order_verdict_is_the_walks(monkeypatch: pytest.Mo
     External hits rare or frequent, points leaving by the horizon and by the count, restarts): the
     order count and the newest marks the windows keep are right, and write_only_offload's verdict
     from them is the three walks' at every line."""
-    import kvwatch.window
+    import kvwatch.windows.window
 
     rng = random.Random(seed)
-    monkeypatch.setattr(kvwatch.window, "MAX_POINTS", rng.choice((6, 40, 4096)))
+    monkeypatch.setattr(kvwatch.windows.window, "MAX_POINTS", rng.choice((6, 40, 4096)))
     windows = Windows(horizon=rng.choice((60.0, 400.0, 3600.0)))
     cfgs = [
         write_only_offload.Settings(min_intervals=n, min_prompt_throughput=p)

@@ -13,9 +13,9 @@ from typing import Any, BinaryIO
 import pytest
 
 from kvwatch.model import LogLine
-from kvwatch.parsers.clock import parse_rfc3339
 from kvwatch.sources.docker import DockerSource, find_container
 from kvwatch.sources.positions import PositionStore
+from kvwatch.times import parse_rfc3339
 
 NAME = "vllm"
 
@@ -420,7 +420,7 @@ def test_a_new_container_is_read_from_its_oldest_rotated_file(root: Path) -> Non
 
 def wakes(feeder: Any, box: Container) -> bool:
     """Whether a line written to the container's log wakes the feeder's watcher (within 10 s)."""
-    watcher = feeder._watcher
+    watcher = feeder.watcher
     assert watcher is not None
     watcher.event.clear()
     box.lines(1)
@@ -436,7 +436,7 @@ def test_the_reader_wakes_on_a_write_to_the_log_and_follows_a_recreated_containe
     old = Container(root, NAME, "2026-08-18T00:00:00.1Z")
     data = {"source": [{"name": "gpu0", "type": "docker", "container": NAME, "docker_root": str(root)}]}
     feeder = Feeder(parse_config(data, root).sources[0], lambda: None, lambda item: None)
-    assert feeder._open()
+    assert feeder.open()
     source: Any = feeder.source
     try:
         assert [str(old.log_path), str(root / "containers" / "*")] == source.watched()
@@ -445,14 +445,14 @@ def test_the_reader_wakes_on_a_write_to_the_log_and_follows_a_recreated_containe
         new = Container(root, NAME, "2026-08-18T02:00:00.1Z")
         deadline = time.monotonic() + 5.0
         while source.container_id != new.id and time.monotonic() < deadline:
-            feeder._step()
+            feeder.step()
         assert str(new.log_path) in source.watched()
         assert wakes(feeder, new)
-        feeder._close()  # (a source that failed is opened again: it is watched again)
-        assert feeder._open()
+        feeder.close()  # (a source that failed is opened again: it is watched again)
+        assert feeder.open()
         assert wakes(feeder, new)
     finally:
-        feeder._close()
+        feeder.close()
 
 
 def stepped(feeder: Any, items: list[Any]) -> list[Any]:
@@ -461,7 +461,7 @@ def stepped(feeder: Any, items: list[Any]) -> list[Any]:
 
     deadline = time.monotonic() + 5.0
     while not any(isinstance(item, Lines) for item in items) and time.monotonic() < deadline:
-        feeder._step()
+        feeder.step()
     lines = [x for item in items if isinstance(item, Lines) for x in item.lines]
     items.clear()
     return lines
@@ -478,7 +478,7 @@ def test_an_auto_source_counts_the_lines_without_a_marker_once_its_engine_is_cho
     data = {"source": [{"name": "gpu0", "type": "docker", "container": NAME, "docker_root": str(root)}]}
     items: list[Any] = []
     feeder = Feeder(parse_config(data, root).sources[0], lambda: None, items.append)
-    assert feeder._open()
+    assert feeder.open()
     try:
         box.lines(2)
         assert box.written == [line.text for line in stepped(feeder, items)]
@@ -486,12 +486,12 @@ def test_an_auto_source_counts_the_lines_without_a_marker_once_its_engine_is_cho
         box.lines(3)
         assert [3] == stepped(feeder, items)
     finally:
-        feeder._close()
+        feeder.close()
 
 
 def test_a_missing_docker_root_is_not_watched_from_the_filesystem_root() -> None:
     """A path under directories that do not exist is watched from its nearest existing ancestor,
     recursively, but never the whole filesystem."""
-    from kvwatch.sources.watch import _watch_dir
+    from kvwatch.sources.watch import watched_dir
 
-    assert ("/", False) == _watch_dir("/nonexistent-kvwatch/containers/*")
+    assert ("/", False) == watched_dir("/nonexistent-kvwatch/containers/*")

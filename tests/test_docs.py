@@ -116,7 +116,7 @@ def schema_keys(monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> set[str]:
 
     def record(fields: Fields) -> None:
         where = re.sub(r"\[\d+\]", "", fields.where)
-        seen.update(f"{where}.{key}" if where else key for key in fields._known)
+        seen.update(f"{where}.{key}" if where else key for key in fields.asked)
         done(fields)
 
     monkeypatch.setattr(Fields, "done", record)

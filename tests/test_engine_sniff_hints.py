@@ -1,4 +1,4 @@
-"""Each engine's sniff hint (Engine.sniff_hint) is a cheaper test that every head its looks_like takes
+"""Each engine's sniff hint (capabilities.Hints) is a cheaper test that every head its looks_like takes
 passes: auto-detection skips importing a parser only where that parser could not have said yes."""
 
 from __future__ import annotations
@@ -12,11 +12,12 @@ from pathlib import Path
 import pytest
 
 from kvwatch.engines import ENGINES, detect_engine
-from kvwatch.sources.wholefile import sniff_file
+from kvwatch.engines.capabilities import Hints
+from kvwatch.replay.files import sniff_file
 
 SAMPLES = Path(__file__).resolve().parents[1] / "samples"
 LOGS = sorted(SAMPLES.glob("*.log"))
-HINTED = [engine for engine in ENGINES.values() if engine.sniff_hint is not None]
+HINTED = [engine for engine in ENGINES.values() if isinstance(engine, Hints)]
 
 
 def _heads() -> list[str]:
@@ -48,12 +49,12 @@ def test_a_hint_passes_every_head_its_parser_takes(name: str) -> None:
     """On the samples of every engine, whole and cut up: where looks_like says yes, so does the hint;
     and the hint says no somewhere (it spares an import)."""
     engine = ENGINES[name]
-    assert engine.sniff_hint is not None
+    assert isinstance(engine, Hints)
     looks_like = importlib.import_module(engine.home).looks_like
     taken = [head for head in HEADS if looks_like(head)]
     assert taken, "no sample head is this engine's"
-    assert all(engine.sniff_hint(head) for head in taken)
-    assert not all(engine.sniff_hint(head) for head in HEADS)
+    assert all(engine.hint(head) for head in taken)
+    assert not all(engine.hint(head) for head in HEADS)
 
 
 @pytest.mark.parametrize("path", LOGS, ids=lambda path: path.name)

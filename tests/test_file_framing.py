@@ -11,10 +11,10 @@ from pathlib import Path
 from daemon_helpers import ROOT, Kvwatch, file_source, wait_until, write_config
 from prometheus_client.parser import text_string_to_metric_families
 
-from kvwatch.daemon.feed import _runs
+from kvwatch.daemon.feed import runs_by_kind
 from kvwatch.model import LogLine
-from kvwatch.parsers.clock import parse_rfc3339
 from kvwatch.sources.file import FileSource
+from kvwatch.times import parse_rfc3339
 
 STATS = (
     "(APIServer pid=1) INFO 08-18 01:12:10 [loggers.py:310] Engine 001: Avg prompt throughput: 955.5 "
@@ -126,7 +126,7 @@ def test_runs_keep_the_order_and_stamp_lines_without_a_time() -> None:
     """A poll's items become queue runs of one kind each, in order; a decoded line with no time gets
     the read time."""
     items: list[bytes | LogLine] = [b"a", b"b", LogLine("s", "c", 5.0), LogLine("s", "d"), b"e"]
-    runs = list(_runs(items, 9.0))
+    runs = list(runs_by_kind(items, 9.0))
     assert [
         ([b"a", b"b"], True),
         ([LogLine("s", "c", 5.0), LogLine("s", "d", 9.0)], False),

@@ -12,12 +12,12 @@ from pathlib import Path
 import pytest
 
 from kvwatch.model import LogLine
-from kvwatch.parsers.clock import parse_rfc3339
-from kvwatch.sources import wholefile
+from kvwatch.replay import files as wholefile
+from kvwatch.replay.files import batches, open_log, source_name
 from kvwatch.sources.docker_json import DOCKER_SPLIT, decode_entry, simple_entry, split_logs_t
 from kvwatch.sources.framing import Batch, Block, Framer, Malformed, sniff
 from kvwatch.sources.linecap import clip_bytes
-from kvwatch.sources.wholefile import batches, open_log, source_name
+from kvwatch.times import parse_rfc3339
 
 MARKERS = ("throughput:", "KV Transfer")
 STATS = "INFO 08-18 01:22:08 [loggers.py:310] Engine 000: Avg prompt throughput: 1.0 tokens/s"

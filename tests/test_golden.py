@@ -11,7 +11,7 @@ from pathlib import Path
 import pytest
 
 from kvwatch.cli import main
-from kvwatch.sources.wholefile import source_name
+from kvwatch.replay.files import source_name
 
 SAMPLES = Path(__file__).resolve().parents[1] / "samples"
 NOT_LOGS = (".golden", ".md", ".json", ".py")

@@ -61,12 +61,15 @@ def test_no_line_yet_and_a_down_source_with_its_reason() -> None:
 
 
 def test_no_alert_firing() -> None:
-    """Without firing alerts the page says so, and still links the metrics and health pages."""
+    """Without firing alerts the page says so, and still links the metrics, health and report pages."""
     page = landing_page("1", [row()], [], NOW)
     assert "Firing alerts no alert firing Sources" in text(page)
-    assert ("<a href='metrics'>/metrics</a>", "<a href='healthz'>/healthz</a>") == tuple(
-        re.findall(r"<a href='[a-z]+'>[^<]+</a>", page)
+    links = (
+        "<a href='metrics'>/metrics</a>",
+        "<a href='healthz'>/healthz</a>",
+        "<a href='report'>/report</a>",
     )
+    assert links == tuple(re.findall(r"<a href='[a-z]+'>[^<]+</a>", page))
     assert "<meta http-equiv='refresh' content='15'>" in page
 
 

@@ -8,11 +8,11 @@ from itertools import chain
 from pathlib import Path
 
 from kvwatch.model import LogLine
+from kvwatch.replay.files import batches, open_log
 from kvwatch.sources.docker_json import Entry, EntryJoiner
 from kvwatch.sources.filetail import FileTail
 from kvwatch.sources.framing import Framer
 from kvwatch.sources.linecap import LINE_CAP, Clip, clip_bytes
-from kvwatch.sources.wholefile import batches, open_log
 
 LONG = b"HEAD" + b"m" * (16 << 20) + b'x\\y"},"usage":{"prompt_tokens":4242}}'
 

@@ -10,7 +10,7 @@ import pytest
 from test_llamacpp_parser import requests, run
 
 from kvwatch.engines import detect_engine
-from kvwatch.model import LlamaRequest
+from kvwatch.engines.llamacpp.events import LlamaRequest
 from kvwatch.parsers.base import ParseError
 
 # 0.2.38, LOG_TEE with LOG_TEE_TIMESTAMPS: `[%lu] ` + `slot %d : in cache: %i tokens | to process: %i tokens`.

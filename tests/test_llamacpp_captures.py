@@ -12,8 +12,9 @@ from pathlib import Path
 
 import pytest
 
+from kvwatch.engines.llamacpp.events import LlamaRequest
 from kvwatch.engines.llamacpp.parser import LlamacppParser, looks_like
-from kvwatch.model import Event, LlamaRequest, LogLine, ServerRestart
+from kvwatch.model import Event, LogLine, ServerRestart
 from kvwatch.parsers.base import ParseError, ParserSettings
 
 SAMPLES = Path(__file__).resolve().parent.parent / "samples"

@@ -7,9 +7,9 @@ from __future__ import annotations
 
 from prometheus_client import CollectorRegistry
 
+from kvwatch.engines.llamacpp.events import LlamaRequest
 from kvwatch.engines.llamacpp.metrics import LlamacppMetrics
 from kvwatch.engines.llamacpp.report import requests_table
-from kvwatch.model import LlamaRequest
 from kvwatch.parsers.base import DEFAULT_START
 
 HEALTHY = LlamaRequest(

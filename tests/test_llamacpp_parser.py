@@ -10,8 +10,9 @@ from datetime import datetime, timezone
 
 import pytest
 
+from kvwatch.engines.llamacpp.events import LlamaRequest
 from kvwatch.engines.llamacpp.parser import LlamacppParser, looks_like
-from kvwatch.model import Event, LlamaRequest, LogLine, ServerRestart
+from kvwatch.model import Event, LogLine, ServerRestart
 from kvwatch.parsers.base import DEFAULT_START, ParseError, ParseResult, ParserSettings
 
 S = DEFAULT_START

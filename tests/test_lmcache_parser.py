@@ -8,15 +8,14 @@ from pathlib import Path
 import pytest
 
 from kvwatch.engines import detect_engine, make_parser, markers_of
-from kvwatch.model import (
-    EngineFact,
+from kvwatch.engines.lmcache.events import (
     LmcacheFailure,
     LmcacheLookup,
     LmcachePrefetch,
     LmcacheStoreRequest,
     LmcacheTransfer,
-    LogLine,
 )
+from kvwatch.model import EngineFact, LogLine
 from kvwatch.parsers.base import ParseError, ParserSettings
 
 GIB = 1 << 30
@@ -262,7 +261,7 @@ def test_no_signal_names_lmcache_log_level_when_its_lines_are_missing() -> None:
     """An LMCache connector, prompts flowing and no LMCache line: no_signal names LMCACHE_LOG_LEVEL;
     one LMCache line read, or no traffic yet, and it says nothing."""
     from kvwatch.detectors import no_signal
-    from kvwatch.window import Windows
+    from kvwatch.windows.window import Windows
 
     def verdict(*lines: str) -> list[str]:
         windows = Windows()
@@ -331,6 +330,32 @@ def test_a_log_of_lmcache_alone_hands_each_line_on_at_once() -> None:
         (event,) = [e for e in result if not isinstance(e, EngineFact)]
         assert isinstance(event, LmcacheTransfer) and load == event.load
     assert [] == parser.flush()
+
+
+def test_the_cache_engine_alone_reads_a_short_load_as_a_partial_hit() -> None:
+    """LMCache's engine run alone (no adapter's lookups) is asked for whole prompts: short is no failure."""
+    miss = "[req_id=r1] Retrieved 0 out of 484 required tokens (from 484 total tokens). size: 0.0000 gb, cost 0.2658 ms, throughput: 0.0000 GB/s;"  # noqa: E501
+    partial = "[req_id=r2] Retrieved 448 out of 634 required tokens (from 634 total tokens). size: 0.0004 gb, cost 0.1622 ms, throughput: 2.6339 GB/s;"  # noqa: E501
+    where = "(cache_engine.py:985:lmcache.v1.cache_engine)"
+    alone = make_parser("lmcache", "m", ParserSettings())
+    loads = []
+    for message in (miss, partial):
+        result = alone.parse(LogLine("m", rec(message, where=where)))
+        assert isinstance(result, list)
+        loads += [e for e in result if isinstance(e, LmcacheTransfer)]
+    loads += [e for e in alone.flush() if isinstance(e, LmcacheTransfer)]
+    sums = (sum(e.tokens for e in loads), sum(e.asked or 0 for e in loads), sum(e.short for e in loads))
+    assert (448, 1118, 0) == sums
+    # ... but once the adapter's lookup lines are there, a load is what the lookup found: short is a failure.
+    looked = make_parser("lmcache", "m", ParserSettings())
+    lookup = (
+        "Reqid: r2, Total tokens 634, Inference Engine computed tokens: 0, LMCache hit tokens: 634, "
+        "need to load: 634"
+    )
+    looked.parse(LogLine("m", rec(lookup, where=ADAPTER)))
+    result = looked.parse(LogLine("m", rec(partial, where=where)))
+    assert isinstance(result, list)
+    assert [1] == [e.short for e in result if isinstance(e, LmcacheTransfer)]
 
 
 def test_record_times_across_midnight_and_bad_stamps() -> None:

@@ -21,16 +21,14 @@ from test_golden import SAMPLES
 
 from kvwatch.cli import main
 from kvwatch.engines import detect_engine, make_parser, markers_of
-from kvwatch.engines.lmstudio.parser import MAX_MODELS
-from kvwatch.model import (
-    EngineFact,
-    Event,
+from kvwatch.engines.lmstudio.events import (
     LmstudioCacheEvent,
     LmstudioCompletion,
     LmstudioDiskUsage,
     LmstudioRequest,
-    LogLine,
 )
+from kvwatch.engines.lmstudio.parser import MAX_MODELS
+from kvwatch.model import EngineFact, Event, LogLine
 from kvwatch.parsers.base import ParseError, ParseResult, ParserSettings
 
 # LM Studio 0.3.31, 2025-11-09 (lmstudio-bug-tracker#1143): two-line records.
@@ -183,18 +181,25 @@ def test_utc_stamps_read_from_the_days_midnight_agree_with_the_calendar() -> Non
         "2026-12-31 23:59:59", "2027-01-01 00:00:00", "2028-02-29 13:07:06",
     ]  # fmt: skip
     for tz in ("UTC", "Europe/Berlin"):
-        parser = make_parser("lmstudio", "src", ParserSettings(year=2026, tz=tz))
         zone = timezone.utc if tz == "UTC" else ZoneInfo(tz)
-        for stamp in stamps * 2:
+        for stamp in stamps:  # (twice: the second read from the day's remembered midnight)
             expected = datetime.strptime(stamp, "%Y-%m-%d %H:%M:%S").replace(tzinfo=zone).timestamp()
-            assert expected == parser._epoch(stamp), (tz, stamp)  # type: ignore[attr-defined]
+            events = run([f"{stamp} [DEBUG]", USING[1]] * 2, tz=tz)[0]
+            assert [expected] * 2 == [e.time for e in events if isinstance(e, LmstudioRequest)], (tz, stamp)
+        ordered = sorted(stamps)  # (one parser across days, months and a leap day)
+        expected_all = [
+            datetime.strptime(t, "%Y-%m-%d %H:%M:%S").replace(tzinfo=zone).timestamp() for t in ordered
+        ]
+        events = run([line for t in ordered for line in (f"{t} [DEBUG]", USING[1])], tz=tz)[0]
+        assert expected_all == [e.time for e in events if isinstance(e, LmstudioRequest)], tz
         for bad in (
             "2028-02-29 24:00:00",
             "2028-02-29 23:60:00",
             "2028-02-29 23:59:60",
             "2027-02-29 00:00:00",
         ):
-            assert parser._epoch(bad) is None, (tz, bad)  # type: ignore[attr-defined]
+            events = run([f"{bad} [DEBUG]", USING[1]], tz=tz)[0]
+            assert not [e for e in events if isinstance(e, LmstudioRequest)], (tz, bad)
 
 
 def test_garbled_and_foreign_lines() -> None:

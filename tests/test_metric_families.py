@@ -8,7 +8,7 @@ import random
 import pytest
 from prometheus_client import CollectorRegistry, Counter, Gauge, Histogram, generate_latest
 
-from kvwatch.metrics.families import Family, HistogramFamily
+from kvwatch.engines.families import Family, HistogramFamily
 
 BUCKETS = (0.001, 0.01, 0.1, 0.5, 1.0, 2.5, 60.0)
 

@@ -3,8 +3,9 @@
 from __future__ import annotations
 
 from kvwatch.detectors import offload_retrieve_failed, write_only_offload
-from kvwatch.model import LmcacheFailure, LmcacheLookup, LmcacheTransfer, VllmStats
-from kvwatch.window import Windows
+from kvwatch.engines.lmcache.events import LmcacheFailure, LmcacheLookup, LmcacheTransfer
+from kvwatch.engines.vllm.events import VllmStats
+from kvwatch.windows.window import Windows
 
 T0 = 1_800_000_000.0
 

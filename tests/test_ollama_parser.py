@@ -23,8 +23,9 @@ from kvwatch.cli import main
 from kvwatch.engines import detect_engine, make_parser, markers_of
 from kvwatch.engines.ollama import lines as ollama_lines
 from kvwatch.engines.ollama import parser as ollama_parser
+from kvwatch.engines.ollama.events import OllamaAccess, OllamaCacheEvent, OllamaRequest
 from kvwatch.engines.ollama.parser import MAX_MODELS
-from kvwatch.model import Event, LogLine, OllamaAccess, OllamaCacheEvent, OllamaRequest, ServerRestart
+from kvwatch.model import Event, LogLine, ServerRestart
 from kvwatch.parsers.base import ParseError, ParseResult, ParserSettings
 
 JOURNAL = "Jun 01 10:00:09 box ollama[812]: "

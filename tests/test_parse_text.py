@@ -186,7 +186,7 @@ def state(parser: Parser) -> dict[str, Any]:
     if runners is not None:
         out.pop("_reused")
         out["_clock"] = out["_clock"].key()
-        out["runners"] = {name: (list(vars(r)), r.state_key()) for name, r in runners.items()}
+        out["runners"] = {name: llama_state(r) for name, r in runners.items()}
     return out
 
 
@@ -420,7 +420,11 @@ def test_untagged_fast_forms_are_parse(seed: int) -> None:
 
 def llama_state(parser: Any) -> tuple[object, ...]:
     """What a llama.cpp parser carries to its next line (its streams whole)."""
-    return parser.state_key(), parser._last, parser._streams, parser._runs
+    streams = {
+        port: {name: getattr(stream, name) for name in stream.__slots__ if name != "ids"}  # (ids: a cache)
+        for port, stream in parser._streams.items()
+    }
+    return parser._clock.key(), parser._legacy, parser._last, streams, parser._runs
 
 
 def test_lmstudio_records_read_from_the_match_and_their_near_misses() -> None:

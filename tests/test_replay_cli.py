@@ -261,9 +261,9 @@ def test_text_report_prints_known_bytes(capsys: pytest.CaptureFixture[str]) -> N
 def test_a_replay_without_the_text_report_gives_the_same_metrics_and_alerts() -> None:
     """`--format prom`, `json` and `golden` leave the text report's gathering out: metrics, alerts and
     line counts are those of a replay that gathers it, for every sample."""
+    from kvwatch.output.exposition import golden_lines
     from kvwatch.parsers.base import ParserSettings
     from kvwatch.replay import plan, replay
-    from kvwatch.report.exposition import golden_lines
 
     gathered = []
     for path in sorted((ROOT / "samples").glob("*.log")):

@@ -12,7 +12,8 @@ from kvwatch.engines import make_parser
 from kvwatch.model import SourceCounts
 from kvwatch.parsers.base import ParserSettings
 from kvwatch.parsers.run import SourceRun
-from kvwatch.replay import ReplayInput, _age, _rotations
+from kvwatch.replay import ReplayInput
+from kvwatch.replay.driver import _age, _rotations
 
 ROOT = Path(__file__).resolve().parents[1]
 SAMPLES = sorted((ROOT / "samples").glob("*.log"))
@@ -54,31 +55,33 @@ def test_a_sample_cut_into_rotated_files_replays_as_the_whole(
         assert whole == golden(capsys, *map(str, reversed(files))), at
 
 
-@pytest.mark.slow
-def test_big_rotated_llamacpp_files_parsed_by_children_hand_their_parser_on(
-    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
-) -> None:
-    """A file parsed in segments by workers, or by one child, hands its parser to the next file."""
-    from kvwatch import segmented
-    from kvwatch.sources import forked
+def test_rotated_files_parsed_in_children_hand_their_parser_on(tmp_path: Path) -> None:
+    """Each file of a rotated llama.cpp log parsed in a child of its own, one after another (one child
+    allowed), hands its parser to the next file: the result is the plain replay's of the whole log."""
+    from kvwatch.output.exposition import golden_lines
+    from kvwatch.parsers.base import ParserSettings
+    from kvwatch.replay import plan, replay
+    from kvwatch.replay.speedups import PLAIN, Speedups
 
     sys.path.insert(0, str(ROOT / "bench"))
     import gen_llamacpp
 
     log = tmp_path / "llama.log"
     with log.open("w") as out:
-        gen_llamacpp.generate(out, 12000, None, 1)
-    whole = golden(capsys, str(log))
-    monkeypatch.setattr(forked, "FORK_MIN_BYTES", 256 << 10)
-    monkeypatch.setattr(segmented, "MIN_SEGMENT", 64 << 10)
-    monkeypatch.setattr(segmented, "MAX_SEGMENT", 64 << 10)
-    monkeypatch.setattr(segmented, "cores", lambda: 2)
+        gen_llamacpp.generate(out, 3000, None, 1)
     rotated = tmp_path / "rotated"
     rotated.mkdir()
-    for at in (0.3, 0.7):  # the big file first (segments, no flush), then last
+    settings = ParserSettings(year=2026)
+    for at in (0.3, 0.7):  # a request in progress at each cut
         files = [str(p) for p in cut(log, rotated, at)]
-        for jobs in ("2", "1"):  # workers in segments; one child
-            assert whole == golden(capsys, "--jobs", jobs, *files), (at, jobs)
+        outputs = [
+            golden_lines(result.registry, result.alerts)
+            for result in (
+                replay(plan(files, "auto", "llama"), settings, speedups=PLAIN),
+                replay(plan(files, "auto", "llama"), settings, jobs=1, speedups=Speedups(fork_bytes=0)),
+            )
+        ]
+        assert outputs[0] == outputs[1], at
 
 
 def test_rotations_are_told_by_directory_name_and_suffix() -> None:

@@ -17,18 +17,11 @@ from test_golden import SAMPLES
 from kvwatch.cli import main
 from kvwatch.detectors import hicache_storage_unused, no_signal, prefix_cache_disabled
 from kvwatch.engines import detect_engine
+from kvwatch.engines.sglang.events import SglangDecode, SglangPrefill, SglangRequest
 from kvwatch.engines.sglang.parser import SglangParser
-from kvwatch.model import (
-    CachePrefetch,
-    EngineFact,
-    LogLine,
-    SglangDecode,
-    SglangPrefill,
-    SglangRequest,
-    UnreadFields,
-)
+from kvwatch.model import CachePrefetch, EngineFact, LogLine, UnreadFields
 from kvwatch.parsers.base import ParseError, ParserSettings
-from kvwatch.window import Windows
+from kvwatch.windows.window import Windows
 from scripts.samples.sglang import lines as sl
 
 T = 1775419200.0  # 2026-04-05T20:00:00Z
@@ -231,6 +224,29 @@ def test_finish_lines_read_only_the_real_meta_info_numbers() -> None:
         (r.prompt_tokens, r.cached_tokens, r.tiers) for r in records
     ]
     assert T == records[1].time
+
+
+def test_sglang_s_own_health_checks_are_no_requests() -> None:
+    """A real 0.5.23 `/health` probe's Finish line (`rid='HEALTH_CHECK_...'`) records nothing."""
+    head = "[2026-12-05 12:18:13] Finish: obj=GenerateReqInput(rid='{rid}', session_id=None, stream=False), "
+    meta = (
+        "out={{'meta_info': {{'id': '{rid}', 'prompt_tokens': {p}, 'completion_tokens': 1, "
+        "'cached_tokens': {c}{d}}}}}"
+    )
+    health = head.format(rid="HEALTH_CHECK_db3c312b9cee4de4b5f95956572f0a2a") + meta.format(
+        rid="HEALTH_CHECK_db3c312b9cee4de4b5f95956572f0a2a", p=1, c=0, d=""
+    )
+    real = head.format(rid="a9e0ca6800cb46ef81198c0ddc093be3") + meta.format(
+        rid="a9e0ca6800cb46ef81198c0ddc093be3",
+        p=1484,
+        c=1390,
+        d=", 'cached_tokens_details': {'device': 1390, 'host': 0}",
+    )
+    events = parse(health, real)
+    assert [(1484, 1390, (("device", 1390), ("host", 0)))] == [
+        (e.prompt_tokens, e.cached_tokens, e.tiers) for e in events if isinstance(e, SglangRequest)
+    ]
+    assert None not in events
 
 
 def test_facts_from_both_server_args_shapes() -> None:

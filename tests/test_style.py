@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import ast
+import re
 import subprocess
 import sys
 from collections import Counter
@@ -60,16 +61,12 @@ def module_name(path: Path) -> str:
     return ".".join(parts[:-1] if parts[-1] == "__init__" else parts)
 
 
-def top_level_imports(tree: ast.Module) -> Iterator[ast.Import | ast.ImportFrom]:
-    """The imports a module runs when it is imported: its body and the `if`/`try` blocks in it."""
-    todo: list[ast.stmt] = list(tree.body)
-    while todo:
-        node = todo.pop()
+def every_import(tree: ast.Module) -> Iterator[ast.Import | ast.ImportFrom]:
+    """Every import a module holds, wherever it stands: its body, a function's (run on first use) or a
+    type checker's block (a cycle through any of them is still a loop of the design)."""
+    for node in ast.walk(tree):
         if isinstance(node, ast.Import | ast.ImportFrom):
             yield node
-        elif isinstance(node, ast.If | ast.Try | ast.With):
-            todo += node.body + node.orelse + getattr(node, "finalbody", [])
-            todo += [stmt for handler in getattr(node, "handlers", []) for stmt in handler.body]
 
 
 def imported(node: ast.Import | ast.ImportFrom, modules: set[str]) -> set[str]:
@@ -89,7 +86,7 @@ def imported(node: ast.Import | ast.ImportFrom, modules: set[str]) -> set[str]:
 
 
 def import_graph() -> dict[str, set[str]]:
-    """kvwatch's modules, each with the kvwatch modules that importing it runs first.
+    """kvwatch's modules, each with the kvwatch modules it imports (anywhere in it).
 
     Importing `a.b.c` from outside package `a.b` runs `a/b/__init__.py` first, so that is an edge too.
     """
@@ -97,7 +94,7 @@ def import_graph() -> dict[str, set[str]]:
     graph: dict[str, set[str]] = {}
     for name, path in paths.items():
         edges = graph.setdefault(name, set())
-        for node in top_level_imports(ast.parse(path.read_text())):
+        for node in every_import(ast.parse(path.read_text())):
             for target in imported(node, set(paths)):
                 parts = target.split(".")
                 outers = {".".join(parts[:i]) for i in range(1, len(parts))}
@@ -139,13 +136,45 @@ def cycles(graph: dict[str, set[str]]) -> list[list[str]]:
 
 
 def test_no_import_cycle() -> None:
-    """No kvwatch module imports itself back at module level, through any chain or package `__init__`."""
+    """No kvwatch module imports itself back, through any chain or package `__init__`, at module level
+    or inside a function."""
     graph = import_graph()
     assert {"kvwatch.daemon.daemon", "kvwatch.config.load"} <= graph["kvwatch.daemon"] | graph[
         "kvwatch.config"
     ]
     assert "kvwatch.config" in graph["kvwatch.daemon.daemon"]  # (through the package's __init__)
     assert [] == cycles(graph)
+
+
+def engine_packages() -> set[str]:
+    """The engines' packages (kvwatch/engines/<name>/)."""
+    return {f"kvwatch.engines.{p.parent.name}" for p in (ROOT / "kvwatch" / "engines").glob("*/__init__.py")}
+
+
+def test_no_module_outside_the_engines_imports_or_names_an_engine() -> None:
+    """An engine's knowledge stays in its package: no module outside kvwatch/engines/ imports one (the
+    registry, kvwatch/engines/__init__.py, reaches them) or names one's module or path."""
+    engines = engine_packages()
+    assert {"kvwatch.engines.vllm", "kvwatch.engines.llamacpp"} <= engines
+    graph = import_graph()
+    named = re.compile(r"kvwatch[./]engines[./](" + "|".join(e.rpartition(".")[2] for e in engines) + r")\b")
+    offenders = {}
+    for path in (ROOT / "kvwatch").rglob("*.py"):
+        module = module_name(path)
+        if module == "kvwatch.engines" or module.startswith("kvwatch.engines."):
+            continue
+        imports = sorted(t for t in graph[module] if any(t == e or t.startswith(e + ".") for e in engines))
+        names = sorted({m.group(0) for m in named.finditer(path.read_text())})
+        if imports or names:
+            offenders[module] = imports + names
+    assert {} == offenders
+
+
+def test_the_cycle_test_sees_imports_inside_functions() -> None:
+    """An import inside a function body is an edge of the graph (the registry loaded on first use)."""
+    tree = ast.parse("def f():\n    from kvwatch.engines import ENGINES\n")
+    found = [node.module for node in every_import(tree) if isinstance(node, ast.ImportFrom)]
+    assert ["kvwatch.engines"] == found
 
 
 def test_cycles_finds_a_loop() -> None:

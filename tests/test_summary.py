@@ -2,9 +2,11 @@
 
 from __future__ import annotations
 
+from kvwatch.engines.lmcache.events import LmcacheLookup, LmcacheTransfer
 from kvwatch.engines.lmcache.report import Figures
-from kvwatch.model import LmcacheLookup, LmcacheTransfer, SourceCounts, VllmStats
-from kvwatch.report.summary import Summary
+from kvwatch.engines.vllm.events import VllmStats
+from kvwatch.model import SourceCounts
+from kvwatch.output.summary import Summary
 
 T0 = 1_787_000_000.0
 

@@ -27,10 +27,10 @@ import re
 from dataclasses import dataclass
 
 from kvwatch.engines.base import Engine
-from kvwatch.metrics.families import Family
+from kvwatch.engines.families import Family
 from kvwatch.model import RequestRecord
 from kvwatch.parsers.base import ParseError
-from kvwatch.parsers.clock import parse_rfc3339
+from kvwatch.times import parse_rfc3339
 
 LINE = re.compile(r"^\\[toy\\] t=(\\S+) request slot=(\\d+) prompt=(\\d+) cached=(\\d+)$")
 DOCS_ROW = "| `kvwatch_toy_requests_total` | counter | source | requests | toy requests completed |"
@@ -73,7 +73,13 @@ def metrics(registry):
     return {ToyRequest: lambda event: requests.inc((event.source,), 1)}
 
 
-ENGINE = Engine(
+class Toy(Engine):
+    """The toy ships its dashboard row and rules in its own package (capabilities.ShipsAssets)."""
+
+    package = "toyengine"
+
+
+ENGINE = Toy(
     name="toy",
     display="Toy",
     home=__name__,  # (this module: MARKERS and looks_like)
@@ -81,7 +87,6 @@ ENGINE = Engine(
     events=(ToyRequest,),
     signals=frozenset({"server_requests"}),
     metrics=metrics,
-    package="toyengine",  # where its dashboard row and rules are
 )
 '''
 

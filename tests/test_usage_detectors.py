@@ -10,7 +10,7 @@ import pytest
 
 from kvwatch.detectors import DetectorSettings, detect_all, double_counting, hit_rate_gap, pinned_cache
 from kvwatch.model import Finding, UsageRecord
-from kvwatch.window import MAX_USAGE_GROUPS, Windows
+from kvwatch.windows.window import MAX_USAGE_GROUPS, Windows
 
 T0 = 1787043600.0  # 2026-08-18T09:00:00Z
 MSG, CHAT, RESP = "/v1/messages", "/v1/chat/completions", "/v1/responses"

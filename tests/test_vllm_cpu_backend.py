@@ -14,9 +14,10 @@ from prometheus_client import CollectorRegistry, generate_latest
 
 from kvwatch.cli import main
 from kvwatch.engines import detect_engine
+from kvwatch.engines.vllm.events import VllmPrefixV0, VllmStats
 from kvwatch.engines.vllm.metrics import VllmMetrics
 from kvwatch.engines.vllm.parser import VllmParser
-from kvwatch.model import EngineFact, LogLine, VllmPrefixV0, VllmStats
+from kvwatch.model import EngineFact, LogLine
 from kvwatch.parsers.base import ParserSettings
 
 SAMPLE = Path(__file__).resolve().parents[1] / "samples" / "vllm-cpu-backend.log"

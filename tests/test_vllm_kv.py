@@ -2,9 +2,17 @@
 
 from __future__ import annotations
 
+from types import SimpleNamespace
+
 import pytest
 
-from kvwatch.engines.vllm.kv import KvPayloadError, parse_kv_payload, split_top
+from kvwatch.engines.vllm.kv import KvPayloadError, read_kv_payload, split_top
+
+
+def parse_kv_payload(text: str) -> SimpleNamespace:
+    """read_kv_payload's tuple by name."""
+    values, store, load, lookups = read_kv_payload(text)
+    return SimpleNamespace(values=values, store_bytes=store, load_bytes=load, lookups=lookups)
 
 
 def test_gen1_keys() -> None:

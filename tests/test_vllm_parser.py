@@ -6,16 +6,9 @@ from datetime import datetime, timezone
 
 import pytest
 
+from kvwatch.engines.vllm.events import VllmKvTransfer, VllmPrefixV0, VllmSpecDecoding, VllmStats
 from kvwatch.engines.vllm.parser import VllmParser
-from kvwatch.model import (
-    EngineFact,
-    LogLine,
-    ServerRestart,
-    VllmKvTransfer,
-    VllmPrefixV0,
-    VllmSpecDecoding,
-    VllmStats,
-)
+from kvwatch.model import EngineFact, LogLine, ServerRestart
 from kvwatch.parsers.base import ParseError, ParserSettings
 
 SETTINGS = ParserSettings(year=2026, tz="UTC")

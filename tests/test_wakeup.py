@@ -110,17 +110,17 @@ def calls_made(handler: Callable[[], None]) -> list[str]:
 
 def test_the_signal_handlers_take_no_lock() -> None:
     """The daemon's and the demo's handlers set a flag and call nothing (so nothing that locks)."""
-    daemon = SimpleNamespace(_stopping=False, _reloading=False)
+    daemon = SimpleNamespace(stopping=False, reloading=False)
     demo = SimpleNamespace(signalled=False)
     handlers = [
-        lambda: Daemon._on_stop(daemon, signal.SIGTERM, None),  # type: ignore[arg-type]
-        lambda: Daemon._on_reload(daemon, signal.SIGHUP, None),  # type: ignore[arg-type]
-        lambda: Demo._on_signal(demo, signal.SIGINT, None),  # type: ignore[arg-type]
+        lambda: Daemon.on_stop(daemon, signal.SIGTERM, None),  # type: ignore[arg-type]
+        lambda: Daemon.on_reload(daemon, signal.SIGHUP, None),  # type: ignore[arg-type]
+        lambda: Demo.on_signal(demo, signal.SIGINT, None),  # type: ignore[arg-type]
     ]
-    names = ["daemon.py:_on_stop", "daemon.py:_on_reload", "demo.py:_on_signal"]
+    names = ["daemon.py:on_stop", "daemon.py:on_reload", "demo.py:on_signal"]
     for handler, name in zip(handlers, names, strict=True):
         assert ["test_wakeup.py:<lambda>", name, "setprofile"] == calls_made(handler)
-    assert daemon._stopping and daemon._reloading and demo.signalled
+    assert daemon.stopping and daemon.reloading and demo.signalled
 
 
 @pytest.mark.slow

@@ -34,7 +34,7 @@ def test_an_urgent_request_overtakes_the_queue(monkeypatch: Any) -> None:
             client = socket.create_connection(("127.0.0.1", port), timeout=10)
             client.sendall(f"GET {path} HTTP/1.1\r\nHost: x\r\n{extra}\r\n".encode())
             clients.append(client)
-            wait_until(lambda: server._busy == len(clients), what=f"{path} handed to the workers")
+            wait_until(lambda: server.in_work == len(clients), what=f"{path} handed to the workers")
         gate.set()
         wait_until(lambda: len(order) == 4, what="every request answered")
         assert ["/hold", "/urgent", "/a", "/b"] == order

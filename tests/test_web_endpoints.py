@@ -15,7 +15,7 @@ from pathlib import Path
 import pytest
 from daemon_helpers import ROOT, Kvwatch, file_source, free_port, wait_until, write_config
 
-from kvwatch.cli import LOG_FORMATS, LOG_LEVELS, _listen
+from kvwatch.cli.options import LOG_FORMATS, LOG_LEVELS, listen_address
 from kvwatch.daemon.log import FORMATS, LEVELS
 from kvwatch.web.auth import hash_password
 
@@ -139,11 +139,11 @@ def test_several_listen_addresses_and_every_interface(tmp_path: Path) -> None:
 def test_listen_address_forms() -> None:
     """ADDRESS:PORT, [IPV6]:PORT and :PORT (every interface: address ""); a bare IPv6 is refused."""
     assert [("127.0.0.1", 7433), ("::1", 7433), ("", 7433), ("localhost", 0)] == [
-        _listen(text) for text in ("127.0.0.1:7433", "[::1]:7433", ":7433", "localhost:0")
+        listen_address(text) for text in ("127.0.0.1:7433", "[::1]:7433", ":7433", "localhost:0")
     ]
     for text in ("::1:7433", "7433", "127.0.0.1:65536", "[::1]"):
         with pytest.raises(argparse.ArgumentTypeError):
-            _listen(text)
+            listen_address(text)
 
 
 def test_log_level_error_leaves_info_out(tmp_path: Path) -> None:

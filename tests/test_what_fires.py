@@ -38,6 +38,8 @@ FIRES = {
     "samples/lmstudio-v0-4-verbose-off.log": {"no_signal"},
     "samples/ollama-0.29-default.log": {"no_signal"},
     "samples/ollama-mlx-stuck.log": {"pinned_cache_length"},
+    "samples/sglang-0.5.23-real-nonce.log": {"pinned_cache_length", "prefix_reuse_broken"},
+    "samples/sglang-0.5.23-real-restart.log": {"prefix_cache_disabled"},
     "samples/sglang-v0-4-6-radix-disabled.log": {"prefix_cache_disabled", "prefix_reuse_broken"},
     "samples/sglang-v0-5-12-hicache-debug.log": {"no_signal"},
     "samples/sglang-v0-5-17-agentic-broken.log": {"prefix_cache_disabled", "prefix_reuse_broken"},

@@ -9,8 +9,9 @@ from typing import Any
 import pytest
 
 from kvwatch.detectors import hit_rate_low, write_only_offload
-from kvwatch.model import Event, VllmKvTransfer, VllmStats
-from kvwatch.window import HORIZON, MAX_POINTS, POINT_TAIL, Windows
+from kvwatch.engines.vllm.events import VllmKvTransfer, VllmStats
+from kvwatch.model import Event
+from kvwatch.windows.window import HORIZON, MAX_POINTS, POINT_TAIL, Windows
 
 T0 = 1_787_000_000.0
 
@@ -157,7 +158,8 @@ def test_engines_adapters_make_request_points_and_count_how_exact() -> None:
     """llama.cpp's records become points numbered by slot conversation (a new one after any pick but
     lcp, even one without counts; afresh after a restart), counted exact / derived / joined; a usage
     row's point carries its entry."""
-    from kvwatch.model import LlamaRequest, ServerRestart, UsageRecord
+    from kvwatch.engines.llamacpp.events import LlamaRequest
+    from kvwatch.model import ServerRestart, UsageRecord
 
     def llama(t: float, selection: str, *, derived: bool = False, prompt: int | None = 100) -> LlamaRequest:
         return LlamaRequest("l", T0 + t, 0, int(t), prompt, 90, 10, selection, derived=derived)  # type: ignore[arg-type]
@@ -223,7 +225,7 @@ def test_newest_is_the_tail_of_the_list() -> None:
     """`newest(points, n)` is `list(points)[-n:]` for any n, a deque's or a list's."""
     from collections import deque
 
-    from kvwatch.window import RequestPoint, newest
+    from kvwatch.windows.window import RequestPoint, newest
 
     for size in (0, 1, 5, 50, 500):
         points = [RequestPoint(T0 + i, 100 + i, i) for i in range(size)]

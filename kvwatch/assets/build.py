@@ -20,6 +20,8 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from kvwatch.engines import ENGINES
+from kvwatch.engines.base import Engine
+from kvwatch.engines.capabilities import ShipsAssets
 
 if TYPE_CHECKING:
     if sys.version_info >= (3, 11):
@@ -61,12 +63,15 @@ def part_of(name: str, folder: Traversable) -> Part:
     )
 
 
+def _package(engine: Engine) -> str:
+    """The package holding the engine's dashboard row and rules."""
+    return engine.package if isinstance(engine, ShipsAssets) else f"kvwatch.engines.{engine.name}"
+
+
 def shipped_parts() -> list[Part]:
     """Every registered engine's part (from its package), then kvwatch's own, in that order."""
     here = resources.files("kvwatch.assets")
-    engines = [
-        part_of(e.name, resources.files(e.package or f"kvwatch.engines.{e.name}")) for e in ENGINES.values()
-    ]
+    engines = [part_of(e.name, resources.files(_package(e))) for e in ENGINES.values()]
     return [*engines, *(part_of(name, here / "parts" / name) for name in PARTS)]
 
 

@@ -24,6 +24,11 @@ class Fields:
         self.base = base
         self._known: set[str] = set()
 
+    @property
+    def asked(self) -> frozenset[str]:
+        """The keys read so far (asked for, given or not): those `done()` does not call unknown."""
+        return frozenset(self._known)
+
     def name(self, key: str) -> str:
         """The full field path of `key`."""
         return f"{self.where}.{key}" if self.where else key

@@ -8,6 +8,7 @@ from typing import Any
 
 from kvwatch.config.fields import Fields
 from kvwatch.engines import ENGINES
+from kvwatch.engines.capabilities import TakesOptions
 
 
 def read_options(parent: Fields, engine: str) -> Mapping[str, Any]:
@@ -15,8 +16,8 @@ def read_options(parent: Fields, engine: str) -> Mapping[str, Any]:
     engine (or an `auto` one, which may turn out to be it) may have one."""
     options: dict[str, Any] = {}
     for known in ENGINES.values():
-        raw = parent.get(known.name) if known.options is not None else None
-        if known.options is None or raw is None:
+        raw = parent.get(known.name) if isinstance(known, TakesOptions) else None
+        if not isinstance(known, TakesOptions) or raw is None:
             continue
         if not isinstance(raw, Mapping):
             parent.problem(known.name, f"must be a table ([source.{known.name}])")

@@ -29,11 +29,11 @@ from apscheduler.schedulers.background import BackgroundScheduler
 from prometheus_client import CollectorRegistry, PlatformCollector, ProcessCollector
 
 from kvwatch import __version__
-from kvwatch.alerting import LiveAlerts, silences_of
 from kvwatch.atomic import unwritable
 from kvwatch.config import load_config
 from kvwatch.config.types import Config, ConfigError
 from kvwatch.daemon.feed import Feeder
+from kvwatch.daemon.live_alerts import LiveAlerts, silences_of
 from kvwatch.daemon.loop import STOP, WAKE, Call, PipelineLoop
 from kvwatch.daemon.metrics import SourceStateCollector
 from kvwatch.daemon.probes import ProbeCollector, Probes
@@ -43,6 +43,7 @@ from kvwatch.daemon.sdnotify import SystemdNotifier
 from kvwatch.daemon.setup import Prepared, build_deliveries, prepare
 from kvwatch.daemon.wakeup import Wakeup
 from kvwatch.engines import markers_of
+from kvwatch.forensic.live import landing_charts, window_report
 from kvwatch.metrics import Metrics
 from kvwatch.model import Finding
 from kvwatch.notify.delivery import notifications_counter
@@ -120,7 +121,7 @@ class Daemon:
         self._last_beat = time.monotonic()
         self._last_ping = 0.0
         # Set by the signal handlers (and _ended), read by the main loop: plain flags, no lock (see wakeup).
-        self._stopping = self._reloading = False
+        self.stopping = self.reloading = False
         self._wakeup = Wakeup()
         self._status = (0, time.monotonic())
         (address, port), *more = options.listen or ((config.server.listen_address, config.server.port),)
@@ -132,6 +133,7 @@ class Daemon:
             self.registry,
             lock=self.lock,
             page=self._page,
+            report=self._report,
             health=self._health,
             ready=self._ready,
             web=web,
@@ -143,8 +145,8 @@ class Daemon:
     def run(self) -> int:
         """Start, wait for signals, stop; 0 on a clean stop."""
         for sig in (signal.SIGTERM, signal.SIGINT):
-            signal.signal(sig, self._on_stop)
-        signal.signal(signal.SIGHUP, self._on_reload)
+            signal.signal(sig, self.on_stop)
+        signal.signal(signal.SIGHUP, self.on_reload)
         self._wakeup.install()
         if self.options.persist:
             self.alerts.load()
@@ -163,10 +165,10 @@ class Daemon:
         scheduler = self._schedule()
         self._started = True
         self.systemd.notify("READY=1", self._status_line())
-        while not self._stopping:
+        while not self.stopping:
             self._wakeup.wait(1.0)
-            if self._reloading:
-                self._reloading = False
+            if self.reloading:
+                self.reloading = False
                 self.reload()
         scheduler.shutdown(wait=False)
         try:
@@ -252,7 +254,15 @@ class Daemon:
             rows.append(row)
         silences = self.alerts.silences
         firing = [(a, any(s.mutes(a, now) for s in silences)) for a in self.pipeline.book.firing()]
-        return landing_page(__version__, rows, firing, now)
+        charts = landing_charts(self.pipeline.windows, [alert for alert, _ in firing])
+        return landing_page(__version__, rows, firing, now, charts=charts)
+
+    def _report(self) -> str:
+        """`/report`: the report of the windows and firing alerts (called under the pipeline's lock)."""
+        windows = self.pipeline.windows
+        counts = dict(self.pipeline.metrics.sources.counts)
+        engines = {name: window.kind for name, window in windows.sources.items()}
+        return window_report(windows, counts, engines, list(self.pipeline.book.firing()), __version__)
 
     def _status_line(self) -> str:
         """`STATUS=` for systemctl status: sources up, lines per second, alerts firing."""
@@ -282,16 +292,16 @@ class Daemon:
         """A source's input ended (pipeline thread): stop once every source has ended."""
         self._finished.add(name)
         if set(self.feeders) <= self._finished:
-            self._stopping = True
+            self.stopping = True
             self._wakeup.poke()
 
-    def _on_stop(self, signum: int, frame: FrameType | None) -> None:
+    def on_stop(self, signum: int, frame: FrameType | None) -> None:
         """SIGTERM/SIGINT: stop the main loop (a flag only: the wakeup fd wakes it)."""
-        self._stopping = True
+        self.stopping = True
 
-    def _on_reload(self, signum: int, frame: FrameType | None) -> None:
+    def on_reload(self, signum: int, frame: FrameType | None) -> None:
         """SIGHUP: reload on the main loop (a flag only: the wakeup fd wakes it)."""
-        self._reloading = True
+        self.reloading = True
 
     def reload(self) -> None:
         """SIGHUP: apply a new config without resetting counters; an invalid one is refused."""

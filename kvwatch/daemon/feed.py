@@ -96,6 +96,11 @@ class Feeder:
         self._thread = threading.Thread(target=self._run, name=f"kvwatch-source-{self.name}", daemon=True)
 
     @property
+    def watcher(self) -> FileWatcher | None:
+        """What wakes the reader when what the source reads changes (None: nothing watched)."""
+        return self._watcher
+
+    @property
     def up(self) -> bool:
         """Whether the source is open and reports no error."""
         return self.source is not None and self.error is None
@@ -120,11 +125,11 @@ class Feeder:
         failures, eof = 0, False
         try:
             while not self._stop.is_set():
-                if self.source is None and not self._open():
+                if self.source is None and not self.open():
                     failures += 1
                     self._stop.wait(_backoff(failures))
                     continue
-                busy, eof = self._step()
+                busy, eof = self.step()
                 if eof:
                     break
                 failures = failures + 1 if self.error and not busy else 0
@@ -133,11 +138,12 @@ class Feeder:
                 elif not busy:
                     self._wait()
         finally:
-            self._close()
+            self.close()
             self._put(Closed(self, eof))
 
-    def _open(self) -> bool:
-        """Open the source; log and keep the error on failure."""
+    def open(self) -> bool:
+        """Open the source; log and keep the error on failure (the reader thread's first step; a test's,
+        which then calls `step` and `close` instead of starting the thread)."""
         try:
             saved = self._saved()
             source = self._opener(self.config, saved)
@@ -155,8 +161,8 @@ class Feeder:
         self.opened.set()
         return True
 
-    def _step(self) -> tuple[bool, bool]:
-        """One poll; (whether lines came, whether the input ended)."""
+    def step(self) -> tuple[bool, bool]:
+        """One poll, its lines queued; (whether lines came, whether the input ended)."""
         assert self.source is not None
         if self._watcher is not None:
             self._watcher.event.clear()  # before the poll: a change during it wakes the next wait
@@ -169,13 +175,13 @@ class Feeder:
             position = self.source.position()
         except Exception as exc:  # a source bug must not kill the reader: reopen it
             self._report(f"{type(exc).__name__}: {exc}")
-            self._close()
+            self.close()
             self.restarts += 1
             return False, False
         read_at = time.time()
         # A line with no transport time (plain files, stdin) is stamped with when it was read: the
         # live stand-in for "when it was written" (llama.cpp anchors its relative clock on it).
-        for run, raw in _runs(lines, read_at):
+        for run, raw in runs_by_kind(lines, read_at):
             for start in range(0, len(run), BATCH):
                 self._put(Lines(self, run[start : start + BATCH], raw=raw, read_at=read_at))
         if lines:
@@ -250,8 +256,8 @@ class Feeder:
                 log.warning("source %s: down: %s (retrying)", self.name, error)
         self.error = error
 
-    def _close(self) -> None:
-        """Stop watching and close the source."""
+    def close(self) -> None:
+        """Stop watching and close the source (its counts are kept for the next opening)."""
         if self._watcher is not None:
             self._watcher.stop()
             self._watcher = None
@@ -268,7 +274,7 @@ class Feeder:
         self.source = None
 
 
-def _runs(lines: Sequence[Framed], read_at: float) -> Iterator[tuple[list[Any], bool]]:
+def runs_by_kind(lines: Sequence[Framed], read_at: float) -> Iterator[tuple[list[Any], bool]]:
     """The items in runs of one kind, in order: (undecoded bytes, True), or (LogLines and counts of
     lines skipped, False) with `read_at` as the time of the LogLines that have none."""
     for undecoded, run in groupby(lines, _is_bytes):

@@ -21,11 +21,11 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
 
-from kvwatch.alerting import LiveAlerts
 from kvwatch.daemon.feed import Closed, Feeder, Lines, Mark
+from kvwatch.daemon.live_alerts import LiveAlerts
 from kvwatch.daemon.sources import AutoParser, drained, live_parser, parser_settings, parser_state
 from kvwatch.model import Alert, Event, Finding
-from kvwatch.parsers.base import Parser
+from kvwatch.parsers.base import Parser, Resumable
 from kvwatch.parsers.run import SourceRun
 from kvwatch.parsers.skips import SkipLog
 from kvwatch.pipeline import Pipeline
@@ -149,11 +149,10 @@ class PipelineLoop:
     def _resume(self, feeder: Feeder, parser: Parser) -> None:
         """Give a new parser the state saved with the position its source was opened at."""
         state, feeder.parser_state = feeder.parser_state, None
-        restore = getattr(parser, "restore", None)
-        if not isinstance(state, dict) or not callable(restore):
+        if not isinstance(state, dict) or not isinstance(parser, Resumable):
             return
         try:
-            restore(state)
+            parser.restore(state)
         except (KeyError, TypeError, ValueError) as exc:
             log.warning("source %s: ignoring the saved parser state (%r): records in progress at the "
                         "last save are lost", feeder.name, exc)  # fmt: skip

@@ -18,9 +18,9 @@ from typing import Protocol
 
 from prometheus_client import Counter
 
-from kvwatch.alerting import LiveAlerts, silences_of
 from kvwatch.config.types import Config
 from kvwatch.daemon.feed import Feeder
+from kvwatch.daemon.live_alerts import LiveAlerts, silences_of
 from kvwatch.daemon.setup import Prepared, build_deliveries
 from kvwatch.pipeline import Pipeline
 

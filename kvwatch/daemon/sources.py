@@ -18,7 +18,7 @@ from typing import Any, Protocol
 from kvwatch.config.types import FileSettings, SourceConfig
 from kvwatch.engines import FALLBACK, detect_engine, make_parser, markers_of
 from kvwatch.model import Event, LogLine
-from kvwatch.parsers.base import ParseError, Parser, ParseResult, ParserSettings
+from kvwatch.parsers.base import Draining, ParseError, Parser, ParseResult, ParserSettings, Resumable
 from kvwatch.sources.file import FileSource
 from kvwatch.sources.stdin import StdinSource
 
@@ -116,8 +116,7 @@ def live_parser(config: SourceConfig, settings: ParserSettings) -> Parser:
 def parser_state(parser: Parser) -> dict[str, Any] | None:
     """The parser's `snapshot()` (JSON, naming its `engine`), saved with the position of the lines it
     read, so that a restart finishes the records in progress; None for a parser that keeps none."""
-    snapshot = getattr(parser, "snapshot", None)
-    state = snapshot() if callable(snapshot) else None
+    state = parser.snapshot() if isinstance(parser, Resumable) else None
     return state if isinstance(state, dict) else None
 
 
@@ -125,8 +124,7 @@ def drained(parser: object) -> list[Event]:
     """What `parser` holds back only to hand it on in bulk (sums), handed on now: none where it holds
     nothing of the kind, or is an auto parser still undecided."""
     inner = parser.inner if isinstance(parser, AutoParser) else parser
-    drain = getattr(inner, "drain", None)
-    return list(drain()) if callable(drain) else []
+    return inner.drain() if isinstance(inner, Draining) else []
 
 
 class AutoParser:
@@ -191,9 +189,8 @@ class AutoParser:
         """Choose the engine the state was saved by, and go on from it."""
         if self.inner is None:
             self._decide(str(state["engine"]))
-        restore = getattr(self.inner, "restore", None)
-        if callable(restore):
-            restore(state)
+        if isinstance(self.inner, Resumable):
+            self.inner.restore(state)
 
     def _decide(self, engine: str) -> list[Event] | None:
         """Choose the engine and parse the held lines: their events (None when no line was recognised:

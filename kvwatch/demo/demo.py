@@ -184,7 +184,8 @@ class Demo:
         self.console = Console()
         self.daemon: subprocess.Popen[bytes] | None = None
 
-    def _on_signal(self, signum: int, frame: FrameType | None) -> None:
+    def on_signal(self, signum: int, frame: FrameType | None) -> None:
+        """SIGINT/SIGTERM's handler: a flag only (the teardown polls it)."""
         self.signalled = True
 
     def _pause(self, seconds: float) -> bool:
@@ -203,7 +204,7 @@ class Demo:
     def run(self) -> int:
         """Set up, run until a signal, tear down."""
         for sig in (signal.SIGINT, signal.SIGTERM, signal.SIGHUP):
-            signal.signal(sig, self._on_signal)
+            signal.signal(sig, self.on_signal)
         workdir = self._workdir()
         if workdir is None:
             return 2

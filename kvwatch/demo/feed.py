@@ -29,7 +29,7 @@ from importlib import resources
 from pathlib import Path
 from typing import TYPE_CHECKING
 
-from kvwatch.engines import ENGINES
+from kvwatch.engines import ENGINES, layers_of
 
 if TYPE_CHECKING:
     if sys.version_info >= (3, 11):
@@ -136,9 +136,7 @@ def schedule(sample: Sample, lines: Iterable[str], start: float, speed: float) -
         raise ValueError(f"{sample.name}: engine {sample.engine} declares no clock for its lines")
     base = 0.0 if clock.relative else start
     # The clocks of the cache layers its log carries first (their records hold the engine's pattern too).
-    clocks = [c for c in (ENGINES[n].clock for n in ENGINES[sample.engine].layers if n in ENGINES) if c] + [
-        clock
-    ]
+    clocks = [c for c in (ENGINES[n].clock for n in layers_of(sample.engine) if n in ENGINES) if c] + [clock]
 
     def convert(when: float, first: float, floor: float) -> float:
         return base + max(floor, sample.delay(when - first, speed))  # never backwards (a restart)

@@ -28,7 +28,7 @@ from kvwatch.detectors import offload_retrieve_failed as retrieve_failed
 from kvwatch.detectors.advice import advised
 from kvwatch.detectors.stable import NEVER
 from kvwatch.model import Finding
-from kvwatch.window import Windows
+from kvwatch.windows.window import Windows
 
 #: Short names the config may use for a DetectorSettings field.
 ALIASES = {
@@ -123,7 +123,7 @@ _OTHERS: _Plan = tuple(
 
 class Memo:
     """Each detector's last findings, and detect_all's, for one windows and one settings: a detector
-    asked again with the windows' counters unchanged (kvwatch.window.Windows) and before its findings'
+    asked again with the windows' counters unchanged (kvwatch.windows.window.Windows) and before its findings'
     `until` would find the same again (it is a pure function of them), so those are reused."""
 
     def __init__(self) -> None:

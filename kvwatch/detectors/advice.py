@@ -2,16 +2,17 @@
 
 A detector words its cause and fix for the engine whose incident it was built from (llama-server's
 flags in `prefix_reuse_broken`'s); an engine whose users act elsewhere (Ollama, LM Studio, SGLang)
-declares its own in `Engine.advice`, by alert name, and the finding is reworded here.
+declares its own by alert name (it Advises: kvwatch.engines.capabilities), and the finding is
+reworded here.
 """
 
 from __future__ import annotations
 
 from collections.abc import Sequence
 
-from kvwatch.engines import ENGINES
+from kvwatch.engines import advice_of
 from kvwatch.model import Finding
-from kvwatch.window import Windows
+from kvwatch.windows.window import Windows
 
 
 def advised(findings: Sequence[Finding], windows: Windows) -> list[Finding]:
@@ -20,8 +21,7 @@ def advised(findings: Sequence[Finding], windows: Windows) -> list[Finding]:
     for i, finding in enumerate(out):
         source = next((value for key, value in finding.labels if key == "source"), None)
         window = windows.sources.get(source) if source is not None else None
-        engine = ENGINES.get(window.kind) if window is not None and window.kind else None
-        advise = engine.advice.get(finding.alert) if engine is not None else None
+        advise = advice_of(window.kind).get(finding.alert) if window is not None and window.kind else None
         if advise is not None:
             out[i] = advise(finding)
     return out

@@ -32,7 +32,7 @@ from typing import Any
 
 from kvwatch.detectors.stable import NEVER
 from kvwatch.model import Finding, UsageRecord
-from kvwatch.window import Windows
+from kvwatch.windows.window import Windows
 
 CAUSE = (
     "The gateway reports Anthropic usage with input_tokens that already include the cached tokens "

@@ -14,7 +14,7 @@ from dataclasses import dataclass
 
 from kvwatch.model import Finding
 from kvwatch.parsers.drift import FACT
-from kvwatch.window import Windows, ordered
+from kvwatch.windows.window import Windows, ordered
 
 CAUSE = (
     "Lines of a kind kvwatch reads carry fields or a shape it does not know: the engine was likely "

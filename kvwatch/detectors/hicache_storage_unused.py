@@ -13,7 +13,7 @@ from dataclasses import dataclass
 
 from kvwatch.detectors.stable import NEVER
 from kvwatch.model import Finding
-from kvwatch.window import Windows
+from kvwatch.windows.window import Windows
 
 FIX = (
     "Check the storage backend's read path ({backend}): that the pages it stores can be looked up "

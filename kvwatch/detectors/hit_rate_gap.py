@@ -17,7 +17,7 @@ from dataclasses import dataclass
 
 from kvwatch.detectors.stable import NEVER
 from kvwatch.model import Finding, UsageRecord
-from kvwatch.window import Windows
+from kvwatch.windows.window import Windows
 
 CAUSE = (
     "The same engine and model reuse the cache for {high} but hardly for {low}, so what differs is the "

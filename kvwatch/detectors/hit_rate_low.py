@@ -10,7 +10,7 @@ from dataclasses import dataclass
 
 from kvwatch.detectors.stable import NEVER
 from kvwatch.model import Finding
-from kvwatch.window import Windows
+from kvwatch.windows.window import Windows
 
 
 @dataclass(frozen=True)

@@ -11,8 +11,8 @@ What can be missing is what the source's engine declares it can produce (its `si
 - cache-tier prefetches (SGLang HiCache with a storage backend) where the build logs them only at
   DEBUG (before 0.5.22; 0.5.18 for hybrid models): whether the storage tier is read back is unseen until
   a prefetch line shows up (severity info);
-- an engine's own verdict, where it declares one (`Engine.blindness`: Ollama's OLLAMA_DEBUG), and that
-  of each cache layer the source's engine carries (`Engine.layers`: LMCache's LMCACHE_LOG_LEVEL), handed
+- an engine's own verdict, where it declares one (`JudgesBlindness`: Ollama's OLLAMA_DEBUG), and that
+  of each cache layer the source's engine carries (`CarriesLayers`: LMCache's LMCACHE_LOG_LEVEL), handed
   the source's facts and `traffic` (whether its last stats line showed prompt throughput);
 - cache-rate samples gone silent for longer than `silence` seconds while the last one showed traffic
   (a normal idle silence follows a `0.0 tokens/s` line and is not judged).
@@ -23,9 +23,9 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 from kvwatch.detectors.stable import NEVER, before
-from kvwatch.engines import ENGINES, signals_of
+from kvwatch.engines import blindness_of, layers_of, signals_of
 from kvwatch.model import Finding
-from kvwatch.window import SourceWindow, Windows
+from kvwatch.windows.window import SourceWindow, Windows
 
 FIX_STATS = (
     "Remove --disable-log-stats; with data parallelism run `--api-server-count 1` (or one API server per "
@@ -130,9 +130,9 @@ def detect(windows: Windows, now: float, cfg: Settings) -> list[Finding]:
     findings = []
     for source, win in sorted(windows.sources.items()):
         finding: Finding | None = None
-        engine = ENGINES.get(win.kind)
-        if engine is not None and engine.blindness is not None:  # the engine's own verdict
-            finding = engine.blindness(source, win.facts)
+        blindness = blindness_of(win.kind)
+        if blindness is not None:  # the engine's own verdict
+            finding = blindness(source, win.facts)
             if finding is not None:
                 findings.append(finding)
             continue
@@ -143,8 +143,8 @@ def detect(windows: Windows, now: float, cfg: Settings) -> list[Finding]:
             finding = _verbosity(source, win)
         if finding is None:
             finding = _prefetch_blind(source, win)
-        if finding is None and engine is not None and engine.layers:
-            finding = _layers_blind(source, win, engine.layers)
+        if finding is None and layers_of(win.kind):
+            finding = _layers_blind(source, win, layers_of(win.kind))
         if finding is not None:
             findings.append(finding)
     return findings
@@ -155,8 +155,8 @@ def _layers_blind(source: str, win: SourceWindow, layers: tuple[str, ...]) -> Fi
     last = win.last_stats
     facts = {**win.facts, "traffic": "yes" if last is not None and last.prompt_throughput > 0 else "no"}
     for name in layers:
-        layer = ENGINES.get(name)
-        finding = layer.blindness(source, facts) if layer is not None and layer.blindness else None
+        blindness = blindness_of(name)
+        finding = blindness(source, facts) if blindness is not None else None
         if finding is not None:
             return finding
     return None

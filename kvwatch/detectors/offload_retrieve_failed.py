@@ -1,9 +1,10 @@
 """`offload_retrieve_failed`: an external KV tier's loads fall short or fail, again and again, on one worker.
 
-Per source and worker, from the tier's shortfalls (kvwatch.offloads: a load that got fewer tokens than it
-required, or a failure line of a load): it fires at the `min_failures`-th shortfall within `window`
-seconds of event time, and holds while they keep coming: its finding lasts until `quiet` seconds pass
-without one (then the alert book resolves it). The requests named are those the log printed.
+Per source and worker, from the tier's shortfalls (kvwatch.windows.offloads: a load that got fewer
+tokens than it required, or a failure line of a load): it fires at the `min_failures`-th shortfall
+within `window` seconds of event time, and holds while they keep coming: its finding lasts until
+`quiet` seconds pass without one (then the alert book resolves it). The requests named are those the
+log printed.
 """
 
 from __future__ import annotations
@@ -12,8 +13,8 @@ from dataclasses import dataclass
 
 from kvwatch.detectors.stable import NEVER
 from kvwatch.model import Finding
-from kvwatch.offloads import Shortfall
-from kvwatch.window import Windows
+from kvwatch.windows.offloads import Shortfall
+from kvwatch.windows.window import Windows
 
 #: Requests named in the evidence, newest first.
 MAX_NAMED = 5

@@ -39,7 +39,7 @@ from itertools import pairwise
 from operator import attrgetter
 
 from kvwatch.model import Finding
-from kvwatch.window import Labels, RequestPoint, Tally, Windows, newest, ordered
+from kvwatch.windows.window import Labels, RequestPoint, Tally, Windows, newest, ordered
 
 #: What the field has found changing early in agents' prompts (the break point's usual causes).
 CAUSES = (
@@ -378,7 +378,7 @@ def creeping(points: Sequence[RequestPoint], cfg: Settings) -> Creep | None:
     """The creep of the group's recent requests with a partial hit, if they show one (see Settings)."""
     recent = [p for p in newest(points, cfg.max_requests) if 0 < p.cached < p.prompt]
     n = len(recent)
-    if n < cfg.min_requests:
+    if n < max(cfg.min_requests, 3):  # (a creep needs a few steps, whatever min_requests allows)
         return None
     cached = [p.cached for p in recent]
     prompts = [p.prompt for p in recent]
@@ -388,7 +388,8 @@ def creeping(points: Sequence[RequestPoint], cfg: Settings) -> Creep | None:
         return None
     rate = (cached[-1] - cached[0]) / (n - 1)
     growth = (prompts[-1] - prompts[0]) / (n - 1)
-    if rate < 0 or growth < cfg.creep_ratio * max(rate, 1.0):
+    # (a break point that does not move is the share rule's to judge: a creep moves a token a request)
+    if rate < 1.0 or growth < cfg.creep_ratio * rate:
         return None
     if trend(prompts) < cfg.min_trend:
         return None

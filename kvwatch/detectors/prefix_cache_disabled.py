@@ -12,7 +12,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 from kvwatch.model import Finding
-from kvwatch.window import Windows, newest, ordered
+from kvwatch.windows.window import Windows, newest, ordered
 
 FIX_SETTING = (
     "Remove {setting} from the server's command line: every prompt is computed in full, shared system "

@@ -19,7 +19,7 @@ from dataclasses import dataclass
 
 from kvwatch.engines import signals_of
 from kvwatch.model import Finding
-from kvwatch.window import RequestPoint, Tally, Windows, newest, ordered
+from kvwatch.windows.window import RequestPoint, Tally, Windows, newest, ordered
 
 CAUSE_REPROCESS = (
     "llama.cpp forces full prompt re-processing: on SWA / hybrid / recurrent models the cache can only "

@@ -19,7 +19,7 @@ from dataclasses import dataclass
 from itertools import takewhile
 
 from kvwatch.model import Finding
-from kvwatch.window import EngineWindow, SourceWindow, Windows, ordered
+from kvwatch.windows.window import EngineWindow, SourceWindow, Windows, ordered
 
 CAUSE_HYBRID = (
     "The startup log shows KV groups excluded from offloading ({groups}). vLLM's OffloadingConnector "

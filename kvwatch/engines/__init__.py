@@ -5,9 +5,18 @@ Each engine is a package beside this one (kvwatch/engines/<name>/) declaring an 
 
 from __future__ import annotations
 
+from collections.abc import Callable, Mapping
+from typing import Any, TypeVar, cast
+
 from kvwatch.engines import llamacpp, lmcache, lmstudio, ollama, sglang, usage, vllm
 from kvwatch.engines.base import AS_LAYER, Engine, Signal
+from kvwatch.engines.capabilities import Advise, Advises, CarriesLayers, JudgesBlindness, ReusesParser
+from kvwatch.model import Finding
 from kvwatch.parsers.base import Parser, ParserSettings
+
+T = TypeVar("T")
+#: An engine's own no_signal verdict: (source name, the source's facts) -> its finding, or None.
+Blindness = Callable[[str, Mapping[str, str]], "Finding | None"]
 
 #: name -> engine, in the order lists show them (and metrics are registered).
 ENGINES: dict[str, Engine] = {}
@@ -16,6 +25,19 @@ ENGINES: dict[str, Engine] = {}
 def register(engine: Engine) -> None:
     """Add an engine (or replace the one of its name)."""
     ENGINES[engine.name] = engine
+    _MEMO.clear()
+
+
+#: (what, engine name) -> its capability's value, as the accessors below found it: asking a Protocol
+#: (isinstance) costs ~20 us, and detectors ask per source at every tick.
+_MEMO: dict[tuple[str, str], Any] = {}
+
+
+def _memo(what: str, engine: str, read: Callable[[Engine | None], T]) -> T:
+    key = (what, engine)
+    if key not in _MEMO:
+        _MEMO[key] = read(ENGINES.get(engine))
+    return cast("T", _MEMO[key])
 
 
 register(vllm.ENGINE)
@@ -50,7 +72,7 @@ def make_parser(engine: str, source: str, settings: ParserSettings, options: obj
 
 def reused_parser(engine: str, source: str, settings: ParserSettings) -> Parser:
     """A fresh parser of the engine that `engine` reuses (its `reuses`), for lines its log embeds."""
-    reused = ENGINES[engine].reuses
+    reused = reuses_of(engine)
     if reused is None or reused not in ENGINES:
         raise ValueError(f"engine {engine!r} reuses no known engine")
     return ENGINES[reused].parser(source, settings, None)
@@ -59,9 +81,28 @@ def reused_parser(engine: str, source: str, settings: ParserSettings) -> Parser:
 def layer_parsers(engine: str, source: str, settings: ParserSettings) -> list[Parser]:
     """Fresh parsers of the cache layers whose lines the engine's log carries (its `layers`), made with
     the options AS_LAYER."""
-    return [
-        ENGINES[name].parser(source, settings, AS_LAYER) for name in ENGINES[engine].layers if name in ENGINES
-    ]
+    return [ENGINES[name].parser(source, settings, AS_LAYER) for name in layers_of(engine) if name in ENGINES]
+
+
+def layers_of(engine: str) -> tuple[str, ...]:
+    """The cache layers whose lines the engine's log carries (none for an unknown engine, or one that
+    carries none)."""
+    return _memo("layers", engine, lambda e: e.layers if isinstance(e, CarriesLayers) else ())
+
+
+def reuses_of(engine: str) -> str | None:
+    """The engine whose parser reads lines the engine's log embeds (None: none)."""
+    return _memo("reuses", engine, lambda e: e.reuses if isinstance(e, ReusesParser) else None)
+
+
+def advice_of(engine: str) -> Mapping[str, Advise]:
+    """The engine's own cause and fix for engine-neutral alerts, by alert name (none: none)."""
+    return _memo("advice", engine, lambda e: e.advice if isinstance(e, Advises) else {})
+
+
+def blindness_of(engine: str) -> Blindness | None:
+    """The engine's own no_signal verdict (None: it has none)."""
+    return _memo("blindness", engine, lambda e: e.blindness if isinstance(e, JudgesBlindness) else None)
 
 
 def markers_of(engine: str) -> tuple[str, ...] | None:
@@ -71,7 +112,7 @@ def markers_of(engine: str) -> tuple[str, ...] | None:
     if chosen is None:
         return None
     markers = chosen.markers
-    for other in (chosen.reuses, *chosen.layers):
+    for other in (reuses_of(engine), *layers_of(engine)):
         found = ENGINES.get(other) if other else None
         if found is not None:
             markers += tuple(m for m in found.markers if m not in markers)

@@ -13,7 +13,7 @@ from prometheus_client import CollectorRegistry, disable_created_metrics
 from prometheus_client.metrics import MetricWrapperBase
 
 from kvwatch.engines import ENGINES
-from kvwatch.metrics.families import Family, HistogramFamily
+from kvwatch.engines.families import Family, HistogramFamily
 from kvwatch.metrics.sources import SourceCountsCollector
 from kvwatch.metrics.unread import UnreadFamily
 from kvwatch.model import Event, UnreadFields

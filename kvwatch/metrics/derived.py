@@ -10,7 +10,7 @@ from prometheus_client.samples import Sample
 
 from kvwatch.alerts import AlertBook
 from kvwatch.detectors import pinned_cache
-from kvwatch.window import Windows
+from kvwatch.windows.window import Windows
 
 
 class AlertCollector(Collector):

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from prometheus_client import CollectorRegistry
 
-from kvwatch.metrics.families import Family
+from kvwatch.engines.families import Family
 from kvwatch.model import UnreadFields
 
 

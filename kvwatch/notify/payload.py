@@ -17,7 +17,7 @@ import json
 from typing import Any
 
 from kvwatch.model import Alert
-from kvwatch.parsers.clock import iso
+from kvwatch.times import iso
 
 
 def iso_utc(at: float) -> str:

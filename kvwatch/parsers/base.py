@@ -7,11 +7,14 @@ the clock: times come from the lines, from the transport, or from the settings.
 
 from __future__ import annotations
 
-from collections.abc import Iterable
+from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
-from typing import NamedTuple, Protocol
+from typing import TYPE_CHECKING, Any, NamedTuple, Protocol, runtime_checkable
 
 from kvwatch.model import Event, LogLine
+
+if TYPE_CHECKING:
+    from kvwatch.sources.framing import Entries
 
 #: The fixed default anchor for relative timestamps in replay (llama.cpp): 2026-01-01T00:00:00Z.
 DEFAULT_START = 1767225600.0
@@ -77,11 +80,69 @@ class Parser(Protocol):
         """At end of input: the events still held back (requests cut mid-way are dropped, not guessed)."""
         ...
 
-    # A parser may also offer `parse_block(texts: list[str]) -> BlockResult`: exactly `parse` over
-    # LogLine(source, text, None) for each text in order, counted up, for a dense plain file in one call;
-    # and `parse_text(text: str) -> BlockResult`, the same over the lines of one text, each ending in `\n`;
-    # and `raw_marker`, a marker whose json-file lines it reads from their bytes, with
-    # `parse_entries(entries: kvwatch.sources.framing.Entries) -> BlockResult`, the same over the read's
-    # marker lines, decoded or (the raw marker's) in runs of their bytes.
-    # And `drain() -> list[Event]`: the events it holds back only to hand them on in bulk (sums per
-    # stretch of log time), handed on now; the daemon asks before each position sync.
+
+# What a parser may also be, each a small capability its callers test with isinstance.
+
+
+@runtime_checkable
+class TextParser(Protocol):
+    """Reads a dense plain read whole (replay's `kvwatch.sources.framing.Block`)."""
+
+    def parse_text(self, text: str) -> BlockResult:
+        """Exactly `parse` over the lines of `text` (each ending in `\\n`, no transport time), counted up."""
+        ...
+
+
+@runtime_checkable
+class BlockParser(Protocol):
+    """Reads many lines of a plain read in one call (replay's Block, for a parser without parse_text)."""
+
+    def parse_block(self, texts: list[str]) -> BlockResult:
+        """Exactly `parse` over LogLine(source, text, None) for each text in order, counted up."""
+        ...
+
+
+@runtime_checkable
+class EntriesParser(Protocol):
+    """Reads some json-file lines from their bytes (replay's `kvwatch.sources.framing.Entries`)."""
+
+    @property
+    def raw_marker(self) -> str | None:
+        """The marker whose json-file lines it reads from their bytes (None: none, for now)."""
+        ...
+
+    def parse_entries(self, entries: Entries) -> BlockResult:
+        """Exactly `parse` over the read's marker lines, decoded or (the raw marker's) in runs of bytes."""
+        ...
+
+
+@runtime_checkable
+class Holding(Protocol):
+    """Holds lines back until it knows what they are (the daemon's auto parser, before it picks an engine)."""
+
+    @property
+    def holding(self) -> bool:
+        """Whether lines are held, not yet parsed."""
+        ...
+
+
+@runtime_checkable
+class Draining(Protocol):
+    """Holds events back only to hand them on in bulk (sums per stretch of log time)."""
+
+    def drain(self) -> list[Event]:
+        """The events held back, handed on now (the daemon asks before each position sync)."""
+        ...
+
+
+@runtime_checkable
+class Resumable(Protocol):
+    """Carries state across lines that a restart should not lose (a request in progress)."""
+
+    def snapshot(self) -> dict[str, Any] | None:
+        """Its state as JSON naming its `engine` (None: none to keep), saved with a position."""
+        ...
+
+    def restore(self, state: Mapping[str, Any]) -> None:
+        """Go on from a `snapshot()`; KeyError, TypeError or ValueError when it is not one."""
+        ...

@@ -6,10 +6,17 @@ big file in a child before those are even imported.
 
 from __future__ import annotations
 
-from collections.abc import Callable
-
 from kvwatch.model import Event, LogLine, SourceCounts
-from kvwatch.parsers.base import BlockResult, ParseError, Parser, ParseResult, tally
+from kvwatch.parsers.base import (
+    BlockParser,
+    EntriesParser,
+    Holding,
+    ParseError,
+    Parser,
+    ParseResult,
+    TextParser,
+    tally,
+)
 from kvwatch.parsers.skips import SkipLog
 from kvwatch.sources.framing import Batch, Block, Entries, Malformed
 from kvwatch.sources.scanner import LineFilter
@@ -32,7 +39,7 @@ class SourceRun:
     def _unused(self, result: ParseResult, text: str) -> None:
         """Tell the skip log about a line that gave no events (a recognised one gave a list)."""
         assert self.skips is not None
-        if result is None and getattr(self.parser, "inner", True) is None:
+        if result is None and isinstance(self.parser, Holding) and self.parser.holding:
             return  # (an auto parser holding its first lines until it knows the engine)
         if result is None:
             self.skips.line("not_recognised", text)
@@ -74,15 +81,14 @@ class SourceRun:
             for text in block.texts:
                 events += self.take(LogLine(self.source, text, None))
             return events
-        whole: Callable[[str], BlockResult] | None = getattr(self.parser, "parse_text", None)
-        parts: Callable[[list[str]], BlockResult] | None = getattr(self.parser, "parse_block", None)
-        if whole is not None:
-            events, recognized, errors = whole(block.text)
+        parser = self.parser
+        if isinstance(parser, TextParser):
+            events, recognized, errors = parser.parse_text(block.text)
             lines = block.text.count("\n")
         else:
             texts = block.texts
-            if parts is not None:
-                events, recognized, errors = parts(texts)
+            if isinstance(parser, BlockParser):
+                events, recognized, errors = parser.parse_block(texts)
             else:
                 source = self.source
                 events, recognized, errors = tally(
@@ -96,35 +102,20 @@ class SourceRun:
         return events
 
     def _take_entries(self, entries: Entries) -> list[Event]:
-        # (only a parser with a raw marker, hence `parse_entries`, is handed them: replay's)
-        events, recognized, errors = self.parser.parse_entries(entries)  # type: ignore[attr-defined]
+        # (only a parser with a raw marker, an EntriesParser, is handed them: replay's)
+        assert isinstance(self.parser, EntriesParser)
+        events, recognized, errors = self.parser.parse_entries(entries)
         counts = self.counts
         counts.lines += entries.lines
         counts.recognized += recognized
         counts.errors += errors
-        return events  # type: ignore[no-any-return]
+        return events
 
     def take_many(self, batches: list[Batch]) -> list[Event]:
         """Events of a read's batches, in order."""
         events: list[Event] = []
-        counts, parse, take = self.counts, self.parser.parse, self.take
-        if self.skips is not None:
-            for batch in batches:
-                events += take(batch)
-            return events
         for batch in batches:
-            if type(batch) is LogLine:  # take() of the commonest batch written out: a call fewer per line
-                counts.lines += 1
-                result = parse(batch)
-                if isinstance(result, list):
-                    counts.recognized += 1
-                    events += result
-                elif isinstance(result, ParseError):
-                    counts.errors += 1
-                continue
-            out = take(batch)
-            if out:
-                events += out
+            events += self.take(batch)
         return events
 
     def feed_raw(self, lines: list[bytes], when: float | None = None) -> list[Event]:

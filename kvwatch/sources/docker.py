@@ -39,7 +39,6 @@ from typing import Any
 
 from kvwatch.config.types import DockerSettings, SourceConfig
 from kvwatch.model import LogLine
-from kvwatch.parsers.clock import parse_rfc3339
 from kvwatch.sources.docker_json import (
     Entry,
     entries_from_json,
@@ -50,6 +49,7 @@ from kvwatch.sources.filetail import DRAIN_TIMEOUT, READ_BUDGET, FileTail, Start
 from kvwatch.sources.linecap import LINE_CAP
 from kvwatch.sources.openfile import FileCounters, open_fd, siblings
 from kvwatch.sources.positions import FilePosition, Identity
+from kvwatch.times import parse_rfc3339
 
 __all__ = ["Container", "DockerSource", "find_container"]
 

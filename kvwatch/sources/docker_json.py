@@ -15,8 +15,8 @@ from collections.abc import Iterable
 from dataclasses import dataclass
 from typing import Any
 
-from kvwatch.parsers.clock import parse_rfc3339
 from kvwatch.sources.linecap import LINE_CAP, TextClip
+from kvwatch.times import parse_rfc3339
 
 DOCKER_SPLIT = 16 * 1024
 _TS_PREFIX = re.compile(rb"^(\d{4}-\d\d-\d\dT\d\d:\d\d:\d\d(?:\.\d{1,9})?(?:Z|[+-]\d\d:\d\d)) ")

@@ -15,10 +15,9 @@ from collections.abc import Iterable
 
 from kvwatch.model import LogLine
 from kvwatch.sources.docker_json import Entry, SavedJoiner, decode_entry, simple_entry, split_logs_t
-from kvwatch.sources.framing import Framing, escaped_markers, is_complete, sniff
+from kvwatch.sources.framing import HEAD, Framing, escaped_markers, is_complete, sniff
 from kvwatch.sources.openfile import FileCounters
 from kvwatch.sources.scanner import LineFilter
-from kvwatch.sources.wholefile import HEAD
 
 #: What a poll hands the pipeline: a plain line undecoded, a decoded line, or a count of lines that
 #: hold none of the parser's markers (docker's framings: skipped undecoded, as replay skips them).

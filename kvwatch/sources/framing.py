@@ -66,6 +66,9 @@ class Entries:
 
 Batch = int | LogLine | Malformed | Block | Entries
 
+#: How much of a file's head tells its framing (sniff) and its engine.
+HEAD = 64 << 10
+
 #: How much of the first read decides whether a plain file is dense (see Framer.every_line).
 SAMPLE = 256 << 10
 
@@ -137,7 +140,7 @@ def read_entry_lines(
 
 try:  # (the same in C, several times faster: built where pip found a C compiler, see setup.py)
     from kvwatch.sources._spans import entry_lines
-except ImportError:  # pragma: no cover (CI builds it: tests/test_lmcache_entries.py)
+except ImportError:  # pragma: no cover (CI builds it: tests/test_replay_plain.py holds it to the plain path)
     entry_lines = read_entry_lines
 
 
@@ -200,10 +203,12 @@ class Framer:
         max_line: int,
         *,
         raw_marker: str | None = None,
+        blocks: bool = True,
     ) -> None:
         """`raw_marker`: one of the markers, whose json-file lines the parser reads from their bytes (it has
         `parse_entries`): given, a json-file read of complete entries comes as one Entries, where the
-        lines on which it is the first marker come undecoded, in runs."""
+        lines on which it is the first marker come undecoded, in runs. `blocks`: a plain read where nearly
+        every line holds a marker comes as one Block (False: each of its lines as a LogLine)."""
         self.source = source
         self.framing = framing
         self._pattern = marker_pattern(markers)
@@ -222,6 +227,7 @@ class Framer:
         if raw_marker is not None and self._scanner is not None and framing == "docker-json":
             self._raw = self._scanner.patterns.index(raw_marker.encode("ascii"))
         self._dense: bool | None = None  # decided on the first chunk
+        self._blocks = blocks
 
     @property
     def truncated(self) -> int:
@@ -282,7 +288,8 @@ class Framer:
             # (`\\n` is never part of a UTF-8 sequence, so this decodes each line as feed() would.)
             text = str(memoryview(data)[start:stop], "utf-8", "replace")
             carriage = data.find(b"\r\n", start, stop) >= 0
-            return [Block(text.replace("\r\n", "\n") if carriage else text)]
+            block = Block(text.replace("\r\n", "\n") if carriage else text)
+            return [block] if self._blocks else [LogLine(self.source, each, None) for each in block.texts]
         fast: list[Batch] | None = None
         if scanner is not None:
             whole_json = self.framing == "docker-json"

@@ -43,7 +43,7 @@ class FileWatcher:
         """Watch the directories holding `patterns` (paths or globs)."""
         self.event = threading.Event()
         self.inotify = False
-        self._dirs = sorted({_watch_dir(p) for p in patterns})
+        self._dirs = sorted({watched_dir(p) for p in patterns})
         self._interval = fallback_interval
         self._observer: Any = None
         self._stop = threading.Event()
@@ -78,7 +78,7 @@ class FileWatcher:
             self.event.set()
 
 
-def _watch_dir(pattern: str) -> tuple[str, bool]:
+def watched_dir(pattern: str) -> tuple[str, bool]:
     """The directory to watch for a path or glob, and whether recursively.
 
     A directory with a glob in it, or not created yet, is watched from its nearest plain, existing

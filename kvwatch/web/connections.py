@@ -121,6 +121,11 @@ class Server:
         """Connections open now (read by tests and the bench)."""
         return len(self._waiting) + self._busy
 
+    @property
+    def in_work(self) -> int:
+        """Connections a worker holds now (the others wait for one)."""
+        return self._busy
+
     def start(self) -> None:
         """Serve in the background."""
         for listener in self.listeners:

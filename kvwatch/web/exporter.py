@@ -1,5 +1,5 @@
-"""The HTTP side: `/metrics` (Prometheus text or OpenMetrics by `Accept`), `/`, `/healthz`, `/-/healthy`
-and `/-/ready`, for GET and HEAD.
+"""The HTTP side: `/metrics` (Prometheus text or OpenMetrics by `Accept`), `/`, `/report`, `/healthz`,
+`/-/healthy` and `/-/ready`, for GET and HEAD.
 
 A scrape, and the landing page (kvwatch.web.landing), take the pipeline's lock, so they never see a
 half-applied batch (and never iterate a dict the pipeline thread is changing); they give up with 503
@@ -51,10 +51,13 @@ class Exporter:
         ready: Check | None = None,
         web: WebConfig | None = None,
         more: Sequence[tuple[str, int]] = (),
+        report: Callable[[], str] | None = None,
     ) -> None:
         """Bind now (so a busy port fails the start); `start()` serves. `address` "" is every interface;
-        `more`: further (address, port) to listen on; `ready` defaults to `health`."""
+        `more`: further (address, port) to listen on; `ready` defaults to `health`; `report`: the HTML
+        `/report` downloads (None: no such path)."""
         self.registry, self.lock, self.page, self.health, self.web = registry, lock, page, health, web
+        self.report = report
         self.ready = ready or health
         self.auth = BasicAuth(web.users if web else {}, count_failures(registry))
         self.extra_headers = dict(web.headers) if web else {}
@@ -133,7 +136,7 @@ class _Handler(BaseHTTPRequestHandler):
         self.do_GET()
 
     def do_GET(self) -> None:
-        """Answer /metrics, /, /healthz, /-/healthy or /-/ready."""
+        """Answer /metrics, /, /report, /healthz, /-/healthy or /-/ready."""
         ex = self.exporter
         if not self._authorized():
             return
@@ -147,6 +150,8 @@ class _Handler(BaseHTTPRequestHandler):
             self._send(200, "text/plain; charset=utf-8", b"ok\n")
         elif path == "/":
             self._page()
+        elif path == "/report" and ex.report is not None:
+            self._report(ex.report)
         else:
             self._send(404, "text/plain; charset=utf-8", b"Not found\n")
 
@@ -177,6 +182,13 @@ class _Handler(BaseHTTPRequestHandler):
         body = self._locked(lambda: self.exporter.page().encode("utf-8"))
         if body is not None:
             self._send(200, "text/html; charset=utf-8", body)
+
+    def _report(self, report: Callable[[], str]) -> None:
+        """The forensic report of the daemon's windows, as a file to download."""
+        body = self._locked(lambda: report().encode("utf-8"))
+        if body is not None:
+            extra = {"Content-Disposition": 'attachment; filename="kvwatch-report.html"'}
+            self._send(200, "text/html; charset=utf-8", body, extra)
 
     def _metrics(self) -> None:
         """The exposition in the format the client accepts."""

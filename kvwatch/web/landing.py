@@ -122,8 +122,14 @@ def _source_row(row: SourceRow, now: float) -> str:
 
 def _alert(alert: Alert, silenced: bool, now: float) -> str:
     """One firing alert as a card: what, where, since when, summary, cause, evidence, fix."""
-    labels = ", ".join(f"{k}={v}" for k, v in sorted(alert.labels.items()))
     note = " · silenced: not notified" if silenced else ""
+    return alert_card(alert, f"firing since {when(alert.at, now)}{note}")
+
+
+def alert_card(alert: Alert, status: str) -> str:
+    """An alert as a card: its name, labels and `status` (e.g. since when it fires), summary, cause,
+    evidence, fix (also the forensic report's, kvwatch.forensic.page)."""
+    labels = ", ".join(f"{k}={v}" for k, v in sorted(alert.labels.items()))
     evidence = "".join(
         f"<dt>{escape(str(key))}</dt><dd>{escape(evidence_value(str(key), value))}</dd>"
         for key, value in jsonable(alert.evidence).items()
@@ -132,7 +138,7 @@ def _alert(alert: Alert, silenced: bool, now: float) -> str:
     return (
         f"<section class='alert {severity}'>"
         f"<h3><span class='sev'>{severity}</span> {escape(alert.alert)}</h3>"
-        f"<p class='muted'>{escape(labels)} · firing since {escape(when(alert.at, now))}{note}</p>"
+        f"<p class='muted'>{escape(labels)} · {escape(status)}</p>"
         f"<p class='summary'>{escape(alert.summary)}</p>"
         f"<p class='label'>Cause</p><p>{escape(alert.cause)}</p>"
         f"<p class='label'>Evidence</p><dl>{evidence}</dl>"
@@ -146,8 +152,11 @@ def landing_page(
     alerts: Sequence[tuple[Alert, bool]],
     now: float,
     refresh: int = REFRESH,
+    *,
+    charts: str = "",
 ) -> str:
-    """The HTML of `/`: sources, the firing (alert, silenced) pairs, links; reloads every `refresh` s."""
+    """The HTML of `/`: sources, the firing (alert, silenced) pairs, links, then `charts` (the sources'
+    recent windows, kvwatch.forensic.live); reloads every `refresh` s."""
     up = sum(row.up for row in sources)
     cards = "".join(_alert(alert, silenced, now) for alert, silenced in alerts)
     rows = "".join(_source_row(row, now) for row in sources)
@@ -159,14 +168,16 @@ def landing_page(
         "<!doctype html><html lang='en'><head><meta charset='utf-8'>"
         f"<meta http-equiv='refresh' content='{refresh:d}'>"
         "<meta name='viewport' content='width=device-width,initial-scale=1'>"
+        "<link rel='icon' href='data:,'>"  # (no /favicon.ico request, no 404)
         f"<title>kvwatch: {len(alerts)} firing</title><style>{_CSS}</style></head><body>"
         f"<header><h1>kvwatch {escape(version)}</h1>"
         f"<span><span class='{'firing' if alerts else 'ok'}'>{len(alerts)} alert"
         f"{'' if len(alerts) == 1 else 's'} firing</span> · {up}/{len(sources)} sources up</span>"
-        "<nav><a href='metrics'>/metrics</a><a href='healthz'>/healthz</a></nav></header>"
+        "<nav><a href='metrics'>/metrics</a><a href='healthz'>/healthz</a><a href='report'>/report</a></nav>"
+        "</header>"
         "<p class='muted'>Prefix-cache and KV-offload health from inference-engine logs. "
         f"Rendered {stamp}; reloads every {refresh:d} s.</p>"
         f"<h2>Firing alerts</h2>{cards or '<p class=ok>no alert firing</p>'}"
         f"<h2>Sources</h2><table><tr>{head}</tr>{rows}</table>"
-        "</body></html>\n"
+        f"{charts}</body></html>\n"
     )

@@ -2,48 +2,8 @@
 
 from __future__ import annotations
 
-from collections.abc import Callable, Mapping
-from typing import TYPE_CHECKING, Any
-
-from kvwatch.engines.base import Engine, Gathering, RequestAdapter
-from kvwatch.model import LlamaRequest
-from kvwatch.parsers.base import Parser, ParserSettings
-
-if TYPE_CHECKING:
-    from prometheus_client import CollectorRegistry
-
-    from kvwatch.report.summary import SourceView
-
-
-def _parser(source: str, settings: ParserSettings, options: Any) -> Parser:
-    from kvwatch.engines.llamacpp.parser import LlamacppParser
-
-    return LlamacppParser(source, settings)
-
-
-def _metrics(registry: CollectorRegistry) -> Mapping[type, Callable[[Any], None]]:
-    from kvwatch.engines.llamacpp.metrics import LlamacppMetrics
-
-    return {LlamaRequest: LlamacppMetrics(registry).apply}
-
-
-def _report(view: SourceView) -> list[str] | None:
-    from kvwatch.engines.llamacpp.report import section
-
-    return section(view)
-
-
-def _requests() -> RequestAdapter:
-    from kvwatch.engines.llamacpp.records import Requests
-
-    return Requests()
-
-
-def _gather() -> Gathering:
-    from kvwatch.engines.llamacpp.report import Figures
-
-    return Figures()
-
+from kvwatch.engines.base import Engine, Later
+from kvwatch.engines.llamacpp.events import LlamaRequest
 
 #: parser.MARKERS (a test holds them equal): the parser, which imports much, is not needed to know a log
 #: holds none.
@@ -56,17 +16,23 @@ def _hint(head: str) -> bool:
     return any(marker in head for marker in SNIFF_MARKERS)
 
 
-ENGINE = Engine(
+class Llamacpp(Engine):
+    """llama.cpp's optional capabilities (kvwatch.engines.capabilities): Hints, Reports,
+    ConvertsRequests."""
+
+    hint = staticmethod(_hint)
+    section = Later("kvwatch.engines.llamacpp.report:section")
+    gather = Later("kvwatch.engines.llamacpp.report:Figures")
+    requests = Later("kvwatch.engines.llamacpp.records:Requests")
+
+
+ENGINE = Llamacpp(
     name="llamacpp",
     display="llama.cpp",
     home="kvwatch.engines.llamacpp.parser",
-    parser=_parser,
+    parser=Later("kvwatch.engines.llamacpp.parser:make_parser"),
     sniff_rank=1,
-    sniff_hint=_hint,
     events=(LlamaRequest,),
     signals=frozenset({"server_requests", "derived_requests"}),
-    metrics=_metrics,
-    report=_report,
-    gather=_gather,
-    requests=_requests,
+    metrics=Later("kvwatch.engines.llamacpp.metrics:handlers"),
 )

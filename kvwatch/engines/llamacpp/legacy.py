@@ -19,7 +19,7 @@ import re
 from dataclasses import dataclass, field
 
 from kvwatch.engines.llamacpp import lines as ln
-from kvwatch.model import LlamaRequest
+from kvwatch.engines.llamacpp.events import LlamaRequest
 
 #: Markers of these lines that the modern ones lack (see parser.MARKERS).
 MARKERS = (" | tid=", "timestamp=", "kv cache rm")
@@ -68,13 +68,9 @@ class Legacy:
 
     pending: dict[int, _Pending] = field(default_factory=dict)
 
-    def key(self) -> tuple[tuple[int, int, int | None], ...]:
-        """What decides how its later lines are read (see LlamacppParser.state_key)."""
-        return tuple(sorted((slot, p.task, p.reused) for slot, p in self.pending.items()))
-
     def dump(self) -> list[list[int | None]]:
         """The requests in progress as JSON (a saved position: see `restored`)."""
-        return [list(row) for row in self.key()]
+        return [[slot, p.task, p.reused] for slot, p in sorted(self.pending.items())]
 
     @classmethod
     def restored(cls, rows: list[list[int | None]]) -> Legacy:

@@ -12,8 +12,9 @@ import json
 import re
 from dataclasses import dataclass
 
-from kvwatch.parsers.clock import LineClock, YearlessClock, parse_rfc3339
+from kvwatch.parsers.clock import LineClock, YearlessClock
 from kvwatch.parsers.text import strip_ansi
+from kvwatch.times import parse_rfc3339
 
 _MONTHS = {m: i for i, m in enumerate(("Jan", "Feb", "Mar", "Apr", "May", "Jun"), 1)}
 _MONTHS |= {m: i for i, m in enumerate(("Jul", "Aug", "Sep", "Oct", "Nov", "Dec"), 7)}

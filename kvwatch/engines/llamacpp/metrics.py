@@ -5,10 +5,13 @@ Plain-float families (metrics.families): a -lv 4 replay applies tens of thousand
 
 from __future__ import annotations
 
+from collections.abc import Callable, Mapping
+from typing import Any
+
 from prometheus_client import CollectorRegistry
 
-from kvwatch.metrics.families import Family, HistogramFamily
-from kvwatch.model import LlamaRequest
+from kvwatch.engines.families import Family, HistogramFamily
+from kvwatch.engines.llamacpp.events import LlamaRequest
 
 # Ratios: fine steps at the bottom, where a broken prefix lives (the incident reused 21 of ~24k
 # tokens, 0.001; its LCP similarity was 0.086, just under the 0.1 selection threshold), and near 1,
@@ -105,3 +108,9 @@ class LlamacppMetrics:
             self.reuse.observe(labels, min(1.0, event.reused_tokens / event.prompt_tokens))
         if event.prompt_eval_seconds is not None:
             self.eval_seconds.observe(labels, event.prompt_eval_seconds)
+
+
+def handlers(registry: CollectorRegistry) -> Mapping[type, Callable[[Any], None]]:
+    """The engine's families on `registry`, as the handler of each event type they are fed
+    (kvwatch.engines.base.MetricsFactory)."""
+    return {LlamaRequest: LlamacppMetrics(registry).apply}

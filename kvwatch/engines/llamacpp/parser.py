@@ -37,17 +37,11 @@ from typing import Any
 from kvwatch.engines.llamacpp import legacy as lg
 from kvwatch.engines.llamacpp import lines as ln
 from kvwatch.engines.llamacpp import whole as request_whole
-from kvwatch.engines.llamacpp.slots import READ, Questions, Request, Stream
-from kvwatch.model import Event, LlamaRequest, LogLine, ServerRestart
+from kvwatch.engines.llamacpp.events import LlamaRequest
+from kvwatch.engines.llamacpp.slots import READ, Request, Stream
+from kvwatch.model import Event, LogLine, ServerRestart
 from kvwatch.parsers.base import BlockResult, ParseError, ParseResult, ParserSettings, tally
 from kvwatch.parsers.clock import YearlessClock
-
-#: A parser's state (`LlamacppParser.state_key`): all that decides how later lines are read but the
-#: slots' last finished tasks, and those, per stream (its router port, None for a plain server).
-StateKey = tuple[tuple[object, ...], dict[int | None, dict[int, int]]]
-#: Per stream watched: the (slot, task) questions asked of its last finished tasks, and the slots that
-#: finished one since (None: the stream restarted).
-Asked = dict[int | None, tuple[list[tuple[int, int]], set[int] | None]]
 
 #: The first letters of a 2024 `server_log` line (INFO, DEBUG, VERB, WARN, ERR).
 _LEGACY_START = frozenset("IDVWE")
@@ -107,17 +101,7 @@ class LlamacppParser:
         self._runs = 0  # runs anchored so far: the first one at settings.start
         self._head = ""  # `M.SS.` of the last plain line (see _plain) and its M * 60 + SS
         self._seconds = 0
-        self._watched: dict[int | None, Questions] = {}  # (see watch())
         self._legacy: dict[int | None, lg.Legacy] = {}  # a 2024 server's requests, per stream
-
-    def state_key(self) -> StateKey:
-        """Everything that decides how later lines are parsed, caches left out: two parsers with equal
-        keys give the same results for the same lines (kvwatch.segmented relies on it). The slots'
-        last finished tasks come apart from the rest (see `reconcile`)."""
-        streams = sorted(((-1 if p is None else p), s.key()) for p, s in self._streams.items())
-        finished = {port: dict(stream.finished) for port, stream in self._streams.items()}
-        legacy = sorted(((-1 if p is None else p), old.key()) for p, old in self._legacy.items())
-        return (self._last, self._runs, self._clock.key(), streams, legacy), finished
 
     def snapshot(self) -> dict[str, Any]:
         """Its state as JSON, saved with a position: a restart then finishes the requests in progress."""
@@ -333,72 +317,6 @@ class LlamacppParser:
         if request is not None and request.task >= newest[0]:
             return request.task, True
         return newest
-
-    def forget(self) -> None:
-        """Forget what is known of the slots, as of a server whose lines were skipped (a guess that the
-        lines after rebuild)."""
-        for stream in self._streams.values():
-            stream.forget_slots()
-        self._legacy.clear()
-
-    def watch(self) -> None:
-        """From now on, note what lines ask of each stream's last finished tasks (`questions`)."""
-        self._watched = {port: Questions() for port in self._streams}
-        for port, stream in self._streams.items():
-            stream.watch = self._watched[port]
-
-    def questions(self) -> Asked:
-        """Stop noting: per stream watched, the (slot, task) questions asked of its last finished
-        tasks before the slot finished another, and the slots that did (None: the stream restarted)."""
-        asked: Asked = {}
-        for port, questions in self._watched.items():
-            stream = self._streams[port]
-            restarted = stream.watch is not questions  # (reset() dropped it, with the old tasks)
-            stream.watch = None
-            asked[port] = questions.asked, None if restarted else questions.finished
-        self._watched = {}
-        return asked
-
-    @staticmethod
-    def may_hold(guess: StateKey, truth: StateKey) -> bool:
-        """Whether lines parsed from state `guess` may give what they give from state `truth`: all
-        but the slots' last finished tasks equal (see `reconcile`)."""
-        return guess[0] == truth[0]
-
-    @staticmethod
-    def reconcile(guess: StateKey, truth: StateKey, asked: Asked, end: StateKey) -> StateKey | None:
-        """The true end state of lines parsed from state `guess`, whose results are those from state
-        `truth`; None when they may not be.
-
-        The slots' last finished tasks are the part of a state a guess most often gets wrong: a slot
-        idle through the whole stretch the guess was made from keeps one from long before. They are
-        read only to drop a late line of a request already emitted, so the lines' results are the
-        same from both states when the rest is equal and every question the lines asked of them has
-        the same answer in both; the end state then has the true task of every slot that finished
-        none in the lines.
-        """
-        if not LlamacppParser.may_hold(guess, truth):
-            return None
-        guessed, known = guess[1], truth[1]
-        for port, (questions, _) in asked.items():
-            mine, theirs = guessed.get(port, {}), known.get(port, {})
-            if any((mine.get(slot) == task) != (theirs.get(slot) == task) for slot, task in questions):
-                return None
-        end_core, ended = end
-        fixed: dict[int | None, dict[int, int]] = {}
-        for port, finished in ended.items():
-            done = asked[port][1] if port in asked else None  # (None: a stream new or restarted since)
-            if done is None:
-                fixed[port] = finished
-            else:
-                fixed[port] = {s: t for s, t in known.get(port, {}).items() if s not in done}
-                fixed[port].update((slot, finished[slot]) for slot in done)
-        return end_core, fixed
-
-    def adopt(self, key: StateKey) -> None:
-        """Take the slots' last finished tasks of a state key (one `reconcile` made)."""
-        for port, finished in key[1].items():
-            self._streams[port].finished = dict(finished)
 
     def parse(self, line: LogLine) -> ParseResult:
         """The events of one line; [] for a recognised line with none; None for a foreign line."""
@@ -725,3 +643,8 @@ def _srv_read(text: str) -> bool:
     """Whether a plain srv line may be read (maybe a start line; or the prompt cache's rescue, which
     Stream._srv reads): the general path takes it. Every other srv line only moves the clock."""
     return "initializing" in text or "listening on " in text or "- found" in text
+
+
+def make_parser(source: str, settings: ParserSettings, options: Any) -> LlamacppParser:
+    """The engine's parser of one source (kvwatch.engines.base.ParserFactory)."""
+    return LlamacppParser(source, settings)

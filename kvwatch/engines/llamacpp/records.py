@@ -2,12 +2,13 @@
 
 from __future__ import annotations
 
-from kvwatch.engines.base import Basis
-from kvwatch.model import LlamaRequest, RequestRecord
+from kvwatch.engines.capabilities import Basis
+from kvwatch.engines.llamacpp.events import LlamaRequest
+from kvwatch.model import RequestRecord
 
 
 class Requests:
-    """One source's `LlamaRequest`s as `RequestRecord`s (kvwatch.engines.base.RequestAdapter)."""
+    """One source's `LlamaRequest`s as `RequestRecord`s (kvwatch.engines.capabilities.RequestAdapter)."""
 
     def __init__(self) -> None:
         """No conversation seen yet."""

@@ -7,8 +7,8 @@ from collections.abc import Sequence
 from dataclasses import dataclass, field
 from datetime import datetime, timezone
 
-from kvwatch.model import LlamaRequest
-from kvwatch.report.summary import SourceView
+from kvwatch.engines.capabilities import SourceView
+from kvwatch.engines.llamacpp.events import LlamaRequest
 
 #: The text report keeps the last this many llama.cpp requests per source (memory stays bounded).
 MAX_ROWS = 5000

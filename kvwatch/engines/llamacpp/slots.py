@@ -4,16 +4,15 @@ from __future__ import annotations
 
 import re
 from dataclasses import asdict, dataclass, field
-from operator import itemgetter
 from typing import Any, Literal
 
 from kvwatch.engines.llamacpp import lines as ln
-from kvwatch.model import Event, LlamaRequest
+from kvwatch.engines.llamacpp.events import LlamaRequest
+from kvwatch.model import Event
 from kvwatch.parsers.base import ParseError, ParseResult
 
 Selection = Literal["lcp", "lru", "id", "unknown"]
 
-_SLOT = itemgetter(0)  # (sorting a slot dict's items by slot: its values need not be orderable)
 
 #: How every message `_update` reads begins, but memory_seq_rm's (its own word is mid-line).
 READ = frozenset(("new ", "kv c", "rest", "forc", "prom", "eval", "stop", "tota", "fail"))
@@ -74,15 +73,6 @@ class Request:
 
 
 @dataclass(slots=True)
-class Questions:
-    """What a stream's lines asked of its slots' last finished tasks while watched (`Stream.watch`)."""
-
-    asked: list[tuple[int, int]] = field(default_factory=list)  # (slot, task): is it the last finished?
-    finished: set[int] = field(default_factory=set)  # slots that finished a task since (later questions
-    # of theirs are answered by these lines' own tasks, and are not noted)
-
-
-@dataclass(slots=True)
 class Stream:
     """One server process's output (the server, or one router child): clock and slot state."""
 
@@ -99,7 +89,6 @@ class Stream:
     # to_int() of slot and task ids already read: int() is a tenth of a slot line's cost, and a task's
     # id comes back on each of its dozen lines (a cache: it is emptied now and then).
     ids: dict[str, int] = field(default_factory=dict)
-    watch: Questions | None = None  # noting what lines ask of `finished` (kvwatch.segmented)
 
     def reset(self) -> None:
         """A new process: nothing of the old one applies."""
@@ -107,34 +96,8 @@ class Stream:
         for name in Stream.__slots__:
             setattr(self, name, getattr(fresh, name))
 
-    def forget_slots(self) -> None:
-        """Forget the slots' requests, picks and finished tasks (kvwatch.segmented: a worker's, from
-        before lines it skips, would be stale)."""
-        self.requests.clear()
-        self.picks.clear()
-        self.finished.clear()
-        self.last_pick = self.timing = None
-
-    def key(self) -> tuple[object, ...]:
-        """What decides how later lines are read, but `finished` (and the id cache): with equal
-        `finished` too, equal futures.
-
-        Slots are sorted: nothing that reads a dict of them depends on its order.
-        """
-        return (
-            self.anchor,
-            self.last_rel,
-            self.stamped,
-            self.active,
-            self.announced,
-            sorted(self.picks.items(), key=_SLOT),
-            sorted(self.requests.items(), key=_SLOT),
-            self.last_pick,
-            self.timing,
-        )
-
     def dump(self) -> dict[str, Any]:
-        """What `key()` holds and the finished tasks, as JSON (a saved position: see `restored`)."""
+        """Its state as JSON (a saved position: see `restored`)."""
         return {
             "anchor": self.anchor,
             "last_rel": self.last_rel,
@@ -266,11 +229,9 @@ class Stream:
 
     def apply(self, where: tuple[int, Request], msg: str, now: float, source: str) -> ParseResult:
         """Update a slot's request in progress from one of its messages; emit it when it ends."""
-        try:  # (`update`, written out: this is a -lv 4 log's commonest call but the quiet lines)
-            ended = _update(where[1], msg)
-        except ln.GarbledError as exc:
-            where[1].broken = True
-            return ParseError(f"llamacpp: {exc}")
+        ended = self.update(where, msg)
+        if isinstance(ended, ParseError):
+            return ended
         return self.finish(where, now, source) if ended else []
 
     def update(self, where: tuple[int, Request], msg: str) -> bool | ParseError:
@@ -286,8 +247,6 @@ class Stream:
         slot, request = where
         del self.requests[slot]
         self.finished[slot] = request.task
-        if self.watch is not None:
-            self.watch.finished.add(slot)
         record = None if request.broken else request.record(source, now, slot)
         return [record] if record is not None else []
 
@@ -305,9 +264,6 @@ class Stream:
         request = self.requests.get(slot)
         if request is not None and request.task == task:
             return request
-        watch = self.watch
-        if watch is not None and slot not in watch.finished:
-            watch.asked.append((slot, task))
         if self.finished.get(slot) == task:
             return None  # a late line of a request already emitted
         # a new task on a busy slot: the old request was cut off; it is replaced, never emitted

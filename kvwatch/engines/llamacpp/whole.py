@@ -14,8 +14,9 @@ import re
 from collections.abc import Callable
 
 from kvwatch.engines.llamacpp import lines as ln
+from kvwatch.engines.llamacpp.events import LlamaRequest
 from kvwatch.engines.llamacpp.slots import Pick, Stream
-from kvwatch.model import Event, LlamaRequest
+from kvwatch.model import Event
 
 # A number `to_float` reads, in ASCII digits (float() of it is to_float's answer).
 _NUMBER = r"[0-9]+(?:\.[0-9]+)?"
@@ -131,11 +132,6 @@ def take(
     stream.active, stream.timing, stream.last_pick = True, None, pick
     stream.picks.pop(slot, None)
     requests.pop(slot, None)
-    watch = stream.watch
-    if watch is not None:
-        if slot not in watch.finished:
-            watch.asked.append((slot, task))
-        watch.finished.add(slot)
     finished[slot] = task
     return LlamaRequest(
         source, now, slot, task, int(prompt), int(reused), int(new), pick.selection, pick.sim, pick.keep,

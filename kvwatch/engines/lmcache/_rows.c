@@ -1,11 +1,19 @@
-/* kvwatch.engines.lmcache._rows: take(), the loop of LmcacheLayer.take_run over a run's lines in C
- * (parser.py: _take_rows, its Python twin over entries.read_rows), reading each line as entries.LINE
- * does, without making a row of it.
+/* kvwatch.engines.lmcache._rows: take(), the loop of LmcacheLayer.take_run over a run's lines, replay's
+ * fast path for LMCache's records in vLLM's docker json-file log. The parser (parser.py) is the one
+ * definition of what the lines mean; this loop reads the commonest records from their bytes exactly
+ * where the parser's fast patterns (_F_STORED, _F_RETRIEVED, _F_LOOKUP) match the decoded line, with
+ * the same numbers, and hands every other line to `other` to be decoded and parsed. The shared harness
+ * (tests/test_replay_plain.py) holds it to the plain path on every sample, mutated copies and cuts.
  *
- * entries.LINE read by hand: every choice in it is decided by the next bytes (its classes stop at the
- * literal that follows them, its options and alternatives differ in their first byte), so one forward
- * pass matches exactly where `re` does, with the same groups. A run is untrusted bytes: every read is
- * bounds-checked against the end of its line.
+ * The line it reads: `{"log":"`, a process tag (printable ASCII but `"`, `\`, `[`, `]`, with ANSI
+ * colours written `\u001b[...m`), `[YYYY-MM-DD HH:MM:SS,mmm] LMCache INFO:`, an optional
+ * `\u001b[0m`, then a store, a load or a lookup as the parser's fast patterns read them, ` (` or
+ * ` \u001b[3m(`, the file (printable ASCII but `"` and `\`, at most one ESC), `\n","stream":"stdout`
+ * or `stderr`, `","time":"`, a value with no quote, `"}`. Sizes and costs are `%.4f` with at most nine
+ * whole digits (the parser reads them through a float). Any other line (an escape, a quote, a control
+ * or non-ASCII byte anywhere in it) goes to `other`. Every choice is decided by the next bytes, so one
+ * forward pass matches exactly; a run is untrusted bytes: every read is bounds-checked against the end
+ * of its line.
  */
 #define PY_SSIZE_T_CLEAN
 #include <Python.h>
@@ -15,7 +23,7 @@
 
 typedef const unsigned char *ptr;
 
-/* Byte classes of entries.py: _CHAR, _WORD, _ID, _TAG. */
+/* Byte classes: a JSON string's printable ASCII but `"` and `\` (CHAR), without the space (WORD), without `]` too (ID), a process tag's (TAG, without `[` and `]`). */
 enum { CHAR = 1, WORD = 2, ID = 4, TAG = 8 };
 static unsigned char classes[256];
 
@@ -180,7 +188,7 @@ static int lookup(Cursor *c) {
     return 1;
 }
 
-/* entries.LINE on one line (without its `\n`). */
+/* The line above (without its `\n`). */
 static int match_line(Cursor *c) {
     ptr line = c->p;
     if (!LIT(c, "{\"log\":\"")) {
@@ -298,7 +306,7 @@ static PyObject *units(Cursor *c, int group) {
 /* How take() reads a group: as an int, or a `%.4f`'s two groups as one int (units). */
 enum { INT, UNITS };
 
-/* ---- take(): LmcacheLayer._take_rows in C. Each step below is the Python loop's, in its order; the
+/* ---- take(): LmcacheLayer.take_run's loop. Each step below is what parse() does per line, in its order; the
  * layer's methods (_epoch, _cell, the sums' drain, `other`) are called where it calls them.
  *
  * Two things it does its own way, for the same result: a UTC stamp's second is read here (what the
@@ -529,7 +537,7 @@ static int utc_second(ptr s, double *out) {
 
 /* ---- a row's numbers */
 
-/* The groups of a row as ints: fields 3.. of entries.Row (NULL where not printed). */
+/* The numbers of a record as ints (NULL where not printed). */
 enum { STORED, OFFERED, SIZE, COST, GOT, REQUIRED, GOT_SIZE, GOT_COST, TOTAL, LOCAL, HIT, NEED, NUMBERS };
 static const int number_groups[NUMBERS][2] = {
     {INT, 3}, {INT, 4}, {UNITS, 5}, {UNITS, 7}, {INT, 9}, {INT, 10}, {UNITS, 11}, {UNITS, 13},
@@ -974,7 +982,7 @@ static int intern_names(void) {
 
 static PyMethodDef methods[] = {
     {"take", (PyCFunction)(void (*)(void))take, METH_FASTCALL,
-     "LmcacheLayer._take_rows(run, other) in C: (events, lines taken, errors)."},
+     "LmcacheLayer.take_run(run, other)'s loop: (events, lines taken, errors)."},
     {NULL, NULL, 0, NULL},
 };
 

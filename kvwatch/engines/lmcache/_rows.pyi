@@ -1,3 +1,5 @@
+"""LMCache's run loop"""
+
 from typing import Any
 
 def take(

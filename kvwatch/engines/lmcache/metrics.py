@@ -7,10 +7,19 @@ requests (a dashboard takes the max over workers). Bytes are bytes (LMCache prin
 
 from __future__ import annotations
 
+from collections.abc import Callable, Mapping
+from typing import Any
+
 from prometheus_client import CollectorRegistry
 
-from kvwatch.metrics.families import Family
-from kvwatch.model import LmcacheFailure, LmcacheLookup, LmcachePrefetch, LmcacheStoreRequest, LmcacheTransfer
+from kvwatch.engines.families import Family
+from kvwatch.engines.lmcache.events import (
+    LmcacheFailure,
+    LmcacheLookup,
+    LmcachePrefetch,
+    LmcacheStoreRequest,
+    LmcacheTransfer,
+)
 
 _S = ("source",)
 _SW = ("source", "worker")
@@ -118,3 +127,16 @@ class LmcacheMetrics:
         self.prefetches.inc(labels, 1)
         self.prefetch_hits.inc(labels, ev.hit_keys)
         self.prefetch_keys.inc(labels, ev.requested_keys)
+
+
+def handlers(registry: CollectorRegistry) -> Mapping[type, Callable[[Any], None]]:
+    """The engine's families on `registry`, as the handler of each event type they are fed
+    (kvwatch.engines.base.MetricsFactory)."""
+    family = LmcacheMetrics(registry)
+    return {
+        LmcacheLookup: family.lookup,
+        LmcacheTransfer: family.transfer,
+        LmcacheStoreRequest: family.store_request,
+        LmcacheFailure: family.failure,
+        LmcachePrefetch: family.prefetch,
+    }

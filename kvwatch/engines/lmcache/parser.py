@@ -15,21 +15,16 @@ from collections.abc import Callable
 from datetime import datetime, timezone
 from typing import TYPE_CHECKING, Any
 
-from kvwatch.engines.lmcache import entries
+from kvwatch.engines.base import AS_LAYER
 from kvwatch.engines.lmcache import lines as lm
 from kvwatch.engines.lmcache.blind import SEEN
+from kvwatch.engines.lmcache.events import LmcacheFailure, LmcachePrefetch, LmcacheTransfer
 from kvwatch.engines.lmcache.sums import STRETCH, Sums
-from kvwatch.model import (
-    EngineFact,
-    Event,
-    LmcacheFailure,
-    LmcachePrefetch,
-    LmcacheTransfer,
-    LogLine,
-)
-from kvwatch.parsers.base import BlockResult, ParseError, ParseResult, ParserSettings
-from kvwatch.parsers.clock import LineClock, zone
+from kvwatch.model import EngineFact, Event, LogLine
+from kvwatch.parsers.base import BlockResult, ParseError, ParseResult, ParserSettings, tally
+from kvwatch.parsers.clock import LineClock
 from kvwatch.parsers.text import segments, strip_ansi
+from kvwatch.times import zone
 
 if TYPE_CHECKING:
     from kvwatch.sources.framing import Malformed
@@ -39,7 +34,6 @@ MAX_IDS = 4096
 #: Process tags remembered with their worker label.
 MAX_TAGS = 256
 _GIB = float(1 << 30)
-_UNSEEN: Any = object()  # (not remembered yet)
 _STAMP = re.compile(r"\d{4}-\d\d-\d\d \d\d:\d\d:\d\d,\d{3}\Z")
 _INFO = "] LMCache INFO:"
 # The commonest INFO messages, each to its end (lines.py's STORED with a size, RETRIEVED, LOOKUP with a
@@ -102,6 +96,7 @@ class LmcacheLayer:
         # Per worker: the request of an ERROR `... less than the expected` waiting for its numbers.
         self._pending: dict[str, tuple[float, str]] = {}
         self._seen_any = False  # (the fact SEEN said once, with the first line read)
+        self._looked = False  # a lookup line read (what makes a short load a failure in a log of its own)
         self._sums = Sums(source)
         # json-file lines' heads up to the stamp -> its worker; their stamps' seconds -> epoch (None: no date)
         self._tags: dict[bytes, str] = {}
@@ -175,108 +170,15 @@ class LmcacheLayer:
 
     def take_run(self, run: bytes, other: Callable[[bytes], ParseResult | Malformed]) -> BlockResult:
         """What parse() makes of each line of a run of json-file entries (kvwatch.sources.framing.Entries:
-        each line after a `\\n`, a `\\n` at the end), counted up: LINE reads the commonest records from
-        their bytes, which _fast() would read from the decoded line (the same events: LINE reads no line
-        where the two differ); `other` (the carrying parser's) decodes and parses the rest: the source's
-        first LMCache record (what record() makes of it comes with a fact), a short load, a stamp that
-        is no date, any other shape. Only for the carrying parser's layer (which holds its sums)."""
+        each line after a `\\n`, a `\\n` at the end), counted up. The compiled loop (_rows.c, replay's
+        fast path, held to this by tests/test_replay_plain.py) reads the commonest records from their
+        bytes, as _fast() reads them from the decoded line, and sums them; `other` (the carrying
+        parser's) decodes and parses the rest, and every line where the loop was not built. Only for the
+        carrying parser's layer (which holds its sums)."""
         if _take is None:
-            return self._take_rows(run, other)
+            return tally(other(line) for line in run[1:-1].split(b"\n"))
         events, taken, errors = _take(self, run, other, MAX_IDS, STRETCH, self._tz is timezone.utc)
         return BlockResult(events, taken, errors)
-
-    def _take_rows(self, run: bytes, other: Callable[[bytes], ParseResult | Malformed]) -> BlockResult:
-        """take_run's loop over the rows of entries.read_rows(); _rows.take does the same in C, step for
-        step, without making the rows (where built: this one runs without it)."""
-        events: list[Event] = []
-        passed = recognized = errors = 0  # (lines handed to `other`; of them recognised, in error)
-        lines: list[bytes] | None = None  # (the run's lines, once one goes to `other`)
-        seen, seconds, sums = self._seen, self._seconds, self._sums
-        lookups, unseen, stretch = sums.lookups, _UNSEEN, STRETCH
-        # Each head's store and load sums in `transfers` (flagged: asked, size and seconds printed), found
-        # once per stretch: forgotten whenever the sums may have been handed on (drain() empties them).
-        stores: dict[bytes, list[int]] = {}
-        loads: dict[bytes, list[int]] = {}
-        # The second of the last row that moved the stretch: a row of the same second moves nothing (it
-        # neither ends the stretch, which that row left under STRETCH long, nor moves its end).
-        moved = b""
-        ready = self._seen_any
-        rows = entries.read_rows(run)
-        for at, row in enumerate(rows):
-            if ready and type(row) is tuple:
-                (
-                    head, second, request, stored, offered, size, cost, got, required, got_size, got_cost,
-                    rid, total, local, hit, need,
-                ) = row  # fmt: skip
-                if second != moved:
-                    when = seconds.get(second, unseen)
-                    if when is unseen:
-                        when = self._epoch(second)
-                else:
-                    when = True  # (a date, as the row's before)
-                if when is not None and (stored is not None or rid is not None or got >= required):
-                    if rid is not None:  # a lookup (_counted, Sums.lookup written out)
-                        if rid in seen:
-                            continue
-                        if len(seen) >= MAX_IDS:
-                            del seen[next(iter(seen))]
-                        seen[rid] = None
-                    elif request is not None and seen:  # (_ran: the request ran)
-                        seen.pop(request, None)
-                    if second != moved:  # (Sums.transfer written out: this runs for most LMCache lines)
-                        if not sums.held:
-                            sums.held, sums.start, sums.last = True, when, when
-                        elif when - sums.start >= stretch:
-                            events += sums.drain()
-                            stores.clear()
-                            loads.clear()
-                            sums.held, sums.start, sums.last = True, when, when
-                        elif when > sums.last:
-                            sums.last = when
-                        moved = second
-                    if rid is not None:
-                        lookups[0] += 1
-                        lookups[1] += total
-                        lookups[2] += hit
-                        if need > 0:  # (up to 0.3.12 it can be negative: added as max(n, 0))
-                            lookups[3] += need
-                        if hit > 0:
-                            lookups[4] += 1
-                        if local is not None:
-                            sums.local = local if sums.local is None else sums.local + local
-                        continue
-                    if stored is not None:
-                        sum_up = stores.get(head) or self._cell(stores, head, False)
-                    else:
-                        sum_up = loads.get(head) or self._cell(loads, head, True)
-                        stored, offered, size, cost = (
-                            got,
-                            required,
-                            got_size,
-                            got_cost,
-                        )  # (in the same places)
-                    sum_up[0] += 1
-                    sum_up[1] += stored
-                    sum_up[2] += offered
-                    sum_up[4] += size
-                    sum_up[6] += cost
-                    continue
-            if type(row) is tuple:
-                if lines is None:
-                    lines = run.split(b"\n")
-                row = lines[at + 1]  # noqa: PLW2901 (the line itself, for `other`)
-            passed += 1
-            outcome = other(row)  # type: ignore[arg-type]
-            if isinstance(outcome, list):
-                recognized += 1
-                events += outcome
-            elif outcome is not None:  # (a ParseError, or Malformed: not a docker entry)
-                errors += 1
-            stores.clear()
-            loads.clear()
-            moved = b""
-            ready = self._seen_any
-        return BlockResult(events, len(rows) - passed + recognized, errors)
 
     def _cell(self, cells: dict[bytes, list[int]], head: bytes, load: bool) -> list[int]:
         """The sums of the worker of `head` in one direction, flagged, remembered in `cells` for the run."""
@@ -442,6 +344,7 @@ class LmcacheLayer:
     ) -> list[Event]:
         """A lookup with a number (total, hit, need, computed): summed the first time its request id
         comes (since it last ran)."""
+        self._looked = True
         seen = self._seen
         if request in seen:
             return []
@@ -508,7 +411,10 @@ class LmcacheLayer:
         got, required, size, cost = numbers
         self._ran(request)
         tokens, asked = int(got), int(required)
-        if tokens >= asked:
+        # Inside vLLM (a layer: held sums) the adapter loads only what its lookup found: short is a failure.
+        # The cache engine run alone (LMCache's own API, no adapter's lookup lines) is asked for whole
+        # prompts: a short load there is a partial hit or a miss (`Retrieved 0 out of 484 required`).
+        if tokens >= asked or not (self._hold or self._looked):
             size_units = None if size is None else round(float(size) * 1e4)
             units = None if cost is None else round(float(cost) * 1e4)
             return self._sums.transfer(when, self._worker(tag), True, tokens, asked, size_units, units)
@@ -587,9 +493,9 @@ class LmcacheLayer:
         return [*self._sums.drain(), *failed]
 
 
-try:  # (the loop in C, several times faster: built where pip found a C compiler, see setup.py)
+try:  # (the loop in C: built where pip found a C compiler, see setup.py)
     from kvwatch.engines.lmcache._rows import take as _take
-except ImportError:  # pragma: no cover (CI builds it: tests/test_lmcache_entries.py)
+except ImportError:  # pragma: no cover (CI builds it: tests/test_replay_plain.py)
     _take = None  # type: ignore[assignment]
 
 
@@ -622,3 +528,10 @@ def _write_clock(when: float) -> str:
 
 #: Where LMCache's records carry their time (`kvwatch demo` rewrites it; UTC).
 CLOCK = LineClock(_CLOCK_STAMP, _read_clock, _write_clock)
+
+
+def make_parser(source: str, settings: ParserSettings, options: Any) -> LmcacheLayer:
+    """The layer's parser of one source (kvwatch.engines.base.ParserFactory). Inside vLLM's log
+    (`options` AS_LAYER) the sums are held for a stretch (vLLM's next line hands them on); alone, in an
+    MP-mode server's log that may fall silent, each line's are handed on at once."""
+    return LmcacheLayer(source, settings, hold=options == AS_LAYER)

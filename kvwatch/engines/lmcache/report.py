@@ -5,9 +5,15 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 
-from kvwatch.model import LmcacheFailure, LmcacheLookup, LmcachePrefetch, LmcacheStoreRequest, LmcacheTransfer
-from kvwatch.report.cells import pct, size, table
-from kvwatch.report.summary import SourceView
+from kvwatch.engines.capabilities import SourceView
+from kvwatch.engines.cells import pct, size, table
+from kvwatch.engines.lmcache.events import (
+    LmcacheFailure,
+    LmcacheLookup,
+    LmcachePrefetch,
+    LmcacheStoreRequest,
+    LmcacheTransfer,
+)
 
 #: Workers (TP ranks) and failure kinds kept per source, then "other".
 MAX_WORKERS = 16

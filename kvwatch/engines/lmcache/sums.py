@@ -11,7 +11,8 @@ summed as printed (GiB to 4 decimals) and made bytes per stretch. The window see
 
 from __future__ import annotations
 
-from kvwatch.model import Event, LmcacheLookup, LmcacheStoreRequest, LmcacheTransfer
+from kvwatch.engines.lmcache.events import LmcacheLookup, LmcacheStoreRequest, LmcacheTransfer
+from kvwatch.model import Event
 
 #: Longest stretch of event time summed into one event.
 STRETCH = 10.0
@@ -75,15 +76,7 @@ class Sums:
     ) -> list[Event]:
         """Add a store or load line (`size` in 1e-4 GiB as printed, `units`: its seconds in 100 ns); the
         events of a stretch it ends."""
-        # (_open written out: this runs for most LMCache lines)
-        done: list[Event] = []
-        if not self.held:
-            self.held, self.start, self.last = True, when, when
-        elif when - self.start >= STRETCH:
-            done = self.drain()
-            self.held, self.start, self.last = True, when, when
-        elif when > self.last:
-            self.last = when
+        done = self._open(when)
         key = (worker, load)
         sums = self.transfers.get(key)
         if sums is None:

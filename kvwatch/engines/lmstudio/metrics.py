@@ -7,10 +7,18 @@ LM Studio's log did not name before it.
 
 from __future__ import annotations
 
+from collections.abc import Callable, Mapping
+from typing import Any
+
 from prometheus_client import CollectorRegistry
 
-from kvwatch.metrics.families import Family
-from kvwatch.model import LmstudioCacheEvent, LmstudioCompletion, LmstudioDiskUsage, LmstudioRequest
+from kvwatch.engines.families import Family
+from kvwatch.engines.lmstudio.events import (
+    LmstudioCacheEvent,
+    LmstudioCompletion,
+    LmstudioDiskUsage,
+    LmstudioRequest,
+)
 
 _REQUEST = ("source", "model", "runtime")
 
@@ -99,3 +107,15 @@ class LmstudioMetrics:
         if (source,) not in self.trimmed.series:
             self.trimmed.inc((source,), 0)
             self.clears.inc((source, "not_trimmable"), 0)
+
+
+def handlers(registry: CollectorRegistry) -> Mapping[type, Callable[[Any], None]]:
+    """The engine's families on `registry`, as the handler of each event type they are fed
+    (kvwatch.engines.base.MetricsFactory)."""
+    family = LmstudioMetrics(registry)
+    return {
+        LmstudioRequest: family.apply_request,
+        LmstudioCacheEvent: family.apply_cache,
+        LmstudioDiskUsage: family.apply_disk,
+        LmstudioCompletion: family.apply_completion,
+    }

@@ -22,19 +22,18 @@ from functools import lru_cache
 from typing import Any
 
 from kvwatch.engines.lmstudio import lines as ls
-from kvwatch.model import (
-    EngineFact,
-    Event,
+from kvwatch.engines.lmstudio.events import (
     LmstudioCacheEvent,
     LmstudioCompletion,
     LmstudioDiskUsage,
     LmstudioRequest,
-    LogLine,
 )
+from kvwatch.model import EngineFact, Event, LogLine
 from kvwatch.parsers.base import BlockResult, ParseError, ParseResult, ParserSettings
-from kvwatch.parsers.clock import LineClock, zone
+from kvwatch.parsers.clock import LineClock
 from kvwatch.parsers.text import strip_ansi
 from kvwatch.sources.scanner import Scanner
+from kvwatch.times import zone
 
 MARKERS: tuple[str, ...] = (
     # (the levels without their brackets: full-width framing, `【DEBUG】`, holds them too; markers are ASCII)
@@ -106,9 +105,6 @@ def _read_lines(text: str) -> list[int]:
     return starts
 
 
-#: What decides how later lines are parsed, and the model labels handed out (`LmstudioParser.state_key`).
-StateKey = tuple[tuple[Any, ...], frozenset[str]]
-
 #: Distinct model labels per source; later models are counted as "other".
 MAX_MODELS = 8
 #: Chat completions without a DEBUG record or cache line before the source is judged blind.
@@ -175,54 +171,6 @@ class LmstudioParser:
         self._seen_debug = False
         self._records = 0
         self._blind = ""
-        self._asked: set[str] | None = None  # models labelled while kvwatch.segmented watches
-
-    def state_key(self) -> StateKey:
-        """Everything that decides how later lines are parsed (kvwatch.segmented: equal keys, equal
-        results), the stamp cache left out; the model labels handed out come apart (see `reconcile`)."""
-        blind = (
-            self._open, self._last, self._header, self._model, self._seen_debug, self._blind,
-            min(self._generations, BLIND_AFTER), self._records > 0,
-        )  # fmt: skip
-        return blind, frozenset(self._labels)
-
-    def forget(self) -> None:
-        """Nothing to forget: the lines before a segment rebuild what they decide."""
-
-    def watch(self) -> None:
-        """From now on, note the models the lines label (`questions`)."""
-        self._asked = set()
-
-    def questions(self) -> frozenset[str]:
-        """Stop noting: the models the lines labelled."""
-        asked, self._asked = frozenset(self._asked or ()), None
-        return asked
-
-    @staticmethod
-    def may_hold(guess: StateKey, truth: StateKey) -> bool:
-        """Whether lines parsed from `guess` may give what they give from `truth`: all but the labels
-        handed out equal."""
-        return guess[0] == truth[0]
-
-    @staticmethod
-    def reconcile(guess: StateKey, truth: StateKey, asked: frozenset[str], end: StateKey) -> StateKey | None:
-        """The true end state of lines parsed from `guess`, whose results are those from `truth`; None
-        when they may not be.
-
-        The labels handed out matter only once `MAX_MODELS` are: until then every model asked is its
-        own label, whatever the set held before. So while the labels known plus the models the lines
-        asked stay within the bound on both sides, the lines gave the same from both states.
-        """
-        if guess[0] != truth[0]:
-            return None
-        true_end = truth[1] | asked
-        if len(true_end) > MAX_MODELS or len(guess[1] | asked) > MAX_MODELS:
-            return None
-        return end[0], true_end
-
-    def adopt(self, key: StateKey) -> None:
-        """Take the labels of a state key (one `reconcile` made)."""
-        self._labels = set(key[1])
 
     def parse(self, line: LogLine) -> ParseResult:
         """The events of one line; [] for a recognised line with none; None for a foreign line."""
@@ -245,7 +193,6 @@ class LmstudioParser:
         recognized = errors = 0
         elsewhere = 0  # lines not in a run (every line of a run is recognised: counted at the end)
         parse, find = self._parse_text, text.index
-        source = self.source
         pos, end = 0, len(text)
         clean = "\x1b" not in text and "\r" not in text
         starts = _read_lines(text) if clean else []
@@ -287,17 +234,7 @@ class LmstudioParser:
                         elsewhere += 2  # (the run after it is counted with the others)
                         pos = found.end()
                         if cached is not None and found.end(3) - found.end(5) == 18:  # (nothing after it)
-                            using, total = int(cached), int(prompt)
-                            if using <= total and not self._blind:  # (`_using`, written out)
-                                self._records += 1
-                                result: ParseResult = [
-                                    LmstudioRequest(
-                                        source, self._last, total, using, False, None, "", "", False, None,
-                                        self._label(), "mlx", None,
-                                    )
-                                ]  # fmt: skip
-                            else:
-                                result = self._using(total, using)
+                            result: ParseResult = self._using(int(prompt), int(cached))
                         elif model is not None and "prompt cache disk usage" not in message:
                             self._model = _model_tag(model)
                             result = self._generation(self._last)
@@ -458,8 +395,6 @@ class LmstudioParser:
 
     def _label(self) -> str:
         model = self._model
-        if self._asked is not None and model:
-            self._asked.add(model)
         if model in self._labels or not model:
             return model
         if len(self._labels) >= MAX_MODELS:
@@ -495,3 +430,8 @@ class LmstudioParser:
     def _set_blind(self, reason: str) -> EngineFact:
         self._blind = reason
         return EngineFact(self.source, self._last, "blind", reason)
+
+
+def make_parser(source: str, settings: ParserSettings, options: Any) -> LmstudioParser:
+    """The engine's parser of one source (kvwatch.engines.base.ParserFactory)."""
+    return LmstudioParser(source, settings)

@@ -6,10 +6,15 @@ from __future__ import annotations
 from collections import deque
 from dataclasses import dataclass, field
 
-from kvwatch.model import LmstudioCacheEvent, LmstudioCompletion, LmstudioDiskUsage, LmstudioRequest
-from kvwatch.parsers.clock import iso
-from kvwatch.report.cells import pct, size, table
-from kvwatch.report.summary import SourceView
+from kvwatch.engines.capabilities import SourceView
+from kvwatch.engines.cells import pct, size, table
+from kvwatch.engines.lmstudio.events import (
+    LmstudioCacheEvent,
+    LmstudioCompletion,
+    LmstudioDiskUsage,
+    LmstudioRequest,
+)
+from kvwatch.times import iso
 
 #: Rows kept per source: (model, runtime) pairs (then "other"), and the last requests shown.
 MAX_MODELS = 16

@@ -3,52 +3,10 @@ llama.cpp server's lines through the llama.cpp parser (`reuses`)."""
 
 from __future__ import annotations
 
-from collections.abc import Callable, Mapping
-from functools import partial
-from typing import TYPE_CHECKING, Any
-
-from kvwatch.engines.base import Engine, Gathering
+from kvwatch.engines.base import Engine, Later
 from kvwatch.engines.ollama.advice import ADVICE
 from kvwatch.engines.ollama.blind import blindness
-from kvwatch.model import OllamaAccess, OllamaCacheEvent, OllamaRequest
-from kvwatch.parsers.base import Parser, ParserSettings
-
-if TYPE_CHECKING:
-    from prometheus_client import CollectorRegistry
-
-    from kvwatch.report.summary import SourceView
-
-
-def _parser(source: str, settings: ParserSettings, options: Any) -> Parser:
-    from kvwatch.engines import markers_of, reused_parser
-    from kvwatch.engines.ollama.parser import MARKERS, OllamaParser
-
-    markers = markers_of(ENGINE.name) or MARKERS
-    # (a partial, not a lambda: replay's parsing child receives the parser pickled)
-    return OllamaParser(source, settings, partial(reused_parser, ENGINE.name, source, settings), markers)
-
-
-def _metrics(registry: CollectorRegistry) -> Mapping[type, Callable[[Any], None]]:
-    from kvwatch.engines.ollama.metrics import OllamaMetrics
-
-    family = OllamaMetrics(registry)
-    return {
-        OllamaRequest: family.apply_request,
-        OllamaCacheEvent: family.apply_cache,
-        OllamaAccess: family.apply_access,
-    }
-
-
-def _report(view: SourceView) -> list[str] | None:
-    from kvwatch.engines.ollama.report import section
-
-    return section(view)
-
-
-def _gather() -> Gathering:
-    from kvwatch.engines.ollama.report import Figures
-
-    return Figures()
+from kvwatch.engines.ollama.events import OllamaAccess, OllamaCacheEvent, OllamaRequest
 
 
 def _hint(head: str) -> bool:
@@ -63,20 +21,26 @@ def _hint(head: str) -> bool:
     )
 
 
-ENGINE = Engine(
+class Ollama(Engine):
+    """Ollama's optional capabilities (kvwatch.engines.capabilities): Hints, Reports, ReusesParser,
+    JudgesBlindness, ForgetsOnRestart, Advises."""
+
+    hint = staticmethod(_hint)
+    section = Later("kvwatch.engines.ollama.report:section")
+    gather = Later("kvwatch.engines.ollama.report:Figures")
+    reuses = "llamacpp"
+    blindness = staticmethod(blindness)
+    restart_forgets = ("blind",)
+    advice = ADVICE
+
+
+ENGINE = Ollama(
     name="ollama",
     display="Ollama",
     home="kvwatch.engines.ollama.parser",
-    parser=_parser,
+    parser=Later("kvwatch.engines.ollama.parser:make_parser"),
     sniff_rank=0,  # its log embeds llama-server's lines: it must be tried before llama.cpp
-    sniff_hint=_hint,
     events=(OllamaRequest, OllamaCacheEvent, OllamaAccess),
     signals=frozenset({"server_requests"}),
-    metrics=_metrics,
-    report=_report,
-    gather=_gather,
-    reuses="llamacpp",
-    blindness=blindness,
-    restart_forgets=("blind",),
-    advice=ADVICE,
+    metrics=Later("kvwatch.engines.ollama.metrics:handlers"),
 )

@@ -6,10 +6,13 @@ the log did not name.
 
 from __future__ import annotations
 
+from collections.abc import Callable, Mapping
+from typing import Any
+
 from prometheus_client import CollectorRegistry
 
-from kvwatch.metrics.families import Family
-from kvwatch.model import OllamaAccess, OllamaCacheEvent, OllamaRequest
+from kvwatch.engines.families import Family
+from kvwatch.engines.ollama.events import OllamaAccess, OllamaCacheEvent, OllamaRequest
 
 
 class OllamaMetrics:
@@ -82,3 +85,14 @@ class OllamaMetrics:
         for family in (self.cache_clears, self.failed_restores, self.context_shifts):
             if (source,) not in family.series:
                 family.inc((source,), 0)
+
+
+def handlers(registry: CollectorRegistry) -> Mapping[type, Callable[[Any], None]]:
+    """The engine's families on `registry`, as the handler of each event type they are fed
+    (kvwatch.engines.base.MetricsFactory)."""
+    family = OllamaMetrics(registry)
+    return {
+        OllamaRequest: family.apply_request,
+        OllamaCacheEvent: family.apply_cache,
+        OllamaAccess: family.apply_access,
+    }

@@ -27,28 +27,19 @@ from __future__ import annotations
 
 import re
 from collections.abc import Callable
-from dataclasses import replace
 from datetime import datetime, timezone
 from functools import partial
-from typing import TYPE_CHECKING, Any, Literal, Protocol, cast
+from typing import Any, Literal, Protocol
 
+from kvwatch.engines import markers_of, reused_parser
+from kvwatch.engines.llamacpp.events import LlamaRequest
 from kvwatch.engines.ollama import lines as ol
-from kvwatch.model import (
-    EngineFact,
-    Event,
-    LlamaRequest,
-    LogLine,
-    OllamaAccess,
-    OllamaCacheEvent,
-    OllamaRequest,
-    ServerRestart,
-)
+from kvwatch.engines.ollama.events import OllamaAccess, OllamaCacheEvent, OllamaRequest
+from kvwatch.model import EngineFact, Event, LogLine, ServerRestart
 from kvwatch.parsers.base import BlockResult, ParseError, Parser, ParseResult, ParserSettings, tally
-from kvwatch.parsers.clock import LineClock, YearlessClock, parse_rfc3339
+from kvwatch.parsers.clock import LineClock, YearlessClock
 from kvwatch.parsers.text import strip_ansi
-
-if TYPE_CHECKING:
-    from kvwatch.segmented import Segmentable
+from kvwatch.times import parse_rfc3339
 
 #: Ollama's own markers; its parser adds those of the engine it reuses.
 MARKERS = ("time=", "[GIN] ", "cache hit ", "cache miss ")
@@ -68,15 +59,6 @@ GENERATION = (
 BLIND_AFTER = 2
 #: A slot line's (slot, task), the runner it went to, and how many runners there were after it.
 _Routed = tuple[tuple[str, str], str, int] | None
-#: A parser's state (`OllamaParser.state_key`): all that decides how later lines are read, with each
-#: runner's (in order) but the loose parts; and those: the conversations counted per (runner, slot),
-#: and each runner's llama.cpp loose part (its slots' last finished tasks).
-StateKey = tuple[tuple[object, ...], tuple[dict[tuple[str, int], int], dict[str, Any]]]
-#: What a segment's lines asked of the loose parts (`OllamaParser.questions`): whether there were
-#: several runners (a slot line is then routed among them by their last finished tasks), the
-#: (runner, slot) conversation counts read before the segment set them, whether a server restart
-#: cleared the counts, and per runner watched its llama.cpp questions and whether it is still there.
-Asked = tuple[bool, frozenset[tuple[str, int]], bool, dict[str, Any]]
 
 
 class _Run(Protocol):
@@ -185,11 +167,6 @@ def looks_like(sample: str) -> bool:
     return ours > theirs
 
 
-def _segmentable(parser: Parser) -> Segmentable:
-    """A runner's parser, as one that tells its state (the llama.cpp parser: kvwatch.segmented)."""
-    return cast("Segmentable", parser)
-
-
 def model_label(cmd: str) -> str:
     """The model a runner's command line loads: its blob's `sha256-` and 12 hex digits, or its file."""
     match = ol.MODEL.search(cmd)
@@ -222,131 +199,6 @@ class OllamaParser:
         self._exact = 0
         self._blind = ""
         self._prefix: tuple[str, float | None] = ("", None)  # the last journald prefix and its time
-        # (kvwatch.segmented: what the lines ask of the loose parts while watched, see `watch`)
-        self._routed = False
-        self._asked: set[tuple[str, int]] | None = None
-        self._cleared = False
-        self._watched: dict[str, Parser] = {}
-
-    def state_key(self) -> StateKey:
-        """Everything that decides how later lines are parsed (kvwatch.segmented: equal keys, equal
-        results), caches left out; the loose parts come apart (see `reconcile`). A runner's model
-        matters only while it is a runner or may become one again without a start line (the last
-        started, or "" after a restart); the counts matter only up to what the blindness tests read."""
-        runners = self._runners
-        names = {*runners, self._runner, ""}
-        own = (
-            self._runner, tuple(sorted((name, self._models.get(name, "")) for name in names)),
-            frozenset(self._labels), self._last, self._version, min(self._generations, BLIND_AFTER),
-            min(self._records, BLIND_AFTER), min(self._exact, 1), self._blind, self._prefix,
-            self._clock.key(),
-        )  # fmt: skip
-        cores, loose = [], {}
-        for name, parser in runners.items():  # (in order: `_owner` breaks ties by it)
-            core, loose[name] = _segmentable(parser).state_key()
-            cores.append((name, core))
-        return (own, tuple(cores)), (dict(self._conversations), loose)
-
-    def forget(self) -> None:
-        """Forget what lines skipped would have changed: the runners' slots and the conversation counts
-        (a guess that the lines after rebuild)."""
-        for parser in self._runners.values():
-            _segmentable(parser).forget()
-        self._conversations.clear()
-
-    def watch(self) -> None:
-        """From now on, note what the lines ask of the loose parts (`questions`)."""
-        self._routed, self._asked, self._cleared = len(self._runners) >= 2, set(), False
-        self._watched = dict(self._runners)
-        for parser in self._watched.values():
-            _segmentable(parser).watch()
-
-    def questions(self) -> Asked:
-        """Stop noting, and tell what the lines asked (see `Asked`)."""
-        runners: dict[str, tuple[Any, bool]] = {}
-        for name, parser in self._watched.items():
-            runners[name] = _segmentable(parser).questions(), self._runners.get(name) is parser
-        answer = self._routed, frozenset(self._asked or ()), self._cleared, runners
-        self._asked, self._watched = None, {}
-        return answer
-
-    def may_hold(self, guess: StateKey, truth: StateKey) -> bool:
-        """Whether lines parsed from `guess` may give what they give from `truth`: all but the loose
-        parts equal."""
-        return guess[0] == truth[0]
-
-    def reconcile(self, guess: StateKey, truth: StateKey, asked: Asked, end: StateKey) -> StateKey | None:
-        """The true end state of lines parsed from `guess`, whose results are those from `truth`; None
-        when they may not be.
-
-        The conversation counts are read once per request, only to number its conversation: from
-        the truth each count the lines read is off by the same amount as at the start (`amend` puts
-        it right in the events, until a restart clears them all), and the true end has the lines'
-        counts so put right where they read one, the truth's elsewhere. A runner's slots' last finished
-        tasks are checked by its own parser's `reconcile`; but while there are several runners a
-        slot line is routed among them by all their tasks (`_owner`), so then they must be equal on
-        both sides.
-        """
-        if guess[0] != truth[0]:
-            return None
-        routed, counted, cleared, watched = asked
-        (guessed, mine), (known, theirs) = guess[1], truth[1]
-        if routed and mine != theirs:
-            return None
-        counts, ended = end[1]
-        if not cleared:
-            counts = {
-                **known,
-                **{
-                    key: counts[key] + known.get(key, 0) - guessed.get(key, 0)
-                    for key in counted
-                    if key in counts
-                },
-            }
-        loose: dict[str, Any] = {}
-        cores: dict[str, object] = dict(cast("tuple[tuple[str, object], ...]", guess[0][1]))
-        runner = _segmentable(self._reused())  # (its reconcile, for each runner's loose part)
-        for name, (questions, kept) in watched.items():
-            # (a runner replaced or gone since answered its questions before: they are checked too,
-            # and it has no end state: nothing of it is kept)
-            core = cores[name]
-            finished = ended[name] if kept else {}
-            fixed = runner.reconcile((core, mine[name]), (core, theirs[name]), questions, (core, finished))
-            if fixed is None:
-                return None
-            if kept:
-                loose[name] = fixed[1]
-        for name, finished in ended.items():
-            loose.setdefault(name, finished)  # (a runner started since: its lines made all it knows)
-        return end[0], (counts, loose)
-
-    def amend(self, events: list[Event], guess: StateKey, truth: StateKey) -> list[Event]:
-        """The events of lines parsed from state `guess` as they are from `truth` (their `reconcile`
-        held): the conversations numbered by each (runner, slot)'s count read from `truth`, up to a
-        restart (which clears the counts: what follows is the same from both)."""
-        (guessed, _), (known, _) = guess[1], truth[1]
-        off = {key: known.get(key, 0) - guessed.get(key, 0) for key in {*guessed, *known}}
-        amended: list[Event] = []
-        for at, event in enumerate(events):
-            if isinstance(event, ServerRestart):
-                return amended + events[at:]
-            shift = 0
-            if isinstance(event, OllamaRequest) and event.conversation and event.slot is not None:
-                shift = off.get((event.runner, event.slot), 0)
-            if shift:
-                assert isinstance(event, OllamaRequest)
-                where, number = event.conversation.rsplit("#", 1)
-                amended.append(replace(event, conversation=f"{where}#{int(number) + shift}"))
-            else:
-                amended.append(event)
-        return amended
-
-    def adopt(self, key: StateKey) -> None:
-        """Take the loose parts of a state key (one `reconcile` made)."""
-        counts, loose = key[1]
-        self._conversations = dict(counts)
-        for name, finished in loose.items():
-            _segmentable(self._runners[name]).adopt(((), finished))
 
     def parse(self, line: LogLine) -> ParseResult:
         """The events of one line; [] for a recognised line with none; None for a foreign line."""
@@ -490,10 +342,8 @@ class OllamaParser:
         return events, at, errors
 
     def _new_runner(self, name: str) -> Parser:
-        """A runner's parser, made on its first line. With several runners, slot lines may be routed
-        among them (`_owner`, which reads each one's slots): noted while watched (see `Asked`)."""
+        """A runner's parser, made on its first line."""
         parser = self._runners[name] = self._reused()
-        self._routed = self._routed or len(self._runners) >= 2
         return parser
 
     def _owns(self, runner: str, text: str) -> bool:
@@ -651,7 +501,6 @@ class OllamaParser:
         self._runners.clear()
         self._runner, self._generations, self._records, self._exact, self._blind = "", 0, 0, 0, ""
         self._conversations.clear()
-        self._cleared = self._asked is not None
         events: list[Event] = [ServerRestart(self.source, now, "ollama")]
         if self._version:
             events.append(EngineFact(self.source, now, "ollama_version", self._version))
@@ -757,8 +606,6 @@ class OllamaParser:
         if event.prompt_tokens is None or event.reused_tokens is None:
             return []
         key = (runner, event.slot)
-        if self._asked is not None and not self._cleared:
-            self._asked.add(key)  # (kvwatch.segmented: a count read, see `reconcile`)
         number = self._conversations.get(key, 0)
         if event.selection != "lcp" or event.prompt_cache_rescue:
             number += 1
@@ -771,3 +618,11 @@ class OllamaParser:
             runner=runner, model=self._label(runner), derived=event.derived,
         )  # fmt: skip
         return self._record(record)
+
+
+def make_parser(source: str, settings: ParserSettings, options: Any) -> OllamaParser:
+    """The engine's parser of one source (kvwatch.engines.base.ParserFactory), reading the bundled
+    llama-server's lines with that engine's parser."""
+    markers = markers_of("ollama") or MARKERS
+    # (a partial, not a lambda: replay's parsing child receives the parser pickled)
+    return OllamaParser(source, settings, partial(reused_parser, "ollama", source, settings), markers)

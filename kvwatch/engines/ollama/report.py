@@ -6,10 +6,10 @@ from __future__ import annotations
 from collections import deque
 from dataclasses import dataclass, field
 
-from kvwatch.model import OllamaAccess, OllamaCacheEvent, OllamaRequest
-from kvwatch.parsers.clock import iso
-from kvwatch.report.cells import pct, table
-from kvwatch.report.summary import SourceView
+from kvwatch.engines.capabilities import SourceView
+from kvwatch.engines.cells import pct, table
+from kvwatch.engines.ollama.events import OllamaAccess, OllamaCacheEvent, OllamaRequest
+from kvwatch.times import iso
 
 #: Rows kept per source: models (then "other"), and the last requests shown.
 MAX_MODELS = 16

@@ -74,12 +74,11 @@ POOLS = {
 class Batch:
     """A batch line's kind, header extras and fields (key -> printed value)."""
 
-    __slots__ = ("fields", "gpu", "iteration", "kind", "mixed", "separator", "trailing")
+    __slots__ = ("fields", "gpu", "iteration", "kind", "mixed", "trailing")
 
     def __init__(self, kind: str, fields: dict[str, str], gpu: str | None, mixed: bool) -> None:
         self.kind, self.fields, self.gpu, self.mixed = kind, fields, gpu, mixed
         self.iteration = False
-        self.separator = ","
         self.trailing = False
 
 
@@ -116,7 +115,6 @@ def batch(message: str) -> Batch | None:
     if head.group(2) is not None:
         fields["(mixed)"] = head.group(2)
     found.iteration = head.group(3) is not None
-    found.separator = head.group(0)[-2]
     found.trailing = trailing
     return found
 

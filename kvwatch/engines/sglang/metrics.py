@@ -6,16 +6,14 @@ source. Gauges hold the last logged value; series appear once their lines have b
 
 from __future__ import annotations
 
+from collections.abc import Callable, Mapping
+from typing import Any
+
 from prometheus_client import CollectorRegistry
 
-from kvwatch.metrics.families import Family
-from kvwatch.model import (
-    CachePrefetch,
-    SglangDecode,
-    SglangHicacheError,
-    SglangPrefill,
-    SglangRequest,
-)
+from kvwatch.engines.families import Family
+from kvwatch.engines.sglang.events import SglangDecode, SglangHicacheError, SglangPrefill, SglangRequest
+from kvwatch.model import CachePrefetch
 
 _SE = ("source", "engine")
 
@@ -79,17 +77,13 @@ class SglangMetrics:
     def prefill(self, ev: SglangPrefill) -> None:
         """Apply one prefill batch line."""
         labels = (ev.source, ev.engine)
-        # Family.inc and .set written out (this runs once a batch line): the same float stores.
-        for series, amount in (
-            (self.batches.series, 1),
-            (self.seqs.series, ev.seqs),
-            (self.computed.series, ev.computed),
-            (self.cached.series, ev.cached),
-        ):
-            series[labels] = series.get(labels, 0.0) + amount
+        self.batches.inc(labels, 1)
+        self.seqs.inc(labels, ev.seqs)
+        self.computed.inc(labels, ev.computed)
+        self.cached.inc(labels, ev.cached)
         self._gauges(labels, ev.running, ev.queued, ev.usage)
         if ev.pending is not None:
-            self.pending.series[labels] = float(ev.pending)
+            self.pending.set(labels, ev.pending)
 
     def decode(self, ev: SglangDecode) -> None:
         """Apply one decode stats line."""
@@ -132,3 +126,16 @@ class SglangMetrics:
     def error(self, ev: SglangHicacheError) -> None:
         """Count one HiCache error line."""
         self.errors.inc((ev.source, ev.kind), 1)
+
+
+def handlers(registry: CollectorRegistry) -> Mapping[type, Callable[[Any], None]]:
+    """The engine's families on `registry`, as the handler of each event type they are fed
+    (kvwatch.engines.base.MetricsFactory)."""
+    family = SglangMetrics(registry)
+    return {
+        SglangPrefill: family.prefill,
+        SglangDecode: family.decode,
+        SglangRequest: family.request,
+        CachePrefetch: family.prefetch,
+        SglangHicacheError: family.error,
+    }

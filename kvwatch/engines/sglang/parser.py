@@ -11,24 +11,18 @@ from __future__ import annotations
 
 import re
 from datetime import datetime, timezone
+from typing import Any
 
+from kvwatch.engines import layer_parsers
 from kvwatch.engines.sglang import facts as sglang_facts
 from kvwatch.engines.sglang import lines, requests
-from kvwatch.model import (
-    CachePrefetch,
-    EngineFact,
-    Event,
-    LogLine,
-    ServerRestart,
-    SglangDecode,
-    SglangHicacheError,
-    SglangPrefill,
-    SglangRequest,
-)
+from kvwatch.engines.sglang.events import SglangDecode, SglangHicacheError, SglangPrefill, SglangRequest
+from kvwatch.model import CachePrefetch, EngineFact, Event, LogLine, ServerRestart
 from kvwatch.parsers.base import ParseError, Parser, ParseResult, ParserSettings
-from kvwatch.parsers.clock import LineClock, zone
+from kvwatch.parsers.clock import LineClock
 from kvwatch.parsers.drift import Drift, sanitise
 from kvwatch.parsers.text import segments, strip_ansi
+from kvwatch.times import zone
 
 #: Every line that can yield an event contains one of these.
 MARKERS = (
@@ -386,6 +380,8 @@ class SglangParser:
 
     def _finished(self, message: str, when: float, text: str) -> ParseResult:
         json_line = '"request.finished"' in message
+        if requests.health_check(text):
+            return []  # (SGLang's own /health probe: a 1-token generate, no one's request)
         read = requests.numbers(text, json_line)
         if read is None:
             return ParseError("sglang --log-requests: prompt_tokens / cached_tokens unreadable")
@@ -478,3 +474,8 @@ def _write_line_time(when: float) -> str:
 
 #: The `[%Y-%m-%d %H:%M:%S.mmm` prefix SGLang's loggers print (UTC in the samples).
 CLOCK = LineClock(_LINE_TIME, _read_line_time, _write_line_time, first_only=True)
+
+
+def make_parser(source: str, settings: ParserSettings, options: Any) -> SglangParser:
+    """The engine's parser of one source (kvwatch.engines.base.ParserFactory), its layers' parsers in it."""
+    return SglangParser(source, settings, layer_parsers("sglang", source, settings))

@@ -6,10 +6,11 @@ from __future__ import annotations
 from collections import deque
 from dataclasses import dataclass, field
 
-from kvwatch.model import CachePrefetch, SglangDecode, SglangHicacheError, SglangPrefill, SglangRequest
-from kvwatch.parsers.clock import iso
-from kvwatch.report.cells import pct, table
-from kvwatch.report.summary import SourceView
+from kvwatch.engines.capabilities import SourceView
+from kvwatch.engines.cells import pct, table
+from kvwatch.engines.sglang.events import SglangDecode, SglangHicacheError, SglangPrefill, SglangRequest
+from kvwatch.model import CachePrefetch
+from kvwatch.times import iso
 
 #: Rows kept per source: DP ranks, tiers, prefetch outcomes and error kinds (then "other"); last requests.
 MAX_ROWS = 16

@@ -2,54 +2,8 @@
 
 from __future__ import annotations
 
-from collections.abc import Callable, Mapping
-from typing import TYPE_CHECKING, Any
-
-from kvwatch.engines.base import Engine, Gathering, RequestAdapter
-from kvwatch.model import UsageRecord, UsageSkipped
-from kvwatch.parsers.base import Parser, ParserSettings
-
-if TYPE_CHECKING:
-    from prometheus_client import CollectorRegistry
-
-    from kvwatch.report.summary import SourceView
-
-
-def _parser(source: str, settings: ParserSettings, options: Any) -> Parser:
-    from kvwatch.engines.usage.parser import UsageParser
-
-    return UsageParser(source, settings, options)  # options: the source's UsageMapping, if configured
-
-
-def _options(f: Any) -> Any:  # (f: a kvwatch.config.fields.Fields)
-    from kvwatch.engines.usage.options import read_mapping  # (reads config fields: not at import)
-
-    return read_mapping(f)
-
-
-def _metrics(registry: CollectorRegistry) -> Mapping[type, Callable[[Any], None]]:
-    from kvwatch.engines.usage.metrics import UsageMetrics
-
-    family = UsageMetrics(registry)
-    return {UsageRecord: family.apply, UsageSkipped: family.skipped_row}
-
-
-def _report(view: SourceView) -> list[str] | None:
-    from kvwatch.engines.usage.report import section
-
-    return section(view)
-
-
-def _requests() -> RequestAdapter:
-    from kvwatch.engines.usage.records import Requests
-
-    return Requests()
-
-
-def _gather() -> Gathering:
-    from kvwatch.engines.usage.report import Figures
-
-    return Figures()
+from kvwatch.engines.base import Engine, Later
+from kvwatch.model import UsageRecord
 
 
 def _hint(head: str) -> bool:
@@ -57,18 +11,24 @@ def _hint(head: str) -> bool:
     return any(text.lstrip().startswith("{") for text in head.splitlines())
 
 
-ENGINE = Engine(
+class Usage(Engine):
+    """A gateway usage log's optional capabilities (kvwatch.engines.capabilities): Hints, Reports,
+    ConvertsRequests, TakesOptions."""
+
+    hint = staticmethod(_hint)
+    section = Later("kvwatch.engines.usage.report:section")
+    gather = Later("kvwatch.engines.usage.report:Figures")
+    requests = Later("kvwatch.engines.usage.records:Requests")
+    options = Later("kvwatch.engines.usage.options:read_mapping")
+
+
+ENGINE = Usage(
     name="usage",
     display="gateway usage log",
     home="kvwatch.engines.usage.parser",
-    parser=_parser,
+    parser=Later("kvwatch.engines.usage.parser:make_parser"),
     sniff_rank=0,  # strict (JSON rows with usage), so it goes first
-    sniff_hint=_hint,
     events=(UsageRecord,),  # (a source of skipped rows only is not known to be a gateway's)
     signals=frozenset({"gateway_requests"}),
-    metrics=_metrics,
-    report=_report,
-    gather=_gather,
-    requests=_requests,
-    options=_options,
+    metrics=Later("kvwatch.engines.usage.metrics:handlers"),
 )

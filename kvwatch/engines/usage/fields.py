@@ -15,7 +15,7 @@ from dataclasses import dataclass
 from datetime import datetime
 from typing import Any
 
-from kvwatch.parsers.clock import parse_rfc3339, zone
+from kvwatch.times import parse_rfc3339, zone
 
 #: The standard API paths kept as `entry` values; anything else becomes `other` (config adds more).
 STANDARD_ENTRIES = (

@@ -10,12 +10,14 @@ ones are `other`.
 
 from __future__ import annotations
 
-from collections.abc import Iterable
+from collections.abc import Callable, Iterable, Mapping
+from typing import Any
 
 from prometheus_client import CollectorRegistry, Counter, Histogram
 
+from kvwatch.engines.usage.events import UsageSkipped
 from kvwatch.engines.usage.fields import OTHER, bounded_entry
-from kvwatch.model import UsageRecord, UsageSkipped
+from kvwatch.model import UsageRecord
 
 _SEM = ("source", "entry", "model")
 #: Cached tokens per request: 0 (a cold miss), then 64 x 2^k up to 256k (vLLM caches whole blocks,
@@ -99,3 +101,10 @@ class UsageMetrics:
     def skipped_row(self, ev: UsageSkipped) -> None:
         """Count a row that is no completed request."""
         self.skipped.labels(ev.source, ev.reason).inc()
+
+
+def handlers(registry: CollectorRegistry) -> Mapping[type, Callable[[Any], None]]:
+    """The engine's families on `registry`, as the handler of each event type they are fed
+    (kvwatch.engines.base.MetricsFactory)."""
+    family = UsageMetrics(registry)
+    return {UsageRecord: family.apply, UsageSkipped: family.skipped_row}

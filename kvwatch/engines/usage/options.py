@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from kvwatch.config.fields import Fields
+from kvwatch.engines.capabilities import OptionTable
 from kvwatch.engines.usage.parser import UsageMapping
 
 #: Dotted field paths a `[source.usage]` table may give.
@@ -22,7 +22,7 @@ PATH_KEYS = (
 )
 
 
-def _names(f: Fields, key: str) -> dict[str, str]:
+def _names(f: OptionTable, key: str) -> dict[str, str]:
     """A table of raw value -> label value (clients, channels)."""
     value = f.get(key)
     if value is None:
@@ -33,7 +33,7 @@ def _names(f: Fields, key: str) -> dict[str, str]:
     return {str(k): v for k, v in value.items()}
 
 
-def read_mapping(f: Fields) -> UsageMapping:
+def read_mapping(f: OptionTable) -> UsageMapping:
     """A source's `[source.usage]` table (its unknown keys are reported by the caller's `done()`)."""
     paths: dict[str, Any] = {key: f.string(key) or "" for key in PATH_KEYS}
     mapping = UsageMapping(

@@ -31,6 +31,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
+from kvwatch.engines.usage.events import UsageSkipped
 from kvwatch.engines.usage.fields import (
     BODY_KINDS,
     LITELLM_CALL_TYPES,
@@ -46,7 +47,7 @@ from kvwatch.engines.usage.fields import (
     path_get,
     read_usage,
 )
-from kvwatch.model import Event, LogLine, UsageRecord, UsageSkipped
+from kvwatch.model import Event, LogLine, UsageRecord
 from kvwatch.parsers.base import ParseError, ParseResult, ParserSettings
 from kvwatch.parsers.clock import LineClock
 
@@ -333,3 +334,9 @@ CLOCK = LineClock(
     lambda when: f'"created_at":{when:.3f}',
     first_only=True,
 )
+
+
+def make_parser(source: str, settings: ParserSettings, options: Any) -> UsageParser:
+    """The parser of one usage log (kvwatch.engines.base.ParserFactory); `options`: the source's
+    UsageMapping, if configured."""
+    return UsageParser(source, settings, options)

@@ -2,12 +2,12 @@
 
 from __future__ import annotations
 
-from kvwatch.engines.base import Basis
+from kvwatch.engines.capabilities import Basis
 from kvwatch.model import RequestRecord, UsageRecord
 
 
 class Requests:
-    """One source's `UsageRecord`s as `RequestRecord`s (kvwatch.engines.base.RequestAdapter)."""
+    """One source's `UsageRecord`s as `RequestRecord`s (kvwatch.engines.capabilities.RequestAdapter)."""
 
     def convert(self, event: object) -> tuple[Basis | None, RequestRecord | None]:
         """The record of a usage row (its counts are the gateway's own: no basis to count)."""

@@ -4,9 +4,9 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 
+from kvwatch.engines.capabilities import SourceView
+from kvwatch.engines.cells import pct
 from kvwatch.model import UsageRecord
-from kvwatch.report.cells import pct
-from kvwatch.report.summary import SourceView
 
 
 @dataclass

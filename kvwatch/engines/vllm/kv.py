@@ -13,8 +13,6 @@ from __future__ import annotations
 import ast
 import math
 import re
-from collections.abc import Iterator, Mapping
-from dataclasses import dataclass
 from itertools import repeat
 
 _STORE_KEYS = ("vllm:kv_offload_store_bytes", "GPU_to_CPU_total_bytes")
@@ -32,16 +30,6 @@ _NUMPY_SCALAR = re.compile(r"\b(?:np|numpy)\.(?:float|int|uint)\d*\(([^()]*)\)")
 
 class KvPayloadError(ValueError):
     """The payload is not a well-formed `k=v` list, or a value is negative or not finite."""
-
-
-@dataclass(frozen=True, slots=True)
-class KvPayload:
-    """Numeric keys of one line, flattened (`Connector/key` for MultiConnector), and the verdicts."""
-
-    values: dict[str, float]
-    store_bytes: int | None
-    load_bytes: int | None
-    lookups: int | None
 
 
 _STRUCTURE = re.compile(r"[\[\](){}'\"]|, ")
@@ -164,8 +152,8 @@ def _lookup(values: dict[str, float], names: tuple[str, str]) -> float | None:
 
 
 def read_kv_payload(text: str) -> tuple[dict[str, float], int | None, int | None, int | None]:
-    """parse_kv_payload() as a plain tuple (values, store_bytes, load_bytes, lookups): one object
-    fewer per line on the hot path."""
+    """The text after `KV Transfer metrics: ` read: its numeric keys, flattened (`Connector/key` for
+    MultiConnector), and the verdicts (store_bytes, load_bytes, lookups), as a plain tuple."""
     values = _flat(text)
     if values is None:
         values = _flatten(text)
@@ -185,43 +173,3 @@ def read_kv_payload(text: str) -> tuple[dict[str, float], int | None, int | None
         int(load or 0) if offload else None,
         None if lookups is None else int(lookups),
     )
-
-
-# Nothing reads an event's values yet. The dict (a dozen floats) read_kv_payload builds for a line is
-# cheap to free at once and dear when the windows drop the line an hour of log later, out of the CPU's
-# caches by then (~5% of a replay's parent): the parser's events keep the payload and read it if asked.
-class KvValues(Mapping[str, float]):
-    """KvPayload.values of a payload read_kv_payload accepted, read (again) on first use."""
-
-    __slots__ = ("_payload", "_values")
-
-    def __init__(self, payload: str) -> None:
-        self._payload = payload
-        self._values: dict[str, float] | None = None
-
-    def _read(self) -> dict[str, float]:
-        if self._values is None:
-            self._values = read_kv_payload(self._payload)[0]  # (it cannot raise: it did not before)
-        return self._values
-
-    def __getitem__(self, key: str) -> float:
-        return self._read()[key]
-
-    def __iter__(self) -> Iterator[str]:
-        return iter(self._read())
-
-    def __len__(self) -> int:
-        return len(self._read())
-
-    def __repr__(self) -> str:
-        return repr(self._read())
-
-    def __reduce__(self) -> tuple[type[KvValues], tuple[str]]:
-        """Pickled as its payload (a replay's child hands its events on so): fewer steps than the
-        slots' state, and the values read again only if asked."""
-        return KvValues, (self._payload,)
-
-
-def parse_kv_payload(text: str) -> KvPayload:
-    """Parse the text after `KV Transfer metrics: `."""
-    return KvPayload(*read_kv_payload(text))

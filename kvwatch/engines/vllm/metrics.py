@@ -6,10 +6,14 @@ lines have been seen: no KV line for an engine means no offload counters (unknow
 
 from __future__ import annotations
 
+from collections.abc import Callable, Mapping
+from typing import Any
+
 from prometheus_client import CollectorRegistry
 
-from kvwatch.metrics.families import Family
-from kvwatch.model import EngineFact, VllmKvTransfer, VllmPrefixV0, VllmSpecDecoding, VllmStats
+from kvwatch.engines.families import Family
+from kvwatch.engines.vllm.events import VllmKvTransfer, VllmPrefixV0, VllmSpecDecoding, VllmStats
+from kvwatch.model import EngineFact
 
 _SE = ("source", "engine")
 
@@ -92,25 +96,23 @@ class VllmMetrics:
     def stats(self, ev: VllmStats) -> None:
         """Apply one stats line."""
         labels = (ev.source, ev.engine)
-        lines = self.stats_lines.series
-        if labels not in lines:
+        if labels not in self.stats_lines.series:
             for family in self._per_engine:
                 family.set(labels, 0.0)
-        # Family.set and .inc written out (they run ten times a line): the same float stores.
-        lines[labels] += 1
+        self.stats_lines.inc(labels, 1)
         if ev.prefix_hit is not None:
-            self.prefix.series[labels] = float(ev.prefix_hit)
+            self.prefix.set(labels, ev.prefix_hit)
         if ev.external_hit is not None:
-            self.external.series[labels] = float(ev.external_hit)
+            self.external.set(labels, ev.external_hit)
         if ev.kv_cache_usage is not None:
-            self.kv_usage.series[labels] = float(ev.kv_cache_usage)
-        self.prompt_tps.series[labels] = float(ev.prompt_throughput)
-        self.gen_tps.series[labels] = float(ev.generation_throughput)
-        self.running.series[labels] = float(ev.running)
-        self.waiting.series[labels] = float(ev.waiting)
+            self.kv_usage.set(labels, ev.kv_cache_usage)
+        self.prompt_tps.set(labels, ev.prompt_throughput)
+        self.gen_tps.set(labels, ev.generation_throughput)
+        self.running.set(labels, ev.running)
+        self.waiting.set(labels, ev.waiting)
         if ev.preemptions:
             self.preemptions.inc(labels, ev.preemptions)
-        self.last_stats.series[labels] = float(ev.time)
+        self.last_stats.set(labels, ev.time)
 
     def prefix_v0(self, ev: VllmPrefixV0) -> None:
         """Apply V0's separate prefix line: the cache's rate (the swap column's is not exported)."""
@@ -120,16 +122,11 @@ class VllmMetrics:
         """Apply one KV Transfer line's per-interval deltas."""
         labels = (ev.source, ev.engine)
         store, load, lookups = ev.store_bytes, ev.load_bytes, ev.lookups
-        # Family.inc written out (this runs once a line), without its check for a negative amount: the
-        # parser's byte and lookup counts never are.
         if store is not None and load is not None:
-            series = self.store.series
-            series[labels] = series.get(labels, 0.0) + store
-            series = self.load.series
-            series[labels] = series.get(labels, 0.0) + load
+            self.store.inc(labels, store)
+            self.load.inc(labels, load)
         if lookups is not None:
-            series = self.lookups.series
-            series[labels] = series.get(labels, 0.0) + lookups
+            self.lookups.inc(labels, lookups)
 
     def spec_decoding(self, ev: VllmSpecDecoding) -> None:
         """Apply one SpecDecoding line."""
@@ -156,3 +153,16 @@ class VllmMetrics:
                 self.info.remove((ev.source, *old))
             self._info[ev.source] = (version, connector)
             self.info.set((ev.source, version, connector), 1)
+
+
+def handlers(registry: CollectorRegistry) -> Mapping[type, Callable[[Any], None]]:
+    """The engine's families on `registry`, as the handler of each event type they are fed
+    (kvwatch.engines.base.MetricsFactory)."""
+    family = VllmMetrics(registry)
+    return {
+        VllmStats: family.stats,
+        VllmKvTransfer: family.kv_transfer,
+        VllmPrefixV0: family.prefix_v0,
+        VllmSpecDecoding: family.spec_decoding,
+        EngineFact: family.fact,
+    }

@@ -16,22 +16,17 @@ from collections.abc import Mapping
 from datetime import datetime, timezone
 from typing import TYPE_CHECKING, Any
 
+from kvwatch.engines import layer_parsers
 from kvwatch.engines.vllm import facts as vllm_facts
-from kvwatch.engines.vllm.kv import KvPayloadError, KvValues, read_kv_payload
+from kvwatch.engines.vllm.events import VllmKvTransfer, VllmSpecDecoding
+from kvwatch.engines.vllm.kv import KvPayloadError, read_kv_payload
 from kvwatch.engines.vllm.stats import COMMON, common_stats, parse_stats, parse_v0_prefix
-from kvwatch.model import (
-    EngineFact,
-    Event,
-    LogLine,
-    OffloadFailure,
-    ServerRestart,
-    VllmKvTransfer,
-    VllmSpecDecoding,
-)
+from kvwatch.model import EngineFact, Event, LogLine, OffloadFailure, ServerRestart
 from kvwatch.parsers.base import BlockResult, ParseError, Parser, ParseResult, ParserSettings
-from kvwatch.parsers.clock import LineClock, YearlessClock, parse_rfc3339
+from kvwatch.parsers.clock import LineClock, YearlessClock
 from kvwatch.parsers.text import segments, strip_ansi
 from kvwatch.sources.framing import decode_whole, marker_pattern
+from kvwatch.times import parse_rfc3339
 
 if TYPE_CHECKING:
     from kvwatch.sources.framing import Entries, Malformed
@@ -345,7 +340,7 @@ class VllmParser:
             _, store, load, lookups = read_kv_payload(payload)
         except KvPayloadError as err:
             return ParseError(f"vllm KV Transfer: {err}")
-        return [VllmKvTransfer(self.source, when, self._engine, store, load, lookups, KvValues(payload))]
+        return [VllmKvTransfer(self.source, when, self._engine, store, load, lookups)]
 
     def _spec(self, message: str, when: float) -> ParseResult:
         match = _SPEC.search(message) or _V0_SPEC.search(message)
@@ -414,3 +409,8 @@ def _write_header_time(when: float) -> str:
 
 #: Every record's header (`\r`-joined records carry several), in UTC.
 CLOCK = LineClock(_HEADER_TIME, _read_header_time, _write_header_time)
+
+
+def make_parser(source: str, settings: ParserSettings, options: Any) -> Parser:
+    """The engine's parser of one source (kvwatch.engines.base.ParserFactory), its layers' parsers in it."""
+    return VllmParser(source, settings, layer_parsers("vllm", source, settings))

@@ -4,9 +4,10 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 
-from kvwatch.model import EngineFact, VllmKvTransfer, VllmPrefixV0, VllmStats
-from kvwatch.report.cells import pct, size
-from kvwatch.report.summary import SourceView
+from kvwatch.engines.capabilities import SourceView
+from kvwatch.engines.cells import pct, size
+from kvwatch.engines.vllm.events import VllmKvTransfer, VllmPrefixV0, VllmStats
+from kvwatch.model import EngineFact
 
 
 @dataclass

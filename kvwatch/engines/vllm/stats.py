@@ -14,7 +14,7 @@ from __future__ import annotations
 import re
 from typing import Any
 
-from kvwatch.model import VllmPrefixV0, VllmStats
+from kvwatch.engines.vllm.events import VllmPrefixV0, VllmStats
 from kvwatch.parsers.base import ParseError
 from kvwatch.parsers.text import count, finite, percent
 

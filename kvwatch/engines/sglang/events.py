@@ -1,0 +1,91 @@
+"""The events SGLang's parser makes of its lines: SGLang's own vocabulary (the engine-neutral
+values they are, or carry, are in kvwatch.model)."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, fields
+from operator import attrgetter
+from typing import Any
+
+from kvwatch.model import RequestRecord, pickle_by_fields
+
+
+@dataclass(slots=True)
+class SglangPrefill:
+    """One `Prefill batch` (`new fill batch` in 0.1.x) line of one DP rank (`engine`).
+
+    `family` names the version family the line's shape belongs to; None: the line did not carry it.
+    `usage` holds the KV pool fractions by pool (`full`, `swa`, `mamba`).
+    """
+
+    source: str
+    time: float
+    engine: str
+    family: str
+    seqs: int
+    computed: int
+    cached: int
+    running: int | None
+    queued: int | None
+    pending: int | None
+    usage: tuple[tuple[str, float], ...]
+    throughput: float | None
+
+    def __reduce__(self) -> tuple[type[SglangPrefill], tuple[Any, ...]]:
+        """Pickled as its fields in order (replay's parsing child sends one per batch line)."""
+        return SglangPrefill, _SGLANGPREFILL_FIELDS(self)
+
+
+_SGLANGPREFILL_FIELDS = attrgetter(*(f.name for f in fields(SglangPrefill)))
+
+
+@dataclass(slots=True)
+class SglangDecode:
+    """One decode stats line (every `--decode-log-interval` iterations) of one DP rank."""
+
+    source: str
+    time: float
+    engine: str
+    family: str
+    running: int
+    queued: int | None
+    tokens: int | None
+    usage: tuple[tuple[str, float], ...]
+    throughput: float | None
+
+    def __reduce__(self) -> tuple[type[SglangDecode], tuple[Any, ...]]:
+        """Pickled as its fields in order (replay's parsing child sends one per batch line)."""
+        return SglangDecode, _SGLANGDECODE_FIELDS(self)
+
+
+_SGLANGDECODE_FIELDS = attrgetter(*(f.name for f in fields(SglangDecode)))
+
+
+@dataclass(slots=True)
+class SglangRequest(RequestRecord):
+    """One request: from a `--log-requests` `Finish:` line (exact) or from prefill batches (`derived`).
+
+    `tiers` splits the cached tokens by tier (`device`, `host`, `storage`) where the log does.
+    """
+
+    tiers: tuple[tuple[str, int], ...] = ()
+    derived: bool = False
+
+    def __reduce__(self) -> tuple[type[SglangRequest], tuple[Any, ...]]:
+        """Pickled as its fields in order (replay's parsing child sends one per batch line)."""
+        return SglangRequest, _SGLANGREQUEST_FIELDS(self)
+
+
+_SGLANGREQUEST_FIELDS = attrgetter(*(f.name for f in fields(SglangRequest)))
+
+
+@dataclass(slots=True)
+class SglangHicacheError:
+    """A HiCache WARNING/ERROR line (failed storage write or page fetch, dead backup thread)."""
+
+    source: str
+    time: float
+    kind: str
+
+
+pickle_by_fields(globals())
