@@ -227,6 +227,18 @@ class EngineReady:
     engine: str
 
 
+@dataclass(slots=True)
+class UnreadFields:
+    """A line of a shape kvwatch knows carried fields it does not know: the line was read for what it
+    knows, and these are counted. `shape` is sanitised: field names with numbers masked, no values."""
+
+    source: str
+    time: float
+    engine: str
+    shape: str
+    count: int = 1
+
+
 class Event(Protocol):
     """What parsers make of lines: any event carries its source's name and its event time. The
     engine-neutral ones are here; each engine's own are in its package (kvwatch/engines/<name>/events.py)."""

@@ -94,7 +94,7 @@ def test_detector_settings_come_from_the_config_with_exact_errors(tmp_path: Path
     with pytest.raises(ConfigError) as err:
         prepare(parse_config(bad, tmp_path))
     assert [
-        'detectors.nope: unknown detector "nope" (known: engine_start_failed, hicache_storage_unused, '
+        'detectors.nope: unknown detector "nope" (known: engine_start_failed, format_drift, hicache_storage_unused, '
         "hit_rate_gap, "
         "hit_rate_low, no_signal, offload_retrieve_failed, pinned_cache, pinned_cache_length, "
         "prefix_cache_disabled, "
@@ -333,18 +333,18 @@ def test_check_config_counts_the_detectors_that_run(
     status, out, _ = check_config(tmp_path, capsys, "")
     assert 0 == status
     assert (
-        "detectors: 11 of 12 enabled: write_only_offload, pinned_cache_length, prefix_reuse_broken, "
+        "detectors: 12 of 13 enabled: write_only_offload, pinned_cache_length, prefix_reuse_broken, "
         "no_signal, hit_rate_gap, usage_double_counting, prefix_cache_disabled, hicache_storage_unused, "
-        "offload_retrieve_failed, engine_start_failed, probe_prefix_miss; "
+        "offload_retrieve_failed, engine_start_failed, format_drift, probe_prefix_miss; "
         "disabled: prefix_hit_rate_low\n"
     ) in out
     listed = "[detectors.pinned_cache]\nenabled = false\n[detectors.no_signal]\nenabled = true\n"
     status, out, _ = check_config(tmp_path, capsys, listed)
     assert 0 == status
     assert (
-        "detectors: 10 of 12 enabled: write_only_offload, prefix_reuse_broken, no_signal, hit_rate_gap, "
+        "detectors: 11 of 13 enabled: write_only_offload, prefix_reuse_broken, no_signal, hit_rate_gap, "
         "usage_double_counting, prefix_cache_disabled, hicache_storage_unused, offload_retrieve_failed, "
-        "engine_start_failed, probe_prefix_miss; "
+        "engine_start_failed, format_drift, probe_prefix_miss; "
         "disabled: pinned_cache_length, prefix_hit_rate_low\n"
     ) in out
     assert "  pinned_cache: disabled\n  no_signal: enabled\n" in out

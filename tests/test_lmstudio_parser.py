@@ -333,3 +333,29 @@ def test_parse_block_is_parse_line_by_line(sample: str, most: int) -> None:
     assert {k: v for k, v in vars(one).items() if k != memo} == {
         k: v for k, v in vars(other).items() if k != memo
     }
+
+
+FULL_WIDTH = [
+    "2025-09-18 07:03:24 【DEBUG】",
+    " 【cache_wrapper】【INFO】: Trimmed 74 tokens from the prompt cache",
+    "2025-09-18 07:03:25 【DEBUG】",
+    " 【cache_wrapper】【INFO】: Prompt cache: using 100/120 tokens from cache",
+]
+
+
+def test_full_width_framing_reads_as_ascii_framing() -> None:
+    """`【DEBUG】` headers and `【cache_wrapper】【INFO】:` tags (a CJK-locale paste) are LM Studio's framing:
+    the file is detected, the trim and the request read."""
+    assert "lmstudio" == detect_engine("\n".join(FULL_WIDTH) + "\n")
+    [request] = of(LmstudioRequest, FULL_WIDTH)
+    assert (120, 100) == (request.prompt_tokens, request.cached_tokens)
+    assert [74] == [e.tokens for e in of(LmstudioCacheEvent, FULL_WIDTH) if e.kind == "trim"]
+
+
+def test_one_mlx_engine_restore_line_alone_is_a_request() -> None:
+    """mlx-engine's `Prompt cache restore:` line pasted alone (lmstudio#2419) names LM Studio and is a
+    request: prompt = cached + uncached + 1, as the coordinator prints uncached."""
+    line = "Prompt cache restore: cached_tokens=17408 uncached_tokens=24 lifetime_efficiency=62.41%"
+    assert "lmstudio" == detect_engine(line + "\n")
+    [request] = of(LmstudioRequest, [line])
+    assert (17433, 17408) == (request.prompt_tokens, request.cached_tokens)

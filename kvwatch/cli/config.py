@@ -126,6 +126,11 @@ def cmd_check_config(args: argparse.Namespace) -> int:
     print(f"service: {unit.where} runs kvwatch as {unit.who()}")
     for warning in silence_warnings(config, time.time()):  # (in force at the time of the check)
         print(f"kvwatch: warning: {warning}", file=sys.stderr)
+    for source in config.sources:  # (a database is asked what it holds: the rest is read as it comes)
+        if source.type == "sql":
+            from kvwatch.sources.sql import describe
+
+            print(f"  {source.name}: " + "\n  ".join(describe(source.settings)))
     problem = state_dir_problem(unit, config.state_dir)
     if problem is not None:
         print(f"kvwatch: warning: {problem}", file=sys.stderr)

@@ -19,6 +19,7 @@ from kvwatch.config.types import (
     ProbeConfig,
     SilenceConfig,
     SourceConfig,
+    SqlSettings,
 )
 from kvwatch.notify.secrets import MASK
 
@@ -89,6 +90,10 @@ def _source(source: SourceConfig) -> str:
             f"{c.namespace}/{c.pod}/{c.container}" + (f"={c.engine}" if c.engine else "") for c in s.select
         ]
         detail = f"root={s.root} select={','.join(chosen)} start_at={s.start_at}"
+    elif isinstance(s, SqlSettings):
+        password = " password=<secret>" if s.password_file or s.password_credential else ""
+        detail = f"{s.where()} key={','.join(s.key)} batch={s.batch} poll_interval={s.poll_interval:g}s"
+        detail += f"{password} start_at={s.start_at}"
     else:
         detail = "standard input"
     clock = "".join(f" {k}={v}" for k, v in (("year", source.year), ("tz", source.tz)) if v is not None)

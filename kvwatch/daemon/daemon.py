@@ -245,7 +245,11 @@ class Daemon:
         )
         if waiting:
             return False, f"sources not started yet: {', '.join(waiting)}"
-        return (True, "ok") if self._started else (False, "starting")
+        if not self._started:
+            return False, "starting"
+        # Started, and ready: a source that is down is retried (kvwatch_source_up says so too), named here.
+        down = sorted(f"{f.name} ({f.error})" for f in list(feeders.values()) if f.error is not None)
+        return True, f"ok; down, retrying: {'; '.join(down)}" if down else "ok"
 
     def _page(self) -> str:
         """The landing page (the exporter calls it under the pipeline's lock)."""

@@ -12,6 +12,7 @@ from typing import Any
 from kvwatch.detectors import (
     double_counting,
     engine_start_failed,
+    format_drift,
     hicache_storage_unused,
     hit_rate_gap,
     hit_rate_low,
@@ -59,6 +60,7 @@ class DetectorSettings:
         default_factory=offload_retrieve_failed.Settings
     )
     engine_start_failed: engine_start_failed.Settings = field(default_factory=engine_start_failed.Settings)
+    format_drift: format_drift.Settings = field(default_factory=format_drift.Settings)
     # (decided after each probe run by the daemon, not by detect_all: see probe_prefix_miss)
     probe_prefix_miss: probe_prefix_miss.Settings = field(default_factory=probe_prefix_miss.Settings)
 
@@ -103,6 +105,7 @@ DETECTORS: tuple[Detector, ...] = (
     ),
     Detector("hit_rate_gap", hit_rate_gap.detect, "usage", False, hit_rate_gap.until),
     Detector("usage_double_counting", double_counting.detect, "usage", False, double_counting.until),
+    Detector("format_drift", format_drift.detect, "sources", False),
 )
 
 #: Each detector as detect_all asks it: its place in DETECTORS, the counters its findings follow, detect,

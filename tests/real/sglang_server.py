@@ -166,7 +166,7 @@ class SglangServer:
             except (urllib.error.URLError, ConnectionError, TimeoutError):
                 pass
             if time.monotonic() - began > deadline:
-                raise AssertionError(f"sglang not healthy within {deadline:.0f} s:\n{_tail(self.log)}")
+                raise AssertionError(f"sglang not healthy within {deadline:.0f} seconds\n{_tail(self.log)}")
             time.sleep(0.5)
 
     def _port_taken(self) -> bool:

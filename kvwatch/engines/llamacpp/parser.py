@@ -4,9 +4,13 @@ Lines of one request are joined per slot: `task -1` lines (the slot selection, a
 cache's `found better prompt` that follows and overrides it) wait for that slot's next task; lines
 with a task id belong to the slot's request in progress. Slots run concurrently: state is per slot.
 The record is emitted at `stop processing` (after the timing lines), at that line's time; a request
-cut off before it is dropped, never guessed. At default verbosity (>= b9305, no `new prompt` and
-`memory_seq_rm`), prompt = stop n_tokens - n_gen + 1 and reused = prompt - prompt-eval tokens
-(`derived=True`; exact when the reply stopped by length, else +-1).
+cut off before it is dropped, never guessed. A request released without timings (cancelled, failed,
+an embedding, a build or verbosity that prints none) is recorded from the lines that preceded it
+(`new prompt`, `memory_seq_rm`) when nothing more of it can come: the slot's next task, or the end of
+input. `failed to truncate tokens ... clearing the memory` makes its reuse 0 (a full re-process).
+At default verbosity (>= b9305, no `new prompt` and `memory_seq_rm`), prompt = stop n_tokens -
+n_gen + 1 and reused = prompt - prompt-eval tokens (`derived=True`; exact when the reply stopped by
+length, else +-1).
 
 Time. llama.cpp stamps lines relative to process start (`M.SS.mmm.uuu`, jsonl `time` in us). The
 first run of a source is anchored at its first stamped line's transport time minus that line's
@@ -525,11 +529,13 @@ class LlamacppParser:
         return result
 
     def flush(self) -> list[Event]:
-        """End of input: requests still in progress were cut off, so they are dropped."""
+        """End of input: requests still in progress were cut off, so they are dropped; those released
+        without timings are records."""
+        events: list[Event] = []
         for stream in self._streams.values():
-            stream.drop_in_flight()
+            events += stream.drop_in_flight(self._last, self.source)
         self._legacy.clear()
-        return []
+        return events
 
     def _parse_one(self, env: ln.Envelope, transport: float | None) -> ParseResult:
         """One message: classify it, place it in time, hand it to its stream."""

@@ -54,6 +54,29 @@ STORED = re.compile(
     r"(?:\. size: (\d+(?:\.\d+)?) (?:gb|GB), cost (\d+(?:\.\d+)?) ms, throughput: \S+ GB/s"
     r"(?:; offload_time: \S+ ms, put_time: \S+ ms)?)?\Z"
 )
+# 2024-2025 `lmcache_vllm` (pre-V1 integration; lmcache_vllm 0.6.2.3 vllm_adapter.py:490, DEBUG): a
+# store skips the prefix LMCache already holds (engine.lookup); its retrieve (:615) logs the tokens
+# injected beyond those vLLM's own prefix cache computed (they are masked out of the ask), so 0 next to
+# a stored prefix is a vLLM prefix-cache hit, not a failed load.
+STORE_SKIPS = re.compile(r"Store skips (\d+) tokens and then stores (\d+) tokens\Z")
+INJECTED = re.compile(r"Injected token number: (\d+)\Z")
+# SGLang's LMCache adapter (lmcache/integration/sglang/sglang_adapter.py, LMCache PR #2410, 2026-01):
+# INFO before its synchronous retrieve of the tokens past what the radix cache holds (`offset`).
+SGLANG_RETRIEVE = re.compile(
+    r"LMCache retrieve (?:started: lookup=(\d+), offset=(\d+), (?:retrieve (\d+)|new_tokens=(\d+))"
+    r"(?: new tokens)?|skipped: lookup=\d+, offset=\d+, no new tokens to load)\Z"
+)
+# MP mode's opt-in window stats (lmcache 0.5.6 v1/mp_observability/subscribers/logging/extra_stats.py:160):
+# `L0<->L1 stats [%s] last %.1fs: store ops=N tokens=N size=X.XXGB avg_copy=... | retrieve ops=...`; the
+# `cumulative:` twin repeats the totals. Both repeat the per-operation INFO lines below: recognised only.
+MP_WINDOW = re.compile(
+    r"L0<->L1 stats \[([^\]]*)\] last [\d.]+s: store ops=(\d+) tokens=(\d+) size=([\d.]+)GB \S+ \| "
+    r"retrieve ops=(\d+) tokens=(\d+) size=([\d.]+)GB"
+)
+MP_CUMULATIVE = re.compile(r"L0<->L1 stats \[[^\]]*\] cumulative: store ops=")
+# Remote connectors, DEBUG (v1/storage_backend/connector/instrumented_connector.py:40, :195 in 0.5.6):
+# `[%s]Bytes offloaded: %.3f MBytes in %.3f ms` (%s: the connector's name).
+BYTES_OFFLOADED = re.compile(r"\[(.*)\]Bytes offloaded: ([\d.]+) MBytes in ([\d.]+) ms\Z")
 # MP mode's server (v1/multiprocess/server.py 0.3.12-0.4.x, modules/*_transfer.py 0.5.x), INFO.
 MP_STORED = re.compile(r"Stored (\d+) tokens in (\d+(?:\.\d+)?) seconds\Z")
 MP_RETRIEVED = re.compile(r"Retrieved (\d+) tokens in (\d+(?:\.\d+)?) seconds\Z")

@@ -374,6 +374,10 @@ class LmcacheLayer:
         if mp is not None:
             units = round(float(mp.group(2)) * 1e7)
             return self._sums.transfer(when, self._worker(tag), False, int(mp.group(1)), None, None, units)
+        skips = lm.STORE_SKIPS.match(body)
+        if skips is not None:  # (the skipped prefix is already stored: offered is what it writes)
+            stored = int(skips.group(2))
+            return self._sums.transfer(when, self._worker(tag), False, stored, stored, None, None)
         return [] if lm.LEGACY_STORED.match(body) else None
 
     def _retrieved(self, body: str, request: str, tag: str, when: float) -> ParseResult:
@@ -438,6 +442,25 @@ class LmcacheLayer:
             ]
         if lm.RESUME_LOAD.match(message):
             return []
+        if (
+            lm.MP_WINDOW.match(message)
+            or lm.MP_CUMULATIVE.match(message)
+            or lm.BYTES_OFFLOADED.match(message)
+        ):
+            # (recognised, not summed: they repeat the per-operation INFO lines, `Stored %d tokens in %.3f
+            # seconds` / `Stored N out of total M`, which LMCache prints beside them)
+            return []
+        injected = lm.INJECTED.match(message)
+        if injected is not None:  # 2024's retrieve: what it loaded, not what it was asked for
+            tokens = int(injected.group(1))
+            return self._sums.transfer(when, self._worker(tag), True, tokens, None, None, None)
+        sglang = lm.SGLANG_RETRIEVE.match(message)
+        if sglang is not None:
+            count = sglang.group(3) or sglang.group(4)
+            if count is None:  # skipped: the radix cache holds all LMCache found
+                return []
+            tokens = int(count)
+            return self._sums.transfer(when, self._worker(tag), True, tokens, tokens, None, None)
         return self._failure(message, tag, when)
 
     def _failure(self, message: str, tag: str, when: float) -> ParseResult:

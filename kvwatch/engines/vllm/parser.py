@@ -23,7 +23,7 @@ from kvwatch.engines.vllm.kv import KvPayloadError, read_kv_payload
 from kvwatch.engines.vllm.lifecycle import MARKERS as LIFE_MARKERS
 from kvwatch.engines.vllm.lifecycle import Lifecycle
 from kvwatch.engines.vllm.stats import COMMON, common_stats, parse_stats, parse_v0_prefix
-from kvwatch.model import EngineFact, Event, LogLine, ServerRestart
+from kvwatch.model import EngineFact, Event, LogLine, OffloadFailure, ServerRestart
 from kvwatch.parsers.base import BlockResult, ParseError, Parser, ParseResult, ParserSettings
 from kvwatch.parsers.clock import LineClock, YearlessClock
 from kvwatch.parsers.text import segments, strip_ansi
@@ -61,8 +61,29 @@ CPU_COLUMN_FROM = (0, 9)
 
 #: The markers of the lines with figures (the others are startup and lifecycle lines).
 _NUMBERS = ("throughput:", "Prefix cache hit rate", "KV Transfer", "SpecDecoding", "Speculative")
+
+# vLLM 0.34 (kv_offload/cpu/gpu_worker.py and the offloading connector's scheduler side): a store job
+# that failed drops its chunks (WARNING), a load job that failed leaves the request to recompute (WARNING),
+# and a transfer's ERROR names its direction (`GPU->CPU` store, `CPU->GPU` load).
+_STORE_JOB = re.compile(r"KV offload store job (\d+) failed; dropping (\d+) chunk")
+_LOAD_JOB = re.compile(r"KV offload load job (\d+) failed; request (\S+) will not load")
+_TRANSFER = re.compile(r"KV offload (GPU->CPU|CPU->GPU) transfer failed for job (\d+)")
+
+
+def _offload_failure(message: str) -> tuple[str, str, int | None, bool] | None:
+    """(kind, request, tokens, a load?) of a 0.34 offload failure line, else None."""
+    if match := _LOAD_JOB.match(message):
+        return "load_job_failed", match[2].rstrip("."), None, True
+    if match := _TRANSFER.match(message):
+        return "transfer_failed", "", None, match[1] == "CPU->GPU"
+    if _STORE_JOB.match(message):
+        return "store_job_failed", "", None, False
+    return None
+
+
 #: Every line that can yield an event contains one of these.
 MARKERS = (
+    "KV offload ",
     "throughput:",
     "Prefix cache hit rate",
     "KV Transfer metrics",
@@ -319,6 +340,11 @@ class VllmParser:
             return self._kv(message[len("KV Transfer metrics: ") :], when)
         if message.startswith(("SpecDecoding metrics: ", "Speculative metrics: ")):
             return self._spec(message, when)
+        if message.startswith("KV offload "):
+            failed = _offload_failure(message)
+            if failed is not None:
+                kind, request, tokens, retrieve = failed
+                return [OffloadFailure(self.source, when, self._engine, kind, request, tokens, retrieve)]
         facts = self._facts(message, prefix, when)
         life = self._life.line(message, when)
         if life is None:
