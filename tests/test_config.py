@@ -355,8 +355,8 @@ def test_summary_counts_the_detectors_that_really_run(tmp_path: Path) -> None:
     assert [
         "detectors: 12 of 13 enabled: write_only_offload, prefix_reuse_broken, no_signal, "
         "prefix_hit_rate_low, hit_rate_gap, usage_double_counting, prefix_cache_disabled, "
-        "hicache_storage_unused, offload_retrieve_failed, engine_start_failed, format_drift, probe_prefix_miss; "
-        "disabled: pinned_cache_length",
+        "hicache_storage_unused, offload_retrieve_failed, engine_start_failed, format_drift, "
+        "probe_prefix_miss; disabled: pinned_cache_length",
         "  hit_rate_low: enabled",
         "  pinned_cache: disabled min_share=1",
     ] == lines[start : start + 3]

@@ -94,8 +94,8 @@ def test_detector_settings_come_from_the_config_with_exact_errors(tmp_path: Path
     with pytest.raises(ConfigError) as err:
         prepare(parse_config(bad, tmp_path))
     assert [
-        'detectors.nope: unknown detector "nope" (known: engine_start_failed, format_drift, hicache_storage_unused, '
-        "hit_rate_gap, "
+        'detectors.nope: unknown detector "nope" (known: engine_start_failed, format_drift, '
+        "hicache_storage_unused, hit_rate_gap, "
         "hit_rate_low, no_signal, offload_retrieve_failed, pinned_cache, pinned_cache_length, "
         "prefix_cache_disabled, "
         "prefix_hit_rate_low, prefix_reuse, prefix_reuse_broken, probe_prefix_miss, usage_double_counting, "
