@@ -225,12 +225,12 @@ def container(root: Path, name: str) -> Path:
     return log
 
 
-def start_kvwatch(work: Path, source: str) -> tuple[subprocess.Popen[bytes], str]:
-    """`kvwatch run` on a config with one vLLM source (`source`: its type and keys), read from its
-    beginning; (process, base URL)."""
+def start_kvwatch(work: Path, source: str, engine: str = "vllm") -> tuple[subprocess.Popen[bytes], str]:
+    """`kvwatch run` on a config with one source of `engine` (`source`: its type and keys), read from
+    its beginning; (process, base URL)."""
     config = work / "kvwatch.toml"
     config.write_text(
-        f'state_dir = "{work / "state"}"\n\n[[source]]\nname = "bench"\nengine = "vllm"\n'
+        f'state_dir = "{work / "state"}"\n\n[[source]]\nname = "bench"\nengine = "{engine}"\n'
         f'{source}start_at = "beginning"\n'
     )
     err = open(work / "kvwatch.err", "wb")  # noqa: SIM115 - lives as long as the child

@@ -81,7 +81,9 @@ class EngineFact:
 
     Known keys: version, connector, connector_config, kv_offloading_size, spec_method,
     offload_excluded_groups, hybrid_kv_disabled, stats_disabled, kv_capacity_tokens, block_size,
-    platform (vLLM's detected platform, e.g. cpu), device (the engine config's device_config).
+    platform (vLLM's detected platform, e.g. cpu), device (the engine config's device_config), model
+    (the model served, as clients name it), prefix_caching (vLLM's enable_prefix_caching, True/False),
+    simple_offload (vLLM's SimpleCPU connector).
     """
 
     source: str
@@ -199,6 +201,42 @@ class ServerRestart:
     source: str
     time: float
     engine_kind: str
+
+
+@dataclass(slots=True)
+class EngineFailed:
+    """Engine-neutral: the engine stopped on an error. `phase` is "startup" (it never served since it
+    last started) or "crash" (it had served); `error` is its last error line as logged (the root
+    cause where a traceback shows one); `cause` names the KV connector or offload setting the error
+    comes from ("" when it is none of those); `engine` is the engine's display name."""
+
+    source: str
+    time: float
+    engine: str
+    phase: Literal["startup", "crash"]
+    error: str
+    cause: str = ""
+
+
+@dataclass(slots=True)
+class EngineReady:
+    """Engine-neutral: the engine finished starting and serves (a failure before it is over)."""
+
+    source: str
+    time: float
+    engine: str
+
+
+@dataclass(slots=True)
+class UnreadFields:
+    """A line of a shape kvwatch knows carried fields it does not know: the line was read for what it
+    knows, and these are counted. `shape` is sanitised: field names with numbers masked, no values."""
+
+    source: str
+    time: float
+    engine: str
+    shape: str
+    count: int = 1
 
 
 class Event(Protocol):

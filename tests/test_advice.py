@@ -5,16 +5,15 @@ from __future__ import annotations
 
 import dataclasses
 import json
-from pathlib import Path
 from typing import Any
 
 import pytest
+from corpora import SAMPLES
 
 from kvwatch.cli import main
 from kvwatch.engines.ollama.advice import pinned
 from kvwatch.model import Finding
 
-SAMPLES = Path(__file__).resolve().parents[1] / "samples"
 LLAMA_SERVER_ONLY = ("b9093", "--swa-full", "n_cache_reuse", "slots are then picked by LRU")
 
 

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from pathlib import Path
+from corpora import SAMPLES
 
 from kvwatch.daemon.sources import AutoParser
 from kvwatch.engines import make_parser
@@ -10,7 +10,6 @@ from kvwatch.model import LogLine, SourceCounts
 from kvwatch.parsers.base import ParseResult, ParserSettings
 from kvwatch.parsers.run import SourceRun
 
-SAMPLES = Path(__file__).resolve().parents[1] / "samples"
 SETTINGS = ParserSettings(year=2026)
 CUT = b"Engine 000: Avg prompt throughput: 1.0 tokens/s, Running: x reqs"
 

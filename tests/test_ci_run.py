@@ -46,9 +46,16 @@ def sh_block_lines(markdown: str) -> list[str]:
     ]
 
 
-def test_ci_ends_with_the_test_command() -> None:
-    """`.ci/run`'s last command is the README's test command, verbatim."""
-    assert TEST_COMMAND == commands(CI.read_text(encoding="utf-8"))[-1]
+#: How CI runs it: in a new user's bare environment (nothing of CI's own, no PYTHONDONTWRITEBYTECODE).
+BARE = 'env -i PATH=/usr/bin:/bin HOME="$HOME" sh -c "{}"'
+
+
+def test_ci_ends_with_the_test_command_in_a_bare_environment() -> None:
+    """`.ci/run`'s last command is the README's test command, verbatim, under `env -i` with only PATH
+    and HOME: what Python and pytest leave in the checkout there is what a user's run leaves."""
+    script = CI.read_text(encoding="utf-8")
+    assert BARE.format(TEST_COMMAND) == commands(script)[-1]
+    assert "PYTHONDONTWRITEBYTECODE" not in "".join(commands(script))
 
 
 def test_the_readme_shows_the_test_command_ci_runs() -> None:

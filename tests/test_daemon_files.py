@@ -153,3 +153,25 @@ def test_sighup_with_a_broken_config_keeps_running_and_a_good_one_adds_a_source(
     wait_until(lambda: kv.lines("b") == n_b, what="the new source read")
     wait_until(lambda: kv.lines("a") == n_a, what="the old source counted on, not reset")
     assert 0 == kv.stop()
+
+
+def test_a_missing_file_is_said_once_as_waiting_never_up_first(tmp_path: Path) -> None:
+    """A source whose file does not exist yet: one line saying kvwatch waits for it and what then
+    happens (never `up` right before it, never repeated); when the file appears, `up`, and its lines
+    are read from the first."""
+    log = tmp_path / "llama.log"
+    cfg = write_config(tmp_path / "kv.toml", file_source("llama", log, start_at="end"))
+    kv = Kvwatch(["--config", str(cfg)], tmp_path / "kv.err")
+    said = tmp_path / "kv.err"
+    wait_until(lambda: "waiting for" in said.read_text(), what="the waiting line")
+    wait_until(lambda: kv.value("kvwatch_source_up", {"source": "llama"}) == 0, what="source down")
+    append(log, 0, 3)
+    wait_until(lambda: kv.lines("llama") == 3, what="the new file read from its first line")
+    assert 0 == kv.stop()
+    lines = [line for line in said.read_text().splitlines() if "source llama:" in line]
+    about = [line.split("source llama: ", 1)[1] for line in lines if "lines processed" not in line]
+    assert [
+        f"waiting for {log}: no file there yet; once one appears it is read from its first line",
+        "up",
+    ] == about[:2], lines
+    assert 1 == sum("waiting for" in line for line in lines)

@@ -11,6 +11,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+from corpora import sample_logs
 from daemon_helpers import ROOT, Kvwatch, file_source, wait_until, write_config
 from prometheus_client.parser import text_string_to_metric_families
 
@@ -83,7 +84,7 @@ def file_offset(state: Path, source: str) -> int:
 
 
 @pytest.mark.slow  # a parse of the rest of the file at every line of every sample: ~12 s
-@pytest.mark.parametrize("name", sorted(p.name for p in (ROOT / "samples").glob("llamacpp-*.log")))
+@pytest.mark.parametrize("name", [p.name for p in sample_logs("llamacpp-", rotated=False)])
 def test_a_saved_parser_state_goes_on_as_if_never_stopped(name: str) -> None:
     """At every line of every llama.cpp sample: snapshot (through JSON), restore, parse the rest."""
     lines = (ROOT / "samples" / name).read_text().splitlines()

@@ -12,6 +12,7 @@ import pytest
 from notify_helpers import Receiver
 
 from kvwatch.alerts import AlertBook
+from kvwatch.assets import asset_bytes
 from kvwatch.cli import main
 from kvwatch.config import parse_config
 from kvwatch.config.types import ConfigError
@@ -93,7 +94,8 @@ def test_detector_settings_come_from_the_config_with_exact_errors(tmp_path: Path
     with pytest.raises(ConfigError) as err:
         prepare(parse_config(bad, tmp_path))
     assert [
-        'detectors.nope: unknown detector "nope" (known: hicache_storage_unused, hit_rate_gap, '
+        'detectors.nope: unknown detector "nope" (known: engine_start_failed, format_drift, '
+        "hicache_storage_unused, hit_rate_gap, "
         "hit_rate_low, no_signal, offload_retrieve_failed, pinned_cache, pinned_cache_length, "
         "prefix_cache_disabled, "
         "prefix_hit_rate_low, prefix_reuse, prefix_reuse_broken, probe_prefix_miss, usage_double_counting, "
@@ -184,6 +186,31 @@ def test_check_config_prints_the_summary_or_each_problem(
     status, _, err = check_config(tmp_path, capsys, bad)
     assert 1 == status
     assert 'source[0].container: required for type "docker"' in err
+
+
+def test_check_config_warns_of_each_silence_in_force_or_to_come(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """check-config names each silence that mutes alerts now or will (what, from and until when), and
+    none that has ended; the example config's silence is commented out: no warning there."""
+    silences = (
+        '[[silence]]\nmatchers = { alert = "pinned_cache_length", source = "llama" }\n'
+        'ends_at = 2999-12-31T17:00:00Z\ncomment = "upgrade planned"\n'
+        '[[silence]]\nmatchers = { alert = "no_signal" }\nends_at = 2001-01-01T00:00:00Z\n'
+        '[[silence]]\nmatchers = { alert = "write_only_offload" }\n'
+        "starts_at = 2998-01-01T00:00:00Z\nends_at = 2998-01-02T00:00:00+01:00\n"
+    )
+    status, out, err = check_config(tmp_path, capsys, silences)
+    assert 0 == status and "silences: 3" in out
+    assert [
+        'kvwatch: warning: silence[0] is in force: alerts with alert="pinned_cache_length", source="llama"'
+        " are not notified until 2999-12-31T17:00:00Z (upgrade planned)",
+        'kvwatch: warning: silence[2] starts 2998-01-01T00:00:00Z: alerts with alert="write_only_offload"'
+        " will not be notified until 2998-01-01T23:00:00Z",
+    ] == [line for line in err.splitlines() if "silence" in line]
+    example = asset_bytes("kvwatch.example.toml").decode()
+    _, _, err = check_config(tmp_path, capsys, example)
+    assert "silence" not in err
 
 
 @pytest.mark.slow
@@ -306,18 +333,18 @@ def test_check_config_counts_the_detectors_that_run(
     status, out, _ = check_config(tmp_path, capsys, "")
     assert 0 == status
     assert (
-        "detectors: 10 of 11 enabled: write_only_offload, pinned_cache_length, prefix_reuse_broken, "
+        "detectors: 12 of 13 enabled: write_only_offload, pinned_cache_length, prefix_reuse_broken, "
         "no_signal, hit_rate_gap, usage_double_counting, prefix_cache_disabled, hicache_storage_unused, "
-        "offload_retrieve_failed, probe_prefix_miss; "
+        "offload_retrieve_failed, engine_start_failed, format_drift, probe_prefix_miss; "
         "disabled: prefix_hit_rate_low\n"
     ) in out
     listed = "[detectors.pinned_cache]\nenabled = false\n[detectors.no_signal]\nenabled = true\n"
     status, out, _ = check_config(tmp_path, capsys, listed)
     assert 0 == status
     assert (
-        "detectors: 9 of 11 enabled: write_only_offload, prefix_reuse_broken, no_signal, hit_rate_gap, "
+        "detectors: 11 of 13 enabled: write_only_offload, prefix_reuse_broken, no_signal, hit_rate_gap, "
         "usage_double_counting, prefix_cache_disabled, hicache_storage_unused, offload_retrieve_failed, "
-        "probe_prefix_miss; "
+        "engine_start_failed, format_drift, probe_prefix_miss; "
         "disabled: pinned_cache_length, prefix_hit_rate_low\n"
     ) in out
     assert "  pinned_cache: disabled\n  no_signal: enabled\n" in out

@@ -1,4 +1,4 @@
-"""kvwatch/assets/kvwatch.json: importable, and every panel's query returns data from a real Prometheus.
+"""grafana/kvwatch.json: importable, and every panel's query returns data from a real Prometheus.
 
 The end-to-end test runs the real daemon (`python -m kvwatch run`) on copies of the bundled samples,
 with a `[[probe]]` every second against a small OpenAI-compatible stub on 127.0.0.1 (a prefix cache over
@@ -28,6 +28,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+from corpora import sample_logs
 from prometheus_helpers import (
     Result,
     free_port,
@@ -43,8 +44,7 @@ from prometheus_helpers import (
 from kvwatch.engines import ENGINES
 
 ROOT = Path(__file__).resolve().parents[1]
-DASHBOARD = ROOT / "kvwatch" / "assets" / "kvwatch.json"
-SAMPLES = ROOT / "samples"
+DASHBOARD = ROOT / "grafana" / "kvwatch.json"
 CHUNKS = 4
 TITLES = [
     "Prefix and External cache hit ratio per engine",
@@ -109,16 +109,23 @@ def fill(expr: str, range_seconds: int) -> str:
 
 
 def test_dashboard_is_importable_with_variables_and_panels() -> None:
-    """Valid JSON with the DS_PROMETHEUS input, the three variables and every panel title."""
+    """Valid JSON with the DS_PROMETHEUS input, the variables (a fleet's namespace, role, model and pod
+    narrowing the sources) and every panel title."""
     dashboard = load_dashboard()
     variables = {v["name"]: v for v in dashboard["templating"]["list"]}
+    pods = 'namespace=~"$namespace", pod=~"$pod", role=~"$role", model=~"$model"'
     expected_queries = {
-        "source": "label_values(kvwatch_lines_total, source)",
+        "namespace": "label_values(kvwatch_lines_total, namespace)",
+        "role": 'label_values(kvwatch_lines_total{namespace=~"$namespace"}, role)',
+        "model": 'label_values(kvwatch_lines_total{namespace=~"$namespace"}, model)',
+        "pod": 'label_values(kvwatch_lines_total{namespace=~"$namespace", role=~"$role", model=~"$model"}, '
+        "pod)",
+        "source": f"label_values(kvwatch_lines_total{{{pods}}}, source)",
         "engine": 'label_values(kvwatch_vllm_stats_lines_total{source=~"$source"}, engine)',
     }
     assert ["DS_PROMETHEUS"] == [i["name"] for i in dashboard["__inputs"]]
     assert 39 == dashboard["schemaVersion"]
-    assert ["datasource", "source", "engine"] == list(variables)
+    assert ["datasource", "namespace", "role", "model", "pod", "source", "engine"] == list(variables)
     assert ("datasource", "prometheus") == (variables["datasource"]["type"], variables["datasource"]["query"])
     assert expected_queries == {name: variables[name]["definition"] for name in expected_queries}
     assert TITLES == [p["title"] for p in panels()]
@@ -139,10 +146,10 @@ def test_panels_use_the_datasource_variable_and_do_not_overlap() -> None:
     assert all(p["gridPos"]["x"] + p["gridPos"]["w"] <= 24 for p in every)
 
 
-def sample_logs() -> dict[str, bytes]:
+def sample_bytes() -> dict[str, bytes]:
     """Each bundled sample's bytes by source name (`vllm-rotated.log.1.gz` -> `vllm-rotated`)."""
     logs: dict[str, bytes] = {}
-    for path in sorted(SAMPLES.glob("*.log")) + sorted(SAMPLES.glob("*.gz")):
+    for path in sample_logs():
         data = path.read_bytes()
         logs[path.name.split(".")[0]] = gzip.decompress(data) if path.suffix == ".gz" else data
     return logs
@@ -292,7 +299,7 @@ def stop_daemon(daemon: subprocess.Popen[bytes]) -> None:
 def feed(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Feed]:
     """Run the daemon on the samples, appended chunk by chunk, each chunk scraped before the next."""
     tmp_path = tmp_path_factory.mktemp("dashboard")
-    logs = sample_logs()
+    logs = sample_bytes()
     (tmp_path / "logs").mkdir()
     for name in logs:
         (tmp_path / "logs" / f"{name}.log").write_bytes(b"")
@@ -346,8 +353,14 @@ def finite(result: Result) -> list[float]:
 
 @pytest.mark.slow
 def test_variables_find_every_source_and_engines(feed: Feed) -> None:
-    """`label_values` of the source and engine variables find every sample and vLLM's engines."""
-    sources = label_values(feed.url, "source", "kvwatch_lines_total")
+    """`label_values` of the source and engine variables find every sample and vLLM's engines (the source
+    variable's query as Grafana sends it with the fleet's variables at All: series without those labels
+    match too)."""
+    variables = {v["name"]: v for v in load_dashboard()["templating"]["list"]}
+    found = re.fullmatch(r"label_values\((.*), source\)", variables["source"]["definition"])
+    assert found is not None
+    match = re.sub(r"\$(namespace|pod|role|model)\b", ".*", found.group(1))
+    sources = label_values(feed.url, "source", match)
     engines = label_values(feed.url, "engine", 'kvwatch_vllm_stats_lines_total{source=~".*"}')
     assert feed.names == sorted(sources)
     assert {"0", "1"} <= set(engines)

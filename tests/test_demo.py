@@ -233,12 +233,13 @@ def test_the_demo_writes_each_sample_byte_for_byte_but_its_times() -> None:
 
 
 def test_the_wheel_lists_every_subpackage_and_maps_the_samples() -> None:
-    """pyproject's explicit package list covers kvwatch/ and maps kvwatch.samples onto samples/."""
+    """pyproject's explicit package list covers kvwatch/ (every folder holding a file: a subpackage, or
+    data such as the linked systemd/, grafana/ and prometheus/) and maps kvwatch.samples onto samples/."""
     tool = tomllib.loads((ROOT / "pyproject.toml").read_text())["tool"]["setuptools"]
     found = {
-        ".".join(path.parent.relative_to(ROOT).parts)
-        for path in (ROOT / "kvwatch").rglob("*.py")
-        if "__pycache__" not in path.parts
+        ".".join(Path(folder).relative_to(ROOT).parts)
+        for folder, _, files in os.walk(ROOT / "kvwatch", followlinks=True)
+        if "__pycache__" not in Path(folder).parts and files
     }
     assert sorted(found | {"kvwatch.samples"}) == sorted(tool["packages"])
     assert ({"kvwatch.samples": "samples"}, ["*.log"]) == (

@@ -12,6 +12,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+from corpora import SAMPLES, sample_logs
 
 from kvwatch.cli import main
 from kvwatch.detectors import (
@@ -241,7 +242,8 @@ def test_pinned_cache_detect_finds_every_group_assess_finds_pinned() -> None:
         for i in range(rng.randint(1, 60)):
             windows.observe(RequestRecord("s", T0 + i, rng.randint(1, 60000), rng.choice(lengths)))
         [points] = windows.requests.values()
-        expected = pinned_cache.assess(points, cfg).pinned
+        # (no conversation here: detect's rules are the share rule and the creep)
+        expected = pinned_cache.assess(points, cfg).pinned or pinned_cache.creeping(points, cfg) is not None
         assert expected == bool(pinned_cache.detect(windows, T0 + 60, cfg)), (list(points), cfg)
         pinned += expected
         healthy += not expected
@@ -401,9 +403,6 @@ def test_conversation_run_from_a_tally_finds_what_gathering_finds() -> None:
             )
         found += expected is not None
     assert found > 100
-
-
-SAMPLES = Path(__file__).resolve().parents[1] / "samples"
 
 
 def replayed(tmp_path: Path, sample: str, first_line: int) -> str:
@@ -744,7 +743,7 @@ def test_a_memo_changes_no_tick_of_any_sample(
         return found
 
     monkeypatch.setattr(kvwatch.pipeline, "detect_all", checked)
-    logs = sorted(p for p in SAMPLES.iterdir() if not p.name.endswith((".golden", ".md", ".json", ".py")))
+    logs = sample_logs()
     for log in logs:
         assert 0 == main(["replay", "--format", "golden", "--year", "2026", str(log)])
     capsys.readouterr()
@@ -939,3 +938,50 @@ def test_a_stats_point_of_one_line_is_one_with_the_line_added() -> None:
         added = StatsPoint(line.time)
         added.add(line)
         assert repr(StatsPoint.of(line)) == repr(added)
+
+
+CLAUDE_TURNS = [21000 + 900 * i for i in range(12)]
+
+
+@pytest.mark.parametrize(
+    ("case", "events", "expected"),
+    [
+        # Claude Code's <total_tokens> reminder: the break point moves ~13 tokens a turn
+        (
+            "token reminder",
+            llama(CLAUDE_TURNS, [14_000 + 13 * i for i in range(12)]),
+            ["pinned_cache_length"],
+        ),
+        # the same break point through a gateway's usage log
+        (
+            "reminder via gateway",
+            usage_day([14_000 + 13 * i for i in range(12)], CLAUDE_TURNS),
+            ["pinned_cache_length"],
+        ),
+        # healthy turns: the cached length follows the previous prompt
+        ("healthy", llama(CLAUDE_TURNS, [0] + [p - 30 for p in CLAUDE_TURNS[:-1]]), []),
+        # prompts that do not grow (a shared prefix of unrelated requests, slowly varying)
+        (
+            "flat prompts",
+            llama([30_000 + (i % 3) * 50 for i in range(12)], [14_000 + 13 * i for i in range(12)]),
+            [],
+        ),
+        # a cached length that jumps (two conversations interleaved)
+        ("jumping", llama(CLAUDE_TURNS, [14_000 if i % 2 else 2_000 for i in range(12)]), []),
+    ],
+)
+def test_pinned_cache_length_creeping_break_point(
+    case: str, events: list[Event], expected: list[str]
+) -> None:
+    """pinned_cache_length fires when the break point creeps slowly while prompts grow fast, and only then."""
+    assert expected == fires(pinned_cache.detect, events, pinned_cache.Settings())
+
+
+def test_pinned_cache_length_creep_names_its_rate_and_the_token_reminder_fix() -> None:
+    """The creep finding gives the creep rate as evidence and names the token reminder and its setting."""
+    events = llama(CLAUDE_TURNS, [14_000 + 13 * i for i in range(12)])
+    (finding,) = pinned_cache.detect(windows_of(events), T0 + 20, pinned_cache.Settings())
+    assert ("creep", 13.0) == (finding.evidence["rule"], finding.evidence["creep_tokens_per_request"])
+    assert "<total_tokens>" in finding.cause and "CLAUDE_CODE_TOTAL_TOKENS_REMINDER=off" in finding.fix
+    for cause in ("x-anthropic-billing-header", "timestamp", "order", "sliding-window"):
+        assert cause in finding.cause

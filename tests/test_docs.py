@@ -15,6 +15,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+from corpora import sample_logs
 from daemon_helpers import Kvwatch
 
 from kvwatch import cli
@@ -128,6 +129,7 @@ def schema_keys(monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> set[str]:
             {"name": "d", "type": "docker", "container": "c"},
             {"name": "j", "type": "journald", "unit": "u.service"},
             {"name": "s", "type": "stdin"},
+            {"name": "p", "type": "pods", "select": [{"engine": "vllm", "roles": {"r": "*"}}]},
         ],
         "notifier": [
             {
@@ -198,7 +200,7 @@ def exposed_families(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> dict
         assert daemon.proc.stdin is not None
         daemon.proc.stdin.close()
         assert daemon.stop() == 0
-    logs = sorted(str(p) for p in (ROOT / "samples").glob("*.log"))
+    logs = [str(p) for p in sample_logs(rotated=False)]
     assert cli.main(["replay", "--format", "prom", "--year", "2026", *logs]) == 0
     body += capsys.readouterr().out
     return dict(re.findall(r"^# TYPE (\S+) (\S+)$", body, re.M))
@@ -240,3 +242,18 @@ def test_readme_is_a_front_page() -> None:
     lines = README.read_text().splitlines()
     assert len(lines) <= MAX_README_LINES
     assert "## Alerts" in lines
+
+
+def test_every_list_of_engines_users_read_is_the_registrys() -> None:
+    """docs/replay.md's synopsis and `tried:` example, docs/configuration.md's `source.engine` row and
+    the example config's `engine:` comment list every registered engine, in the registry's order."""
+    from kvwatch.engines import choices, names
+
+    replay = (DOCS / "replay.md").read_text(encoding="utf-8")
+    assert f"[--engine {'|'.join(choices())}]" in replay
+    assert f"(tried: {', '.join(names())})" in replay
+    configuration = (DOCS / "configuration.md").read_text(encoding="utf-8")
+    assert f"| `source.engine` | {', '.join(f'`{c}`' for c in choices())}" in configuration
+    example = (ROOT / "kvwatch" / "assets" / "kvwatch.example.toml").read_text(encoding="utf-8")
+    comment = " ".join(line.lstrip("# ") for line in example.splitlines() if line.startswith("#"))
+    assert f"`engine`: {' | '.join(choices())} (default" in comment

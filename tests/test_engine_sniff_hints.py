@@ -10,13 +10,13 @@ import sys
 from pathlib import Path
 
 import pytest
+from corpora import SAMPLES, sample_logs
 
 from kvwatch.engines import ENGINES, detect_engine
 from kvwatch.engines.capabilities import Hints
 from kvwatch.replay.files import sniff_file
 
-SAMPLES = Path(__file__).resolve().parents[1] / "samples"
-LOGS = sorted(SAMPLES.glob("*.log"))
+LOGS = sample_logs(rotated=False)
 HINTED = [engine for engine in ENGINES.values() if isinstance(engine, Hints)]
 
 

@@ -9,19 +9,10 @@ from __future__ import annotations
 from pathlib import Path
 
 import pytest
+from corpora import sample_logs
 
 from kvwatch.cli import main
 from kvwatch.replay.files import source_name
-
-SAMPLES = Path(__file__).resolve().parents[1] / "samples"
-NOT_LOGS = (".golden", ".md", ".json", ".py")
-
-
-def sample_logs() -> list[Path]:
-    """The sample log files (plain, docker json-file, gzip)."""
-    if not SAMPLES.is_dir():
-        return []
-    return sorted(p for p in SAMPLES.iterdir() if p.is_file() and not p.name.endswith(NOT_LOGS))
 
 
 def golden_of(log: Path) -> Path:

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import re
 import shutil
 import subprocess
 import sys
@@ -10,10 +11,14 @@ from pathlib import Path
 import pytest
 from daemon_helpers import ROOT
 
-from kvwatch.assets import ASSETS, conflicts, next_steps
+from kvwatch.assets import ASSETS, SHIPPED, conflicts, next_steps
 from kvwatch.cli import main
 
-SHIPPED = ROOT / "kvwatch" / "assets"
+#: The shipped files in the repository, where a user browsing it finds them (top-level systemd/,
+#: grafana/, prometheus/; the example config in kvwatch/assets/).
+IN_REPO = {
+    name: ROOT / ("kvwatch/assets" if "/" not in where else "") / where for name, where in SHIPPED.items()
+}
 #: What a build would leave behind in the copy, or must not see.
 NOT_SOURCES = shutil.ignore_patterns(
     ".git", ".venv", "build", "dist", "*.egg-info", "__pycache__", ".*_cache", "*.pyc"
@@ -29,25 +34,42 @@ def assert_written(directory: Path) -> None:
     """Every asset is in `directory`, byte for byte as shipped, and nothing else."""
     assert sorted(ASSETS) == sorted(p.name for p in directory.iterdir())
     for name in ASSETS:
-        assert (SHIPPED / name).read_bytes() == (directory / name).read_bytes(), name
+        assert IN_REPO[name].read_bytes() == (directory / name).read_bytes(), name
 
 
 def test_assets_lists_every_shipped_file() -> None:
-    """ASSETS names exactly the files in kvwatch/assets/ (so a new asset is written out too)."""
-    shipped = {p.name for p in SHIPPED.iterdir() if p.is_file() and p.suffix != ".py"}
-    assert shipped == set(ASSETS)
+    """ASSETS names exactly the files in kvwatch/assets/ and the top-level systemd/, grafana/ and
+    prometheus/ folders (so a new one is written out too)."""
+    folders = [ROOT / "kvwatch" / "assets", ROOT / "systemd", ROOT / "grafana", ROOT / "prometheus"]
+    shipped = {p for folder in folders for p in folder.iterdir() if p.is_file() and p.suffix != ".py"}
+    assert shipped == set(IN_REPO.values())
+    assert set(ASSETS) == {p.name for p in shipped}
+
+
+def test_the_package_links_the_top_level_folders() -> None:
+    """kvwatch/assets/systemd, grafana and prometheus are links to the repository's top-level folders
+    (one copy of each file: what a wheel carries is what a user browsing the repository reads)."""
+    for folder in ("systemd", "grafana", "prometheus"):
+        link = ROOT / "kvwatch" / "assets" / folder
+        assert link.is_symlink() and (ROOT / folder).resolve() == link.resolve(), folder
 
 
 @pytest.mark.slow
 def test_the_installed_wheel_writes_every_asset_refuses_to_overwrite_and_forces(tmp_path: Path) -> None:
-    """Built as a wheel and installed into a fresh venv outside the clone, `kvwatch init` writes the five
-    files byte for byte; run again it names each existing file and writes nothing; --force rewrites."""
+    """Built as a wheel (setuptools warning of nothing) and installed into a fresh venv outside the
+    clone, `kvwatch init` writes every file byte for byte as the repository has it (systemd/, grafana/,
+    prometheus/); run again it names each existing file and writes nothing; --force rewrites."""
     source = tmp_path / "source"
     shutil.copytree(ROOT, source, ignore=NOT_SOURCES)  # (a build writes build/ into the tree it builds)
     built = run(
-        Path(sys.executable), "-m", "pip", "wheel", "-q", "--no-deps", "-w", str(tmp_path), str(source)
+        Path(sys.executable), "-m", "pip", "wheel", "-v", "--no-deps", "-w", str(tmp_path), str(source)
     )
     assert 0 == built.returncode, built.stderr
+    # setuptools says nothing of the project's configuration (a deprecated form, a data folder that
+    # is no package): its warnings are Python warnings (`SetuptoolsDeprecationWarning: ...`), unlike
+    # distutils' `warning: ...` of the environment (PYTHONDONTWRITEBYTECODE) or pip's `WARNING: ...`
+    said = [line.strip() for line in (built.stdout + built.stderr).splitlines()]
+    assert [] == [line for line in said if re.search(r"Warning\b|[Dd]eprecat", line)]
     (wheel,) = tmp_path.glob("kvwatch-*.whl")
     venv = tmp_path / "venv"
     made = run(Path(sys.executable), "-m", "venv", str(venv))

@@ -69,8 +69,41 @@ def test_no_alert_firing() -> None:
         "<a href='healthz'>/healthz</a>",
         "<a href='report'>/report</a>",
     )
-    assert links == tuple(re.findall(r"<a href='[a-z]+'>[^<]+</a>", page))
+    assert links == tuple(re.findall(r"<a href='[a-z]+'>[^<]+</a>", page))  # (and #sources: see below)
     assert "<meta http-equiv='refresh' content='15'>" in page
+
+
+def test_firing_alerts_come_critical_first_then_newest_the_silenced_last() -> None:
+    """Notified alerts before silenced ones; each by severity (critical, warning, info), then newest
+    first; whatever order the daemon hands them in."""
+    given = [
+        (alert(alert="no_signal", severity="info", at=NOW - 10), False),
+        (alert(alert="old_warning", at=NOW - 9000), False),
+        (alert(alert="silenced_critical", severity="critical", at=NOW - 5), True),
+        (alert(alert="new_warning", at=NOW - 60), False),
+        (alert(alert="old_critical", severity="critical", at=NOW - 7200), False),
+        (alert(alert="new_critical", severity="critical", at=NOW - 120), False),
+    ]
+    expected = [
+        "new_critical",
+        "old_critical",
+        "new_warning",
+        "old_warning",
+        "no_signal",
+        "silenced_critical",
+    ]
+    for order in (given, given[::-1], sorted(given, key=lambda pair: pair[0].alert)):
+        page = landing_page("1", [row()], order, NOW)
+        assert expected == re.findall(r"<span class='sev'>\w+</span> (\w+)</h3>", page)
+
+
+def test_the_sources_are_a_click_away_from_the_top() -> None:
+    """The header says how many sources are up and links the table, as the nav does, however many
+    alerts come before it."""
+    page = landing_page("1", [row(), row("llama", up=False)], [(alert(), False)] * 30, NOW)
+    header = page.split("</header>", 1)[0]
+    assert "<a href='#sources'>1/2 sources up</a>" in header and "<a href='#sources'>sources</a>" in header
+    assert 1 == page.count("id='sources'") and page.index("id='sources'") > page.rindex("class='alert")
 
 
 def test_a_firing_alert_shows_what_the_notifiers_get() -> None:
@@ -141,7 +174,7 @@ def test_a_live_daemon_shows_the_engine_auto_chose_and_the_last_line(tmp_path: P
     with os.fdopen(write, "w") as pipe:
         pipe.write((tmp_path / "vllm.log").read_text())
         pipe.flush()
-        wait_until(lambda: kv.value("kvwatch_lines_recognized_total", {"source": "stdin"}) == 134)
+        wait_until(lambda: kv.value("kvwatch_lines_recognized_total", {"source": "stdin"}) == 136)
         page = text(kv.get("/")[2])
     assert f"stdin stdin auto: vllm up {end:%Y-%m-%d %H:%M:%S}Z (" in page, page
     assert 0 == kv.proc.wait(10)

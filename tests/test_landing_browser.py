@@ -62,7 +62,7 @@ def test_the_landing_page_shows_the_source_and_the_firing_alert_as_a_person_read
         cfg = write_config(tmp_path / "kv.toml", file_source("vllm", log) + f"year = {now.year}\n" + notifier)
         daemon = Kvwatch(["--config", str(cfg)], tmp_path / "run.err")
         wait_until(hook.accepted, 30.0, "the alert delivered")
-        wait_until(lambda: daemon.value("kvwatch_lines_recognized_total", {"source": "vllm"}) == 134,
+        wait_until(lambda: daemon.value("kvwatch_lines_recognized_total", {"source": "vllm"}) == 136,
                    30.0, "the whole sample processed")  # fmt: skip
         sent = hook.accepted()[0]
         dom = chromium_dom(daemon.url + "/", tmp_path / "chromium")
@@ -71,7 +71,7 @@ def test_the_landing_page_shows_the_source_and_the_firing_alert_as_a_person_read
         metrics = daemon.get("/metrics")[2]
     page = visible_text(dom)
 
-    row = re.search(rf"vllm file vllm up {re.escape(stamp(last_line))} \((\d+) s ago\) ([\d,]+) 134 0", page)
+    row = re.search(rf"vllm file vllm up {re.escape(stamp(last_line))} \((\d+) s ago\) ([\d,]+) 136 0", page)
     assert row is not None, page
     assert 60 <= int(row[1]) <= seen - last_line.timestamp() + 1
     assert f"{lines:,.0f}" == row[2]

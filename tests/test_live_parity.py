@@ -17,13 +17,14 @@ import threading
 from pathlib import Path
 
 import pytest
+from corpora import sample_logs
 from daemon_helpers import ROOT, Kvwatch, wait_until, write_config
 from prometheus_client.parser import text_string_to_metric_families
 
 from kvwatch.cli import main
 
 Samples = dict[tuple[str, tuple[tuple[str, str], ...]], float]
-LOGS = sorted((ROOT / "samples").glob("*.log"))
+LOGS = sample_logs(rotated=False)
 
 
 def compared(exposition: str) -> Samples:

@@ -11,15 +11,15 @@ import json
 from pathlib import Path
 
 import pytest
+from corpora import SAMPLES, truth_captures
 
 from kvwatch.engines.llamacpp.events import LlamaRequest
 from kvwatch.engines.llamacpp.parser import LlamacppParser, looks_like
 from kvwatch.model import Event, LogLine, ServerRestart
 from kvwatch.parsers.base import ParseError, ParserSettings
 
-SAMPLES = Path(__file__).resolve().parent.parent / "samples"
 DERIVED = {"llamacpp-default-verbosity"}  # captured at the default -lv 3: counts are derived
-CAPTURES = sorted(log for log in SAMPLES.glob("llamacpp-*.log") if log.with_suffix(".truth.json").exists())
+CAPTURES = truth_captures()
 
 
 def parse_capture(log: Path) -> tuple[list[Event], int]:

@@ -424,14 +424,20 @@ def test_looks_like_llamacpp(sample: str, expected: bool) -> None:
     assert expected == looks_like(sample)
 
 
-def test_release_without_timings_is_no_record() -> None:
-    """A slot released by an error (no timing lines) is not a served request: no record."""
+def test_release_without_timings_is_a_record_of_what_preceded() -> None:
+    """A slot released by an error (no timing lines) still reused what its lines say: its record comes
+    when nothing more can follow (here the end of input), with the prompt and reuse its lines gave."""
     lines = [
         *B11434[1:6],
         "0.00.950.000 I slot      release: id  0 | task 6 | stop processing: n_tokens = 300, truncated = 0",
     ]
     events, results = run(lines)
-    assert ([], [[]] * len(lines)) == (events, results)
+    assert [[]] * len(lines) == results
+    assert [(6, 394, 300, 94)] == [
+        (e.task, e.prompt_tokens, e.reused_tokens, e.new_tokens)
+        for e in events
+        if isinstance(e, LlamaRequest)
+    ]
 
 
 def test_router_children_keep_their_own_clocks() -> None:
@@ -477,3 +483,42 @@ def test_a_clock_of_more_than_seven_digits_of_minutes_is_not_a_clock() -> None:
     lines.insert(2, obj(10**25, "slot print_timing: id  1 | task 16 | n_gen = 3"))
     records = [e for e in run(lines)[0] if isinstance(e, LlamaRequest)]
     assert 1 == len(records) and records[0].time < S + 60
+
+
+CANCELLED = [
+    "slot launch_slot_: id  0 | task 7 | processing task, is_child = 0",
+    "slot update_slots: id  0 | task 7 | new prompt, n_ctx_slot = 8192, n_keep = 0, task.n_tokens = 900",
+    "slot update_slots: id  0 | task 7 | n_tokens = 640, memory_seq_rm [640, end)",
+    "slot      release: id  0 | task 7 | stop processing: n_tokens = 700, truncated = 0",
+    "srv  update_slots: all slots are idle",
+]
+
+
+def test_a_request_released_without_timings_is_recorded_from_what_preceded() -> None:
+    """A cancelled or failed request (no `prompt eval time`) still counts: its prompt and reuse are
+    the `new prompt` and `memory_seq_rm` lines, recorded when nothing more of it can come."""
+    [got] = requests(CANCELLED)
+    assert (7, 900, 640, 260) == (got.task, got.prompt_tokens, got.reused_tokens, got.new_tokens)
+
+
+def test_a_request_released_without_timings_ends_at_the_slot_s_next_task_or_the_end() -> None:
+    """The slot's next task, or the end of input, closes it."""
+    [got] = requests(CANCELLED[:-1])
+    assert 640 == got.reused_tokens
+    nxt = [line.replace("task 7", "task 9") for line in CANCELLED[:3]]
+    assert [7] == [r.task for r in requests(CANCELLED[:-1] + nxt)]  # (task 9 never ends)
+
+
+def test_failed_truncation_clears_the_memory_and_reuses_nothing() -> None:
+    """`failed to truncate tokens with position >= N - clearing the memory` after the memory_seq_rm line:
+    the reuse is 0 and the request is a full re-process."""
+    lines = [
+        "slot update_slots: id  0 | task 3 | new prompt, n_ctx_slot = 8192, n_keep = 0, n_prompt_tokens = 500",
+        "slot update_slots: id  0 | task 3 | n_past = 420, memory_seq_rm [420, end)",
+        "slot update_slots: id  0 | task 3 | failed to truncate tokens with position >= 420 - clearing the memory",
+        "slot update_slots: id  0 | task 3 | prompt processing progress, n_past = 500, n_tokens = 500, progress = 1.0",
+        "slot      release: id  0 | task 3 | stop processing: n_tokens = 520, truncated = 0",
+        "srv  update_slots: all slots are idle",
+    ]
+    [got] = requests(lines)
+    assert (500, 0, True) == (got.prompt_tokens, got.reused_tokens, got.full_reprocess)

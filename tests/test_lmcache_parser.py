@@ -2,6 +2,9 @@
 
 from __future__ import annotations
 
+import json
+from pathlib import Path
+
 import pytest
 
 from kvwatch.engines import FACTS, detect_engine, make_parser, markers_of
@@ -329,6 +332,32 @@ def test_a_log_of_lmcache_alone_hands_each_line_on_at_once() -> None:
     assert [] == parser.flush()
 
 
+def test_the_cache_engine_alone_reads_a_short_load_as_a_partial_hit() -> None:
+    """LMCache's engine run alone (no adapter's lookups) is asked for whole prompts: short is no failure."""
+    miss = "[req_id=r1] Retrieved 0 out of 484 required tokens (from 484 total tokens). size: 0.0000 gb, cost 0.2658 ms, throughput: 0.0000 GB/s;"  # noqa: E501
+    partial = "[req_id=r2] Retrieved 448 out of 634 required tokens (from 634 total tokens). size: 0.0004 gb, cost 0.1622 ms, throughput: 2.6339 GB/s;"  # noqa: E501
+    where = "(cache_engine.py:985:lmcache.v1.cache_engine)"
+    alone = make_parser("lmcache", "m", ParserSettings())
+    loads = []
+    for message in (miss, partial):
+        result = alone.parse(LogLine("m", rec(message, where=where)))
+        assert isinstance(result, list)
+        loads += [e for e in result if isinstance(e, LmcacheTransfer)]
+    loads += [e for e in alone.flush() if isinstance(e, LmcacheTransfer)]
+    sums = (sum(e.tokens for e in loads), sum(e.asked or 0 for e in loads), sum(e.short for e in loads))
+    assert (448, 1118, 0) == sums
+    # ... but once the adapter's lookup lines are there, a load is what the lookup found: short is a failure.
+    looked = make_parser("lmcache", "m", ParserSettings())
+    lookup = (
+        "Reqid: r2, Total tokens 634, Inference Engine computed tokens: 0, LMCache hit tokens: 634, "
+        "need to load: 634"
+    )
+    looked.parse(LogLine("m", rec(lookup, where=ADAPTER)))
+    result = looked.parse(LogLine("m", rec(partial, where=where)))
+    assert isinstance(result, list)
+    assert [1] == [e.short for e in result if isinstance(e, LmcacheTransfer)]
+
+
 def test_record_times_across_midnight_and_bad_stamps() -> None:
     """Stamps of one day and the next read to the second (the day's midnight remembered); a minute 61 is
     a ParseError, also on a day already seen."""
@@ -341,3 +370,63 @@ def test_record_times_across_midnight_and_bad_stamps() -> None:
     assert [1789430399.0, 1789430400.0, 1789457405.0] == times
     bad = rec("Stored 256 tokens in 0.010 seconds").replace(STAMP, "2026-09-15 07:61:05,000")
     assert isinstance(parser.parse(LogLine("m", bad)), ParseError)
+
+
+def _wild_metrics(name: str) -> dict[str, list[float]]:
+    """`kvwatch replay --format json` of a real excerpt in tests/wild/: each family's sample values."""
+    import contextlib
+    import io
+    import json
+    from pathlib import Path
+
+    from kvwatch.cli import main as cli
+
+    out = io.StringIO()
+    with contextlib.redirect_stdout(out):
+        assert 0 == cli(["replay", "--format", "json", str(Path(__file__).resolve().parent / "wild" / name)])
+    return {k: [s["value"] for s in v] for k, v in json.loads(out.getvalue())["metrics"].items()}
+
+
+def test_lmcache_lines_in_an_sglang_log_are_read_as_its_layer() -> None:
+    """SGLang carries LMCache: its adapter's retrieve line and the Stored line are read beside the batches."""
+    metrics = _wild_metrics("lmcache-in-sglang.log")
+    assert [80] == metrics["kvwatch_lmcache_stored_tokens_total"]
+    assert [16] == metrics["kvwatch_lmcache_retrieved_tokens_total"]
+    assert [34] == metrics["kvwatch_sglang_prefill_cached_tokens_total"]
+
+
+def test_2024_store_skips_and_injections_are_stores_and_loads() -> None:
+    """lmcache_vllm's `Store skips N tokens and then stores M tokens` is a store of M; `Injected token
+    number: K` a load of K (LMCache#469's lines)."""
+    metrics = _wild_metrics("lmcache-2024-store-skips.log")
+    assert [3302] == metrics["kvwatch_lmcache_stored_tokens_total"]
+    assert [2] == metrics["kvwatch_lmcache_retrieves_total"]
+
+
+def test_mp_window_stats_and_remote_put_lines_are_recognised_not_summed_twice(tmp_path: Path) -> None:
+    """MP mode's `L0<->L1 stats [...] last Xs: store ops=... | retrieve ops=...` (and its cumulative twin)
+    and remote connectors' DEBUG `[...]Bytes offloaded: X MBytes in Y ms` are LMCache's (lmcache 0.5.6
+    extra_stats.py, instrumented_connector.py), recognised without adding to the sums: the per-operation
+    INFO lines beside them already count those transfers."""
+    import contextlib
+    import io
+
+    from kvwatch.cli import main as cli
+
+    log = tmp_path / "lm.log"
+    log.write_text(
+        "[2026-01-20 21:24:54,347] LMCache INFO: L0<->L1 stats [cuda:0] last 10.0s: store ops=3 tokens=768 "
+        "size=0.10GB avg_copy=1.20GB/s | retrieve ops=0 tokens=0 size=0.00GB avg_copy=n/a "
+        "(extra_stats.py:160:x)\n"
+        "[2026-01-20 21:24:54,347] LMCache INFO: L0<->L1 stats [cuda:0] cumulative: store ops=3 tokens=768 "
+        "size=0.10GB avg_copy=1.20GB/s | retrieve ops=0 tokens=0 size=0.00GB avg_copy=n/a "
+        "(extra_stats.py:169:x)\n"
+        "[2026-01-20 21:24:54,348] LMCache DEBUG: [InstrumentedRemoteConnector(MooncakestoreConnector)]Bytes "
+        "offloaded: 12.345 MBytes in 3.210 ms (instrumented_connector.py:40:x)\n"
+    )
+    out = io.StringIO()
+    with contextlib.redirect_stdout(out):
+        assert 0 == cli(["replay", "--engine", "lmcache", "--format", "json", str(log)])
+    metrics = json.loads(out.getvalue())["metrics"]
+    assert [3] == [s["value"] for s in metrics["kvwatch_lines_recognized_total"]]
+    assert not [s for s in metrics.get("kvwatch_lmcache_stores_total", []) if s["value"]]

@@ -17,7 +17,7 @@ from zoneinfo import ZoneInfo
 
 import pytest
 from contract_helpers import check_contract_rows, check_promtool_clean
-from test_golden import SAMPLES
+from corpora import SAMPLES, sample_logs
 
 from kvwatch.cli import main
 from kvwatch.engines import detect_engine, make_parser, markers_of
@@ -308,7 +308,7 @@ def test_contract_rows_and_promtool(capsys: pytest.CaptureFixture[str]) -> None:
     check_promtool_clean(out)
 
 
-@pytest.mark.parametrize("sample", sorted(p.name for p in SAMPLES.glob("lmstudio-*.log")))
+@pytest.mark.parametrize("sample", [p.name for p in sample_logs("lmstudio-", rotated=False)])
 @pytest.mark.parametrize("most", [1, 3, 7, 4096])
 def test_parse_block_is_parse_line_by_line(sample: str, most: int) -> None:
     """The block path's shortcuts give what `parse` gives, however the lines are cut into blocks:
@@ -333,3 +333,29 @@ def test_parse_block_is_parse_line_by_line(sample: str, most: int) -> None:
     assert {k: v for k, v in vars(one).items() if k != memo} == {
         k: v for k, v in vars(other).items() if k != memo
     }
+
+
+FULL_WIDTH = [
+    "2025-09-18 07:03:24 【DEBUG】",
+    " 【cache_wrapper】【INFO】: Trimmed 74 tokens from the prompt cache",
+    "2025-09-18 07:03:25 【DEBUG】",
+    " 【cache_wrapper】【INFO】: Prompt cache: using 100/120 tokens from cache",
+]
+
+
+def test_full_width_framing_reads_as_ascii_framing() -> None:
+    """`【DEBUG】` headers and `【cache_wrapper】【INFO】:` tags (a CJK-locale paste) are LM Studio's framing:
+    the file is detected, the trim and the request read."""
+    assert "lmstudio" == detect_engine("\n".join(FULL_WIDTH) + "\n")
+    [request] = of(LmstudioRequest, FULL_WIDTH)
+    assert (120, 100) == (request.prompt_tokens, request.cached_tokens)
+    assert [74] == [e.tokens for e in of(LmstudioCacheEvent, FULL_WIDTH) if e.kind == "trim"]
+
+
+def test_one_mlx_engine_restore_line_alone_is_a_request() -> None:
+    """mlx-engine's `Prompt cache restore:` line pasted alone (lmstudio#2419) names LM Studio and is a
+    request: prompt = cached + uncached + 1, as the coordinator prints uncached."""
+    line = "Prompt cache restore: cached_tokens=17408 uncached_tokens=24 lifetime_efficiency=62.41%"
+    assert "lmstudio" == detect_engine(line + "\n")
+    [request] = of(LmstudioRequest, [line])
+    assert (17433, 17408) == (request.prompt_tokens, request.cached_tokens)

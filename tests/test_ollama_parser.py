@@ -17,7 +17,7 @@ from pathlib import Path
 
 import pytest
 from contract_helpers import check_contract_rows, check_promtool_clean
-from test_golden import SAMPLES
+from corpora import SAMPLES
 
 from kvwatch.cli import main
 from kvwatch.engines import detect_engine, make_parser, markers_of
@@ -275,3 +275,39 @@ def test_slog_pairs_read_as_the_plain_pattern_reads_them() -> None:
     for _ in range(20000):
         text = "".join(rng.choice(alphabet) for _ in range(rng.randrange(0, 16)))
         assert ollama_lines._PAIR.findall(text) == plain.findall(text), repr(text)
+
+
+def test_gin_keeps_the_year_it_prints() -> None:
+    """`[GIN] 2024/11/04 - 21:54:31` is in 2024 whatever year kvwatch is told for year-less stamps."""
+    events, _ = run(
+        ['[GIN] 2024/11/04 - 21:54:31 | 200 |   15.2285805s |             ::1 | POST     "/api/chat"']
+    )
+    [access] = [e for e in events if isinstance(e, OllamaAccess)]
+    assert access.time == 1730757271.0  # 2024-11-04T21:54:31Z
+
+
+@pytest.mark.parametrize(
+    "head",
+    [
+        '[GIN] 2024/11/04 - 21:54:31 | 200 |   15.2285805s |             ::1 | POST     "/api/chat"',
+        "cache hit total=23169  matched=21742  cached=16383   left=6786",
+        MLX_HIT,
+        "Sep 11 00:03:06   ollama[]: srv    load_model: prompt cache is enabled, size limit: 8192 MiB",
+    ],
+)
+def test_one_unambiguous_line_names_ollama(head: str) -> None:
+    """A single line only Ollama writes (or a journald line tagged ollama[PID]) is enough to detect it."""
+    assert "ollama" == detect_engine(head + "\n")
+
+
+def test_the_mlx_runner_s_bare_cache_line_is_a_record() -> None:
+    """x/mlxrunner's `cache hit total= matched= cached= left=` pasted without slog framing is still read
+    (ollama#18267's lines): total and cached, with matched kept."""
+    [got] = records(["cache hit total=23169  matched=21742  cached=16383   left=6786"])
+    assert (23169, 16383, 21742) == (got.prompt_tokens, got.cached_tokens, got.matched)
+
+
+def test_a_journald_prefix_with_host_and_pid_blanked_is_stripped() -> None:
+    """`Sep 11 00:03:06   ollama[]: ` (a paste with host and PID removed) is journald's prefix still."""
+    match = ollama_lines.JOURNAL.match("Sep 11 00:03:06   ollama[]: srv  update_slots: all slots are idle")
+    assert match is not None and "ollama" == match[6]

@@ -21,6 +21,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+from corpora import sample_logs
 
 from kvwatch.engines import make_parser
 from kvwatch.model import Event, LogLine, SourceCounts
@@ -223,8 +224,8 @@ def by_text(engine: str, texts: list[str], rng: random.Random) -> tuple[BlockRes
 
 
 CASES = [
-    ("lmstudio", sorted((ROOT / "samples").glob("lmstudio-*.log")), lmstudio_log, LMSTUDIO_ODD),
-    ("ollama", sorted((ROOT / "samples").glob("ollama-*.log")), ollama_log, OLLAMA_ODD),
+    ("lmstudio", sample_logs("lmstudio-", rotated=False), lmstudio_log, LMSTUDIO_ODD),
+    ("ollama", sample_logs("ollama-", rotated=False), ollama_log, OLLAMA_ODD),
 ]
 
 
@@ -243,7 +244,7 @@ def test_samples(engine: str, samples: list[Path]) -> None:
 def test_ollama_samples_under_journald() -> None:
     """The Ollama samples with journald's prefix, whole and damaged: the prefix is read once a second."""
     rng = random.Random(3)
-    for path in sorted((ROOT / "samples").glob("ollama-*.log")):
+    for path in sample_logs("ollama-", rotated=False):
         texts = journald(path.read_text().splitlines(), rng)
         for variant in (texts, damaged(texts, OLLAMA_ODD, rng)):
             assert by_text("ollama", variant, rng) == by_line("ollama", variant), path.name
@@ -339,7 +340,7 @@ def test_damaged_logs(engine: str, make: Callable[[int], list[str]], odd: list[s
         if seed % 3
         else [
             line
-            for path in sorted((ROOT / "samples").glob(f"{engine}-*.log"))
+            for path in sample_logs(f"{engine}-", rotated=False)
             for line in path.read_text().splitlines()
         ]
     )
@@ -379,7 +380,7 @@ def test_untagged_fast_forms_are_parse(seed: int) -> None:
     ]
     samples = [
         line
-        for path in sorted((ROOT / "samples").glob("ollama-0.30*.log"))
+        for path in sample_logs("ollama-0.30", rotated=False)
         for line in path.read_text().splitlines()
         if "time=" not in line
     ]

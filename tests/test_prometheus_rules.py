@@ -1,4 +1,4 @@
-"""kvwatch/assets/kvwatch-rules.yml: promtool accepts the rules, and their unit tests (fires, silent) pass."""
+"""prometheus/kvwatch-rules.yml: promtool accepts the rules, and their unit tests (fires, silent) pass."""
 
 from __future__ import annotations
 
@@ -7,9 +7,9 @@ import shutil
 import subprocess
 from pathlib import Path
 
-GRAFANA = Path(__file__).resolve().parents[1] / "kvwatch" / "assets"
-RULES = GRAFANA / "kvwatch-rules.yml"
-RULE_TESTS = GRAFANA / "kvwatch-rules.test.yml"
+PROMETHEUS = Path(__file__).resolve().parents[1] / "prometheus"
+RULES = PROMETHEUS / "kvwatch-rules.yml"
+RULE_TESTS = PROMETHEUS / "kvwatch-rules.test.yml"
 
 
 def promtool(*args: str) -> subprocess.CompletedProcess[str]:

@@ -12,6 +12,7 @@ from pathlib import Path
 import jsonschema
 import pytest
 from contract_helpers import check_contract_rows, check_promtool_clean
+from corpora import sample_logs
 
 from kvwatch.cli import main
 
@@ -266,7 +267,7 @@ def test_a_replay_without_the_text_report_gives_the_same_metrics_and_alerts() ->
     from kvwatch.replay import plan, replay
 
     gathered = []
-    for path in sorted((ROOT / "samples").glob("*.log")):
+    for path in sample_logs(rotated=False):
         outcomes = []
         for report in (True, False):
             result = replay(plan([str(path)], "auto", None), ParserSettings(now_year=2026), report=report)

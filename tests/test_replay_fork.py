@@ -7,6 +7,7 @@ import gzip
 import json
 import multiprocessing
 import os
+import select
 import signal
 import subprocess
 import sys
@@ -16,6 +17,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+from corpora import SAMPLES
 from daemon_helpers import wait_until
 
 from kvwatch.detectors import DetectorSettings
@@ -25,7 +27,6 @@ from kvwatch.replay import ReplayInput, forked, plan, replay
 from kvwatch.replay.files import HEAD
 from kvwatch.replay.speedups import PLAIN, Speedups
 
-SAMPLES = Path(__file__).resolve().parents[1] / "samples"
 SETTINGS = ParserSettings(now_year=2026)
 #: Every file, however small, framed (and parsed) in a child.
 FORKED = Speedups(fork_bytes=0, dense_fork_bytes=0)
@@ -121,7 +122,7 @@ def test_damaged_gzip_replays_what_came_before_and_says_so(tmp_path: Path) -> No
     assert expected == got
     _, counts, damaged = got
     assert counts["vllm"][0] > 1000
-    assert 1 == len(damaged) and "ends early or is corrupt" in damaged[0] and str(cut) in damaged[0]
+    assert 1 == len(damaged) and "the gzip data ends early" in damaged[0] and str(cut) in damaged[0]
     # a dense log is parsed in the child: its counts and the damage note come back from there
     whole = gzip.compress((SAMPLES / "llamacpp-healthy-two-slots.log").read_bytes() * 20, mtime=0)
     llama = tmp_path / "llama.log.1.gz"
@@ -168,15 +169,16 @@ def _children_of(pid: int) -> list[int]:
     return found
 
 
-def _replay_running(log: Path, setup: str = "") -> subprocess.Popen[bytes]:
+def _replay_running(log: Path, setup: str = "", pass_fds: tuple[int, ...] = ()) -> subprocess.Popen[bytes]:
     """`kvwatch replay --format prom LOG` started in a session of its own, after `setup` (Python run
-    first in its process, e.g. to lower thresholds); stderr piped."""
+    first in its process, e.g. to lower thresholds), with `pass_fds` open in it; stderr piped."""
     script = f"import sys\nfrom kvwatch import cli\n{setup}sys.exit(cli.main(sys.argv[1:]))\n"
     return subprocess.Popen(
         [sys.executable, "-c", script, "replay", "--format", "prom", str(log)],
         stdout=subprocess.DEVNULL,
         stderr=subprocess.PIPE,
         start_new_session=True,
+        pass_fds=pass_fds,
     )
 
 
@@ -191,18 +193,60 @@ def _seen(
 
 
 def test_ctrl_c_ends_replay_and_its_child_quietly(tmp_path: Path) -> None:
-    """Ctrl-C (SIGINT to the process group) on a big replay: exit 130, one line, no process left."""
+    """Ctrl-C (SIGINT to the process group) while a child reads a big file: exit 130, one line, no
+    process left. The child says on a pipe that it has read its first batch, then reads on only once
+    the replay has ended (so it cannot end first, however slow the machine): the signal is sent then."""
     big = tmp_path / "vllm-big.log"
     block = (SAMPLES / "vllm-docker.log").read_bytes()
     with big.open("wb") as out:
         for _ in range((Speedups().fork_bytes or 0) // len(block) * 3):
             out.write(block)
-    proc = _replay_running(big)
-    child = _seen(proc, lambda: _children_of(proc.pid), "child")[0]  # (up: the replay is under way)
+    report, told = os.pipe()
+    held, hold = os.pipe()  # (the replay holds `hold` open: its end is read as EOF by `held`)
+    try:
+        proc = _replay_running(
+            big,
+            "import os\n"
+            "from kvwatch.replay import forked\n"
+            "real = forked.batches\n"
+            "def batches(*args):\n"
+            "    reads = real(*args)\n"
+            "    yield next(reads)\n"
+            f"    os.write({told}, b'reading %d\\n' % os.getpid())\n"
+            f"    os.close({hold})\n"
+            f"    os.read({held}, 1)  # (until the replay and its other children have ended)\n"
+            "    yield from reads\n"
+            "forked.batches = batches\n",
+            pass_fds=(told, held, hold),
+        )
+        os.close(told)
+        os.close(hold)
+        said = _said(report, proc)
+    finally:
+        os.close(report)
+        os.close(held)
+    assert said.startswith(b"reading "), said
+    child = int(said.split()[1])
+    assert child in [c for pid in [proc.pid, *_children_of(proc.pid)] for c in _children_of(pid)]
     os.killpg(proc.pid, signal.SIGINT)
     _, err = proc.communicate(timeout=30)
     assert (130, b"kvwatch: interrupted\n") == (proc.returncode, err), err
-    assert not Path(f"/proc/{child}").exists() or "Z" in Path(f"/proc/{child}/stat").read_text()
+    wait_until(lambda: _gone(child), 20.0, "the reading child ending")
+
+
+def _said(report: int, proc: subprocess.Popen[bytes]) -> bytes:
+    """The first line written to the `report` pipe by the replay's child (within 60 s)."""
+    deadline = time.monotonic() + 60
+    said = b""
+    while not said.endswith(b"\n"):
+        left = deadline - time.monotonic()
+        assert left > 0 and proc.poll() is None, f"the child never said it was reading ({said!r})"
+        ready, _, _ = select.select([report], [], [], left)
+        if ready:
+            chunk = os.read(report, 4096)
+            assert chunk, "the report pipe closed before the child said anything"
+            said += chunk
+    return said
 
 
 def _gone(pid: int) -> bool:

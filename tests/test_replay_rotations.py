@@ -6,6 +6,7 @@ import sys
 from pathlib import Path
 
 import pytest
+from corpora import sample_logs
 
 from kvwatch.cli import main
 from kvwatch.parsers.base import ParserSettings
@@ -13,7 +14,7 @@ from kvwatch.replay import ReplayInput
 from kvwatch.replay.driver import age, rotations
 
 ROOT = Path(__file__).resolve().parents[1]
-SAMPLES = sorted((ROOT / "samples").glob("*.log"))
+SAMPLES = sample_logs(rotated=False)
 #: Replayed five times each: the new-api day (the biggest sample) takes seconds.
 SLOW_SAMPLES = {"usage-newapi.log"}
 

@@ -17,7 +17,7 @@ from kvwatch.notify.runbook import RUNBOOK_BASE_URL
 from kvwatch.notify.testalert import TEST_ALERT, sample_alert
 
 ROOT = Path(__file__).resolve().parents[1]
-RULES = ROOT / "kvwatch" / "assets" / "kvwatch-rules.yml"
+RULES = ROOT / "prometheus" / "kvwatch-rules.yml"
 
 
 def anchors() -> set[str]:

@@ -7,12 +7,15 @@ import subprocess
 import sys
 from pathlib import Path
 
+from corpora import SAMPLES, sample_logs
 from llama_helpers import capture  # scripts/llamacpp/capture.py: the real captures' cases
-from test_golden import SAMPLES, golden_of, sample_logs
+from test_golden import golden_of
+from vllm_helpers import capture_vllm  # scripts/real/capture_vllm.py: the real vLLM captures' cases
 
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 
+from scripts.real import capture_lmcache, capture_sglang  # noqa: E402 - the real engines' captures
 from scripts.samples.makers import make_all, makers  # noqa: E402 - the makers live beside the tests
 
 NAMED = re.compile(r"samples/([\w.-]+?\.log(?:\.\d+\.gz)?)\b")
@@ -30,8 +33,11 @@ def test_named_in_reads_plain_and_rotated_names() -> None:
 
 
 def test_every_sample_log_has_exactly_one_maker() -> None:
-    """Each samples/ log is a real capture (scripts/llamacpp/capture.py) or named by exactly one maker."""
+    """Each samples/ log is a real capture (scripts/llamacpp/, scripts/real/) or named by one maker."""
     captures = {f"llamacpp-{case.name}.log" for case in capture.CASES}
+    captures |= {f"sglang-0.5.23-real-{case.name}.log" for case in capture_sglang.CASES}
+    captures.add(f"{capture_lmcache.NAME}.log")
+    captures |= {f"vllm-real-{case}.log" for case in capture_vllm.CASES}
     owners: dict[str, list[str]] = {}
     for maker in makers():
         assert maker.__doc__ is not None and "\n" not in maker.__doc__.strip(), maker.__name__

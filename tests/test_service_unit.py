@@ -17,8 +17,8 @@ from kvwatch.config.unit import Account, load_unit, parse_unit, read_problem, st
 
 ASSETS = ROOT / "kvwatch" / "assets"
 EXAMPLE = ASSETS / "kvwatch.example.toml"
-SHIPPED = ASSETS / "kvwatch.service"
-SLACK_DROP_IN = ASSETS / "kvwatch-slack-webhook.conf"
+SHIPPED = ROOT / "systemd" / "kvwatch.service"
+SLACK_DROP_IN = ROOT / "systemd" / "kvwatch-slack-webhook.conf"
 NOBODY = Account(65534, frozenset({65534}))
 
 
@@ -227,7 +227,7 @@ def test_source_read_verdicts(tmp_path: Path) -> None:
     assert "does not exist (yet)" == read_problem(plain, tmp_path / "missing.log")
 
 
-USER_UNIT = ASSETS / "kvwatch-user.service"
+USER_UNIT = ROOT / "systemd" / "kvwatch-user.service"
 
 
 def test_a_user_unit_runs_as_who_starts_it_and_keeps_state_in_their_home() -> None:

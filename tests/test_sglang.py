@@ -11,15 +11,15 @@ from pathlib import Path
 
 import pytest
 from contract_helpers import check_contract_rows, check_promtool_clean
+from corpora import SAMPLES, sample_logs
 from daemon_helpers import Kvwatch, file_source, wait_until, write_config
-from test_golden import SAMPLES
 
 from kvwatch.cli import main
 from kvwatch.detectors import hicache_storage_unused, no_signal, prefix_cache_disabled
 from kvwatch.engines import FACTS, detect_engine
 from kvwatch.engines.sglang.events import SglangDecode, SglangPrefill, SglangRequest
 from kvwatch.engines.sglang.parser import SglangParser
-from kvwatch.model import CachePrefetch, EngineFact, LogLine
+from kvwatch.model import CachePrefetch, EngineFact, LogLine, UnreadFields
 from kvwatch.parsers.base import ParseError, ParserSettings
 from kvwatch.windows.window import Windows
 from scripts.samples.sglang import lines as sl
@@ -130,12 +130,34 @@ def test_time_only_stamps_take_the_day_from_the_transport_and_roll_over_midnight
     assert 2.0 == prefills[1].time - prefills[0].time
 
 
-def test_unknown_keys_are_not_recognised_and_torn_numbers_are_errors() -> None:
-    """A known marker with a key of no released version is not ours; a garbled count is an error."""
-    unknown = sl.line(T, sl.prefill_0_5_23(B, 0, False, 1.0) + ", #mystery-req: 4")
+def test_unknown_keys_are_counted_and_the_known_ones_read_and_torn_numbers_are_errors() -> None:
+    """A batch line with a key of no released version is read for the keys kvwatch knows, and the
+    unknown key is counted by its sanitised name; a garbled count is an error."""
+    unknown = sl.line(T, sl.prefill_0_5_23(B, 0, False, 1.0) + ", #mystery-req-7: 4")
     torn = sl.line(T, sl.prefill_0_5_23(B, 0, False, 1.0).replace("#new-token: 300", "#new-token: 3x0"))
-    assert [None] == parse(unknown)
+    events = parse(unknown)
+    assert [300] == [e.computed for e in events if isinstance(e, SglangPrefill)]
+    assert ["prefill batch +#mystery-req-N"] == [e.shape for e in events if isinstance(e, UnreadFields)]
     assert isinstance(parse(torn)[0], ParseError)
+
+
+def test_tier_split_keys_of_sglang_pr_26976_are_known() -> None:
+    """`#cached-token-device/-host/-storage` (sglang PR #26976) are known keys: nothing counted unknown."""
+    tiers = "#cached-token-device: 0, #cached-token-host: 0, #cached-token-storage: 0,"
+    body = sl.prefill_0_5_23(B, 0, False, 1.0)
+    body = body.replace(f"#cached-token: {B.cached},", f"#cached-token: {B.cached}, {tiers}")
+    assert tiers in body
+    events = parse(sl.line(T, body))
+    assert 1 == sum(isinstance(e, SglangPrefill) for e in events)
+    assert not [e for e in events if isinstance(e, UnreadFields)]
+
+
+def test_context_parallel_copies_with_their_own_throughputs_count_once() -> None:
+    """CP ranks print one batch with the same counts but each its own throughput: one event."""
+    bodies = [sl.prefill_0_5_23(B, 0, False, 1.0 + i) for i in range(3)]
+    assert len(set(bodies)) == 3
+    events = parse(*(f"[2026-04-05 20:00:00 ATTN_CP{i} TP{i}] {b}" for i, b in enumerate(bodies)))
+    assert 1 == sum(isinstance(e, SglangPrefill) for e in events)
 
 
 def test_context_parallel_copies_count_once_and_dp_ranks_apart() -> None:
@@ -162,12 +184,21 @@ def test_a_chunked_prompt_is_one_request_whatever_its_continuations_print(versio
     assert [(10000, 1000, True)] == [(r.prompt_tokens, r.cached_tokens, r.derived) for r in records]
 
 
-def test_without_the_chunk_size_a_large_batch_is_not_guessed_into_a_record() -> None:
-    """No `server_args` line: a `#new-seq: 1` batch of a whole chunk's size makes no record."""
+def test_without_the_chunk_size_a_power_of_two_batch_is_taken_as_a_first_chunk() -> None:
+    """No `server_args` line: a `#new-seq: 1` batch of 8192 new tokens is a full first chunk; the next
+    single-sequence batch continues it when it prints 0 cached (0.4.3+), else the 8192 were a whole
+    prompt and the next batch is a request of its own."""
     big = sl.line(T, sl.prefill_0_4_4(sl.Batch(1, 8192, 0, 0, 0, 0.1)))
-    small = sl.line(T, sl.prefill_0_4_4(sl.Batch(1, 800, 1000, 0, 0, 0.1)))
-    records = [e for e in parse(big, small) if isinstance(e, SglangRequest)]
-    assert [(1800, 1000)] == [(r.prompt_tokens, r.cached_tokens) for r in records]
+    tail = sl.line(T, sl.prefill_0_4_4(sl.Batch(1, 800, 0, 0, 0, 0.1)))
+    other = sl.line(T, sl.prefill_0_4_4(sl.Batch(1, 800, 1000, 0, 0, 0.1)))
+    odd = sl.line(T, sl.prefill_0_4_4(sl.Batch(1, 9000, 0, 0, 0, 0.1)))
+
+    def records(*lines: str) -> list[tuple[int, int]]:
+        return [(r.prompt_tokens, r.cached_tokens) for r in parse(*lines) if isinstance(r, SglangRequest)]
+
+    assert [(8992, 0)] == records(big, tail)
+    assert [(8192, 0), (1800, 1000)] == records(big, other)
+    assert [(9000, 0)] == records(odd)  # (not a power of two: a whole prompt)
 
 
 def test_several_sequences_make_no_record_and_log_requests_replace_derived_ones() -> None:
@@ -193,6 +224,29 @@ def test_finish_lines_read_only_the_real_meta_info_numbers() -> None:
         (r.prompt_tokens, r.cached_tokens, r.tiers) for r in records
     ]
     assert T == records[1].time
+
+
+def test_sglang_s_own_health_checks_are_no_requests() -> None:
+    """A real 0.5.23 `/health` probe's Finish line (`rid='HEALTH_CHECK_...'`) records nothing."""
+    head = "[2026-12-05 12:18:13] Finish: obj=GenerateReqInput(rid='{rid}', session_id=None, stream=False), "
+    meta = (
+        "out={{'meta_info': {{'id': '{rid}', 'prompt_tokens': {p}, 'completion_tokens': 1, "
+        "'cached_tokens': {c}{d}}}}}"
+    )
+    health = head.format(rid="HEALTH_CHECK_db3c312b9cee4de4b5f95956572f0a2a") + meta.format(
+        rid="HEALTH_CHECK_db3c312b9cee4de4b5f95956572f0a2a", p=1, c=0, d=""
+    )
+    real = head.format(rid="a9e0ca6800cb46ef81198c0ddc093be3") + meta.format(
+        rid="a9e0ca6800cb46ef81198c0ddc093be3",
+        p=1484,
+        c=1390,
+        d=", 'cached_tokens_details': {'device': 1390, 'host': 0}",
+    )
+    events = parse(health, real)
+    assert [(1484, 1390, (("device", 1390), ("host", 0)))] == [
+        (e.prompt_tokens, e.cached_tokens, e.tiers) for e in events if isinstance(e, SglangRequest)
+    ]
+    assert None not in events
 
 
 def test_facts_from_both_server_args_shapes() -> None:
@@ -237,7 +291,7 @@ def test_hicache_and_access_lines() -> None:
 
 def test_every_sample_is_detected_as_sglang() -> None:
     """`engine = "auto"` tells every SGLang sample from its head."""
-    for log in sorted(SAMPLES.glob("sglang-*.log")):
+    for log in sample_logs("sglang-", rotated=False):
         assert "sglang" == detect_engine(log.read_text()[:4000]), log.name
 
 
@@ -383,3 +437,25 @@ def test_healthy_samples_raise_no_alert_and_recognise_every_line(
     lines = metrics["kvwatch_lines_total"][0]["value"]
     assert lines == metrics["kvwatch_lines_recognized_total"][0]["value"]
     assert [] == body["alerts"]
+
+
+def test_all_miss_prefills_without_server_args_reach_prefix_reuse_broken(tmp_path: Path) -> None:
+    """Ten growing single prompts with nothing cached and no `server_args` line: prefix_reuse_broken."""
+    import contextlib
+    import io
+
+    from kvwatch.cli import main
+
+    log = tmp_path / "sglang.log"
+    log.write_text(
+        "".join(
+            f"[2026-08-17 10:{i:02d}:00 TP0] Prefill batch, #new-seq: 1, #new-token: {5000 + 700 * i}, "
+            "#cached-token: 0, token usage: 0.10, #running-req: 0, #queue-req: 0, #pending-token: 0, "
+            "cuda graph: False, input throughput (token/s): 1000.00\n"
+            for i in range(10)
+        )
+    )
+    out = io.StringIO()
+    with contextlib.redirect_stdout(out):
+        assert 0 == main(["replay", "--format", "json", str(log)])
+    assert "prefix_reuse_broken" in {a["alert"] for a in json.loads(out.getvalue())["alerts"]}

@@ -1,4 +1,4 @@
-"""kvwatch/assets/kvwatch.service: hardened (exposure <= 2.0), clean under `systemd-analyze verify`.
+"""systemd/kvwatch.service: hardened (exposure <= 2.0), clean under `systemd-analyze verify`.
 
 `systemd-analyze` comes from Debian's `systemd` package; without it these tests fail, never skip.
 `verify` checks that ExecStart= and ExecReload= exist, so it runs with `--root` on a temporary root
@@ -18,8 +18,8 @@ import pytest
 from kvwatch.config import load_config
 
 ROOT = Path(__file__).resolve().parents[1]
-UNIT = ROOT / "kvwatch" / "assets" / "kvwatch.service"
-SLACK_DROP_IN = ROOT / "kvwatch" / "assets" / "kvwatch-slack-webhook.conf"
+UNIT = ROOT / "systemd" / "kvwatch.service"
+SLACK_DROP_IN = ROOT / "systemd" / "kvwatch-slack-webhook.conf"
 SYSTEM_UNITS = Path("/usr/lib/systemd/system")
 
 

@@ -6,13 +6,12 @@ Expected figures come from the samples' goldens (the metrics format), never from
 from __future__ import annotations
 
 import re
-from pathlib import Path
 
 import pytest
+from corpora import SAMPLES, sample_logs
 
 from kvwatch.cli import main
 
-SAMPLES = Path(__file__).resolve().parents[1] / "samples"
 _SAMPLE = re.compile(r"^(\w+)\{(.*)\} (\S+)$")
 
 
@@ -289,7 +288,7 @@ def test_lmcache_mp_prefetches(capsys: pytest.CaptureFixture[str]) -> None:
     assert [expected] == [" ".join(cells) for cells in lines if cells[:2] == ["lmcache", "prefetches"]]
 
 
-SGLANG = sorted(path.stem for path in SAMPLES.glob("sglang-*.log"))
+SGLANG = [path.stem for path in sample_logs("sglang-", rotated=False)]
 
 
 @pytest.mark.parametrize("name", SGLANG)

@@ -195,3 +195,18 @@ def test_the_toy_row_and_rule_join_the_shipped_dashboard_and_rules(toy: Path) ->
 def test_the_toy_is_gone_once_unregistered() -> None:
     """Registration lasts as long as the fixture: the shipped engines are the registry's own."""
     assert ("vllm", "llamacpp", "usage", "sglang", "ollama", "lmstudio", "lmcache") == tuple(ENGINES)
+
+
+def test_kvwatch_help_names_the_toy_as_every_engine(toy: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    """`kvwatch --help` names every registered engine, the toy too (from the registry, not a list kept
+    in the help), and replay's `--engine` offers it."""
+    import toyengine
+
+    with pytest.raises(SystemExit):
+        main(["--help"])
+    said = " ".join(capsys.readouterr().out.split())
+    assert [] == [e.display for e in ENGINES.values() if e.display not in said]
+    assert toyengine.ENGINE.display in said
+    with pytest.raises(SystemExit):
+        main(["replay", "--help"])
+    assert "toy" in capsys.readouterr().out

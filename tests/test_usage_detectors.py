@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import random
 from collections.abc import Callable, Sequence
+from pathlib import Path
 from typing import Any
 
 import pytest
@@ -11,7 +12,8 @@ import pytest
 from kvwatch.detectors import DetectorSettings, detect_all, double_counting, hit_rate_gap, pinned_cache
 from kvwatch.engines import FACTS
 from kvwatch.model import Finding, UsageRecord
-from kvwatch.windows.window import MAX_USAGE_GROUPS, Windows
+from kvwatch.windows.usages import ENTRY_BYTES, GROUP_BYTES, RECENT, UsageWindows
+from kvwatch.windows.window import Windows
 
 T0 = 1787043600.0  # 2026-08-18T09:00:00Z
 MSG, CHAT, RESP = "/v1/messages", "/v1/chat/completions", "/v1/responses"
@@ -283,12 +285,63 @@ def test_usage_windows_keep_one_horizon_per_source_and_model() -> None:
     """Records older than the horizon (relative to the group's newest) are dropped; models apart."""
     records = traffic(MSG, 0.5, 3, model="a", every=3000) + traffic(MSG, 0.5, 2, model="b")
     windows = windows_of(records)
-    actual = {key: [r.time - T0 for r in group] for key, group in windows.usage.items()}
-    assert {("gw", "a"): [3000.0, 6000.0], ("gw", "b"): [0.0, 60.0]} == actual
+    actual = {
+        key: [s - T0 for s in usage.seconds]
+        for key, group in windows.usage.sorted()
+        for usage in group.entries.values()
+    }
+    assert {("gw", "a"): [3000, 6000], ("gw", "b"): [0, 60]} == actual
 
 
-def test_usage_windows_bound_the_number_of_groups() -> None:
-    """More raw models than MAX_USAGE_GROUPS: the group updated longest ago goes."""
-    records = [UsageRecord("gw", T0 + i, MSG, f"model-{i}", 100, 0) for i in range(MAX_USAGE_GROUPS + 1)]
-    windows = windows_of(records)
-    assert (MAX_USAGE_GROUPS, False) == (len(windows.usage), ("gw", "model-0") in windows.usage)
+def test_usage_windows_are_bounded_by_bytes_dropping_the_group_updated_longest_ago() -> None:
+    """Past the budget, the group updated longest ago goes whole; the bytes counted are those held."""
+    one = GROUP_BYTES + ENTRY_BYTES + 28 + 24  # a group of one entry, one second, one kept record
+    windows = UsageWindows(3600.0, budget=3 * one + 52)
+    for i in range(4):
+        windows.add(UsageRecord("gw", T0 + i, MSG, f"model-{i}", 100, 90, input_tokens=10))
+    assert [("gw", f"model-{i}") for i in (1, 2, 3)] == [key for key, _ in windows.sorted()]
+    windows.add(UsageRecord("gw", T0 + 9, MSG, "model-1", 100, 90, input_tokens=10))  # model-1 is newest now
+    windows.add(UsageRecord("gw", T0 + 9, MSG, "model-4", 100, 90, input_tokens=10))
+    assert ["model-1", "model-3", "model-4"] == [key[1] for key, _ in windows.sorted()]
+    held = sum(GROUP_BYTES + sum(e.nbytes for e in g.entries.values()) for _, g in windows.sorted())
+    assert held == windows.nbytes == 3 * one + 52  # (model-1: a second bucket, a second record)
+
+
+def test_usage_windows_sum_per_second_as_the_records_would() -> None:
+    """An entry's sums over any whole-second window equal the sums of its records there, records out
+    of order and several in one second included; the kept records are the last RECENT that read the
+    cache with input_tokens logged, in the order they came."""
+    import random
+
+    rng = random.Random(7)
+    records = [
+        UsageRecord("gw", T0 + rng.uniform(0, 900), MSG, "m", rng.randrange(1, 9000), rng.randrange(0, 900),
+                    input_tokens=rng.choice([None, rng.randrange(0, 99)]))
+        for _ in range(3000)
+    ]  # fmt: skip
+    windows = Windows()
+    for record in records:
+        windows.observe(record)
+    (usage,) = windows.usage.groups[("gw", "m")].entries.values()
+    for since, now in [(T0, T0 + 900), (T0 + 17, T0 + 400), (T0 + 899, T0 + 900), (T0 - 5, T0 + 3)]:
+        inside = [r for r in records if since < r.time <= now]
+        expected = (len(inside), sum(r.prompt_tokens for r in inside), sum(r.cached_tokens for r in inside))
+        assert expected == tuple(usage.totals(since, now)), (since, now)
+    shaped = [r for r in records if r.input_tokens is not None and r.cached_tokens > 0][-RECENT:]
+    assert [(r.time, r.input_tokens) for r in shaped] == [
+        (r.time, r.input_tokens) for r in usage.recent(T0 - 1, T0 + 901)
+    ]
+
+
+def test_double_countings_max_requests_is_at_most_what_the_windows_keep(tmp_path: Path) -> None:
+    """`max_requests` past the records an entry keeps is refused with the field and the bound."""
+    from kvwatch.config import load_config
+    from kvwatch.config.alerting import detector_settings
+
+    path = tmp_path / "kv.toml"
+    problems: list[str] = []
+    for wanted in (RECENT, RECENT + 1):
+        path.write_text(f"[detectors.usage_double_counting]\nmax_requests = {wanted}\n")
+        detector_settings(load_config(path), problems)
+    field = "detectors.usage_double_counting.max_requests"
+    assert [f"{field}: must be from 1 to {RECENT} (the records kept per entry)"] == problems

@@ -3,9 +3,9 @@
 from __future__ import annotations
 
 import json
-from pathlib import Path
 
 import pytest
+from corpora import SAMPLES, sample_logs
 
 from kvwatch.engines import detect_engine, make_parser
 from kvwatch.engines.usage.fields import bounded_entry
@@ -13,7 +13,6 @@ from kvwatch.engines.usage.parser import UsageMapping, UsageParser, looks_like
 from kvwatch.model import LogLine, UsageRecord
 from kvwatch.parsers.base import ParserSettings
 
-SAMPLES = Path(__file__).resolve().parents[1] / "samples"
 T = 1787043600.0  # 2026-08-18T09:00:00Z
 
 
@@ -304,7 +303,7 @@ def test_entry_values_are_bounded(raw: str, extra: frozenset[str], expected: str
 
 def test_engine_detection_picks_usage_for_json_rows_only() -> None:
     """`--engine auto`: usage samples are usage; vLLM logs and JSON without usage are not."""
-    heads = {p.name: p.read_text()[:65536] for p in sorted(SAMPLES.glob("usage-*.log"))}
+    heads = {p.name: p.read_text()[:65536] for p in sample_logs("usage-", rotated=False)}
     assert {name: "usage" for name in heads} == {name: detect_engine(text) for name, text in heads.items()}
     vllm = (SAMPLES / "vllm-v0.log").read_text()[:65536]
     other_json = '{"level":"info","msg":"started"}\n{"level":"info","msg":"ready"}\n'

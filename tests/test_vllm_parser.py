@@ -189,7 +189,8 @@ def test_bad_numbers_are_parse_errors(line: str) -> None:
 
 
 def test_startup_facts() -> None:
-    """Version, connector (both spellings), config, excluded groups and capacity become facts."""
+    """Version, connector (both spellings), config, the model served, excluded groups and capacity become
+    facts."""
     lines = [
         "(APIServer pid=1) INFO 08-18 01:19:40 [api_server.py:1900] vLLM API server version 0.26.0",
         "(APIServer pid=1) INFO 08-18 01:19:41 [api_utils.py:273] non-default args: {'model': 'm', "
@@ -219,6 +220,7 @@ def test_startup_facts() -> None:
         ("connector_config", "{'cpu_bytes_to_use': 960000000000}", "0"),
         ("block_size", "256", "0"),
         ("spec_method", "mtp", "0"),
+        ("model", "m", "0"),
         ("connector", "OffloadingConnector", "1"),
         ("offload_excluded_groups", "EAGLE/MTP [2]", "1"),
         ("kv_capacity_tokens", "1591312", "1"),
@@ -285,3 +287,27 @@ def test_json_formatter_records() -> None:
     )
     assert [ts("2026-08-18T01:22:08"), ts("2026-08-18T01:22:18")] == [o[0].time for o in out[:2]]  # type: ignore[index]
     assert None is out[2]
+
+
+V034_FAILURES = [
+    "(EngineCore pid=1) WARNING 11-20 10:00:10 [offloading_connector.py:400] KV offload load job 7 failed; "
+    "request cmpl-1 will not load from the offloaded cache again.",
+    "(Worker pid=2) ERROR 11-20 10:00:25 [gpu_worker.py:300] KV offload CPU->GPU transfer failed for job 9",
+    "(Worker pid=2) ERROR 11-20 10:00:26 [gpu_worker.py:300] KV offload GPU->CPU transfer failed for job 10",
+    "(EngineCore pid=1) WARNING 11-20 10:00:30 [offloading_connector.py:300] KV offload store job 11 failed; "
+    "dropping 4 chunk(s) from the CPU cache rather than publishing them.",
+]
+
+
+def test_v034_offload_failures_are_engine_neutral_failures() -> None:
+    """vLLM 0.34's failed load jobs and CPU->GPU transfers are failed loads (offload_retrieve_failed's
+    shortfalls); failed stores and GPU->CPU transfers are failures that lose no load."""
+    from kvwatch.engines.vllm.parser import VllmParser
+    from kvwatch.model import LogLine, OffloadFailure
+    from kvwatch.parsers.base import ParserSettings
+
+    parser = VllmParser("v", ParserSettings(year=2026))
+    got = [e for line in V034_FAILURES for e in parser.parse(LogLine("v", line)) or []]
+    want = [("load_job_failed", "cmpl-1", True), ("transfer_failed", "", True)]
+    want += [("transfer_failed", "", False), ("store_job_failed", "", False)]
+    assert want == [(e.kind, e.request, e.retrieve) for e in got if isinstance(e, OffloadFailure)]

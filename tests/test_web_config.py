@@ -293,7 +293,7 @@ def test_check_config_reads_the_web_config_as_run_does(
     tmp_path: Path, capsys: pytest.CaptureFixture[str]
 ) -> None:
     """A web config `kvwatch run` would refuse fails check-config with its key; a good one passes."""
-    unit = Path(__file__).resolve().parents[1] / "kvwatch" / "assets" / "kvwatch.service"
+    unit = Path(__file__).resolve().parents[1] / "systemd" / "kvwatch.service"
     (tmp_path / "web-config.yml").write_text("basic_auth_users:\n  prom: notahash\n")
     config = tmp_path / "kvwatch.toml"
     config.write_text(f'state_dir = "{tmp_path / "state"}"\n[server]\nweb_config = "web-config.yml"\n')

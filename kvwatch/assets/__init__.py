@@ -1,6 +1,10 @@
-"""Files kvwatch ships for its users: Grafana dashboard, Prometheus rules, systemd unit, example config.
+"""Files kvwatch ships for its users: example config, systemd units, Grafana dashboard, Prometheus rules.
 
-`kvwatch init DIR` writes them out (`write_assets`); the names are the ones the docs and the unit use.
+The units, the dashboard and the rules live in the repository's top-level `systemd/`, `grafana/` and
+`prometheus/` folders, where an administrator browsing it looks for them; this package links to them
+(`kvwatch/assets/systemd` is `../../systemd`), so the wheel carries them byte for byte.
+`kvwatch init DIR` writes them all into DIR (`write_assets`), side by side, under the names the docs
+and the unit use.
 """
 
 from __future__ import annotations
@@ -8,21 +12,26 @@ from __future__ import annotations
 from importlib import resources
 from pathlib import Path
 
-#: Every shipped file, in the order `kvwatch init` writes them.
-ASSETS = (
-    "kvwatch.example.toml",
-    "kvwatch.service",
-    "kvwatch-user.service",
-    "kvwatch-slack-webhook.conf",
-    "kvwatch.json",
-    "kvwatch-rules.yml",
-    "kvwatch-rules.test.yml",
-)
+#: Every shipped file, in the order `kvwatch init` writes them: its name -> its place in this package.
+SHIPPED = {
+    "kvwatch.example.toml": "kvwatch.example.toml",
+    "kvwatch.service": "systemd/kvwatch.service",
+    "kvwatch-user.service": "systemd/kvwatch-user.service",
+    "kvwatch-slack-webhook.conf": "systemd/kvwatch-slack-webhook.conf",
+    "kvwatch.json": "grafana/kvwatch.json",
+    "kvwatch-rules.yml": "prometheus/kvwatch-rules.yml",
+    "kvwatch-rules.test.yml": "prometheus/kvwatch-rules.test.yml",
+}
+#: Every shipped file's name, in the order `kvwatch init` writes them.
+ASSETS = tuple(SHIPPED)
 
 
 def asset_bytes(name: str) -> bytes:
     """The shipped file `name`, byte for byte."""
-    return resources.files(__name__).joinpath(name).read_bytes()
+    entry = resources.files(__name__)
+    for part in SHIPPED[name].split("/"):
+        entry = entry.joinpath(part)
+    return entry.read_bytes()
 
 
 def conflicts(directory: Path) -> list[Path]:

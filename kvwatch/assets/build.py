@@ -5,7 +5,8 @@ A part is a package or folder that may hold `dashboard.json` (a list of Grafana 
 name) and `rules.test.yml` (`tests:` for promtool). The frame (parts/frame/) holds the rest: the
 dashboard around the panels, the rules file's header and group order, the rule tests' header. Parts come
 in registry order (kvwatch.engines.ENGINES), then PARTS. `python -m kvwatch.assets.build` rewrites the
-shipped files (`--check`: only say whether they are current).
+shipped files, grafana/kvwatch.json and prometheus/kvwatch-rules{,.test}.yml (`--check`: only say
+whether they are current).
 """
 
 from __future__ import annotations
@@ -19,6 +20,7 @@ from importlib import resources
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
+from kvwatch.assets import SHIPPED
 from kvwatch.engines import ENGINES
 from kvwatch.engines.base import Engine
 from kvwatch.engines.capabilities import ShipsAssets
@@ -197,7 +199,8 @@ def build(framing: Part, parts: Sequence[Part]) -> dict[str, str]:
 
 
 def main(argv: Sequence[str] | None = None) -> int:
-    """Write the assembled files into kvwatch/assets/ (`--check`: exit 1 naming those that differ)."""
+    """Write the assembled files where they are shipped (grafana/, prometheus/: `kvwatch.assets.SHIPPED`);
+    `--check`: exit 1 naming those that differ."""
     args = sys.argv[1:] if argv is None else list(argv)
     check = args == ["--check"]
     if args and not check:
@@ -206,13 +209,13 @@ def main(argv: Sequence[str] | None = None) -> int:
     directory = Path(__file__).resolve().parent
     stale = []
     for name, text in build(frame(), shipped_parts()).items():
-        path = directory / name
+        path = directory / SHIPPED[name]
         if path.read_bytes() != text.encode("utf-8"):
             stale.append(name)
             if not check:
                 path.write_bytes(text.encode("utf-8"))
     for name in stale:
-        print(f"{'stale' if check else 'wrote'} {directory / name}")
+        print(f"{'stale' if check else 'wrote'} {(directory / SHIPPED[name]).resolve()}")
     return 1 if check and stale else 0
 
 

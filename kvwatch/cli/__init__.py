@@ -10,10 +10,11 @@ from collections.abc import Sequence
 
 from kvwatch import __version__
 from kvwatch.cli import config, demo, install, probe, replay, report, run
-from kvwatch.cli.replay import FORMATS, UNRECOGNISED
+from kvwatch.cli.replay import DAMAGED, FORMATS, UNRECOGNISED
 from kvwatch.cli.run import CONFIG_ERROR
+from kvwatch.engines import displays
 
-__all__ = ["CONFIG_ERROR", "FORMATS", "UNRECOGNISED", "build_parser", "main"]
+__all__ = ["CONFIG_ERROR", "DAMAGED", "FORMATS", "UNRECOGNISED", "build_parser", "main"]
 
 #: The help's examples and replay's exit statuses (`kvwatch --help`, `kvwatch replay --help`).
 _EXAMPLES = """examples:
@@ -40,8 +41,8 @@ def build_parser() -> argparse.ArgumentParser:
     """The argument parser with every subcommand."""
     parser = argparse.ArgumentParser(
         prog="kvwatch",
-        description="Watch inference-engine logs (vLLM, llama.cpp, gateway usage logs) for prefix-cache "
-        "failures: Prometheus metrics and alerts.",
+        description=f"Watch logs ({', '.join(displays())}) for prefix-cache and KV-offload failures: "
+        "Prometheus metrics and alerts.",
         epilog=_EXAMPLES,
         formatter_class=argparse.RawDescriptionHelpFormatter,
     )
@@ -64,6 +65,8 @@ def build_parser() -> argparse.ArgumentParser:
 
 def main(argv: Sequence[str] | None = None) -> int:
     """Run the command line; returns the exit status."""
+    argv = list(sys.argv[1:] if argv is None else argv)
+    replay.preload_engines(argv)  # (a config's engines join --engine's choices)
     args = build_parser().parse_args(argv)
     try:
         status: int = args.handler(args)

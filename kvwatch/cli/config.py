@@ -21,6 +21,7 @@ def add(sub: Any) -> None:
         """examples:
   kvwatch check-config /etc/kvwatch/kvwatch.toml
   kvwatch check-config kvwatch.example.toml
+  kvwatch check-config kvbm.toml --try 'KVBM [w0] Cache Hit Rates - Host: 0.0% (0/74), Disk: 10.8% (8/74)'
 """,
     )
     check.add_argument("path", metavar="PATH", help="the config file, TOML (required)")
@@ -32,6 +33,15 @@ def add(sub: Any) -> None:
         "~/.config/systemd/user/kvwatch.service first; then /etc/systemd/system/kvwatch.service, else "
         "/lib/systemd/system/kvwatch.service, else the shipped kvwatch.service for root and the shipped "
         "user unit for anyone else)",
+    )
+    check.add_argument(
+        "--try",
+        dest="try_lines",
+        action="append",
+        default=[],
+        metavar="LINE",
+        help="a log line: print what each engine the config defines ([[engine]]) makes of it, instead of "
+        "the summary; repeatable (default: none)",
     )
     check.set_defaults(handler=cmd_check_config)
 
@@ -79,10 +89,11 @@ def load(args: argparse.Namespace, unit: Any = None) -> Any:
 
 def cmd_check_config(args: argparse.Namespace) -> int:
     """Print the summary of a valid config and what its unit's user will see; each problem, exit 1."""
+    import time
     from pathlib import Path
 
     from kvwatch.atomic import unwritable
-    from kvwatch.config import summarize
+    from kvwatch.config import silence_warnings, summarize
     from kvwatch.config.unit import load_unit, state_dir_problem, what_the_service_sees
 
     try:
@@ -106,8 +117,20 @@ def cmd_check_config(args: argparse.Namespace) -> int:
         except ConfigError as err:
             print(f"kvwatch: server.web_config: {err}", file=sys.stderr)
             return 1
+    if args.try_lines:
+        from kvwatch.engines import try_lines
+
+        sys.stdout.write(try_lines(config.engines, args.try_lines))
+        return 0
     sys.stdout.write(summarize(config))
     print(f"service: {unit.where} runs kvwatch as {unit.who()}")
+    for warning in silence_warnings(config, time.time()):  # (in force at the time of the check)
+        print(f"kvwatch: warning: {warning}", file=sys.stderr)
+    for source in config.sources:  # (a database is asked what it holds: the rest is read as it comes)
+        if source.type == "sql":
+            from kvwatch.sources.sql import describe
+
+            print(f"  {source.name}: " + "\n  ".join(describe(source.settings)))
     problem = state_dir_problem(unit, config.state_dir)
     if problem is not None:
         print(f"kvwatch: warning: {problem}", file=sys.stderr)

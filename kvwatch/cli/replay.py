@@ -24,6 +24,9 @@ from kvwatch.times import iso
 FORMATS = ("text", "prom", "json", "golden")
 #: `kvwatch replay`'s exit status when a FILE had no line any engine tried recognised.
 UNRECOGNISED = 3
+#: `kvwatch replay`'s exit status when a compressed FILE was cut short or corrupt (its lines before the
+#: damage replayed); it wins over UNRECOGNISED, which a file damaged before its first line would be too.
+DAMAGED = 4
 
 _REPLAY_EXAMPLES = """examples:
   kvwatch replay vllm.log                         # a summary per source, for a human
@@ -38,6 +41,8 @@ exit status:
   2    a bad argument, or a FILE missing or unreadable (nothing on stdout)
   3    some FILE had no line that any engine tried recognised: each such FILE is
        said on stderr, the others are reported as usual
+  4    a compressed FILE was cut short or is corrupt: the complete lines before the
+       damage are replayed, and stderr names the file and the byte where it stops
   130  interrupted (Ctrl-C); 143: terminated (SIGTERM)
 """
 
@@ -105,7 +110,29 @@ def add(sub: Any) -> None:
         help="child PROCESSES that read big files, one each, 1 to 64; the files past them are read "
         "inline (default: one per core and at least 4)",
     )
+    rep.add_argument(
+        "--config",
+        metavar="PATH",
+        help="a config file whose [[engine]] tables define engines to read the files with, and whose "
+        "[detectors] settings the replay judges by (default: none)",
+    )
     rep.set_defaults(handler=cmd_replay)
+
+
+def preload_engines(argv: Sequence[str]) -> None:
+    """The engines a `--config` defines, registered before the options are parsed (`--engine` takes
+    their names); a config that cannot be read is reported by the command that reads it."""
+    if not argv or argv[0] not in ("replay", "report"):
+        return
+    for i, arg in enumerate(argv):
+        path = argv[i + 1] if arg == "--config" and i + 1 < len(argv) else arg.partition("=")[2]
+        if arg == "--config" or arg.startswith("--config="):
+            from kvwatch.config import ConfigError
+            from kvwatch.config.engines import load_engines
+
+            with contextlib.suppress(ConfigError):
+                load_engines(path)
+            return
 
 
 def cmd_replay(args: argparse.Namespace) -> int:
@@ -167,6 +194,12 @@ def _replay_files(args: argparse.Namespace, paths: list[str], named: dict[str, s
         print(problem, file=sys.stderr)
         return 2
     _open_files_for(len(paths))
+    from kvwatch.config.replay import config_detectors
+
+    detectors, problem = config_detectors(args.config)
+    if problem:
+        print(problem, file=sys.stderr)
+        return 2
     now_year = datetime.now(timezone.utc).year
     settings = ParserSettings(year=args.year, now_year=now_year, tz=args.tz, start=args.start)
     try:
@@ -174,7 +207,9 @@ def _replay_files(args: argparse.Namespace, paths: list[str], named: dict[str, s
         # A replay is the process's last work: what is loaded by now (the modules) lives to its exit,
         # whose collections then need not walk it (~20M instructions, ~10 ms, less per replay).
         gc.freeze()
-        result = replay(plan(paths, args.engine, args.source), settings, jobs=args.jobs, report=report)
+        result = replay(
+            plan(paths, args.engine, args.source), settings, detectors, jobs=args.jobs, report=report
+        )
     except OSError as err:
         hint = ""
         if err.errno == errno.EMFILE:
@@ -186,10 +221,11 @@ def _replay_files(args: argparse.Namespace, paths: list[str], named: dict[str, s
     from kvwatch.output.exposition import golden_lines, prom_text, samples
     from kvwatch.output.text import render
 
+    damaged = dict(note.partition(": ")[::2] for note in result.damaged)  # ("path: what was wrong")
     for path in result.unrecognised:
-        print(_unrecognised(named[path], result.lines[path], args.engine), file=sys.stderr)
-    for note in result.damaged:
-        path, _, damage = note.partition(": ")  # ("path: what was wrong")
+        if result.lines[path] or path not in damaged:  # (damaged before its first line: said below)
+            print(_unrecognised(named[path], result.lines[path], args.engine), file=sys.stderr)
+    for path, damage in damaged.items():
         print(f"kvwatch: {named.get(path, path)}: {damage}", file=sys.stderr)
     if result.slower:
         print(f"kvwatch: {result.slower}", file=sys.stderr)
@@ -205,7 +241,7 @@ def _replay_files(args: argparse.Namespace, paths: list[str], named: dict[str, s
         sys.stdout.write("\n".join(golden_lines(result.registry, result.alerts)) + "\n")
     else:
         sys.stdout.write(render(result.summary, result.alerts))
-    return UNRECOGNISED if result.unrecognised else 0
+    return DAMAGED if damaged else UNRECOGNISED if result.unrecognised else 0
 
 
 def _unrecognised(name: str, lines: int, engine: str) -> str:

@@ -61,6 +61,12 @@ def add(subparsers: Any) -> argparse.ArgumentParser:
         help="the engine that wrote the files; auto: told by each file's first 64 KiB (default: auto)",
     )
     parser.add_argument(
+        "--config",
+        metavar="PATH",
+        help="a config file whose [[engine]] tables define engines to read the files with, and whose "
+        "[detectors] settings the report judges by (default: none)",
+    )
+    parser.add_argument(
         "--since",
         type=start_time,
         metavar="TIME",

@@ -19,8 +19,10 @@ from typing import Any, cast
 
 from kvwatch import DEFAULT_PORT
 from kvwatch.config.alerting import read_detectors, read_notifier, read_silence
+from kvwatch.config.engines import read_engines
 from kvwatch.config.fields import Fields, quote
 from kvwatch.config.options import read_options
+from kvwatch.config.pods import read_pods
 from kvwatch.config.probe import read_probe
 from kvwatch.config.types import (
     DEFAULT_DOCKER_ROOT,
@@ -29,6 +31,7 @@ from kvwatch.config.types import (
     LOG_FORMATS,
     LOG_LEVELS,
     SOURCE_TYPES,
+    SQL_DRIVERS,
     START_AT,
     AlertingConfig,
     Config,
@@ -47,6 +50,7 @@ from kvwatch.config.types import (
     SourceConfig,
     SourceSettings,
     SourceType,
+    SqlSettings,
     StartAt,
     StdinSettings,
 )
@@ -60,11 +64,29 @@ else:  # pragma: no cover - Python 3.10
 
 #: Names become labels and file names (positions, credentials): keep them plain.
 _NAME = re.compile(r"[A-Za-z0-9_-][A-Za-z0-9_.-]*")
+#: A table or column an `sql` source names (quoted in the query: no other characters are allowed).
+_SQL_NAME = re.compile(r"[A-Za-z_][A-Za-z0-9_$]*")
 _TYPE_KEYS: dict[str, tuple[str, ...]] = {
     "file": ("path", "start_at", "follow"),
     "docker": ("container", "docker_root", "start_at"),
     "journald": ("unit", "container_name", "directory", "file", "start_at"),
     "stdin": (),
+    "pods": ("root", "select", "start_at"),
+    "sql": (
+        "driver",
+        "database",
+        "table",
+        "key",
+        "host",
+        "port",
+        "user",
+        "password_file",
+        "password_credential",
+        "password",
+        "columns",
+        "batch",
+        "poll_interval",
+    ),
 }
 
 
@@ -101,6 +123,7 @@ def parse_config(
     server = _server(_table(top, "server"))
     default_dir = default_state_dir(env)
     state_dir = top.path("state_dir", default_dir)
+    engines = read_engines(top)  # (registered before the sources that name them are read)
     sources = _named(top, "source", _source)
     detectors = read_detectors(top)
     notifiers = _named(top, "notifier", read_notifier)
@@ -124,6 +147,7 @@ def parse_config(
         probes=cast("tuple[ProbeConfig, ...]", probes),
         log=log,
         path=path,
+        engines=engines,
     )
 
 
@@ -225,6 +249,10 @@ def _source(f: Fields, name: str) -> SourceConfig:
         settings = _docker(f)
     elif kind == "journald":
         settings = _journald(f)
+    elif kind == "pods":
+        settings = read_pods(f, _start_at(f))
+    elif kind == "sql":
+        settings = _sql(f)
     for key in {k for keys in _TYPE_KEYS.values() for k in keys} - set(_TYPE_KEYS.get(kind or "", ())):
         if f.has(key) and kind is not None:
             f.problem(key, f"not a setting of type {quote(kind)}")
@@ -258,6 +286,53 @@ def _journald(f: Fields) -> JournaldSettings:
     if directory is not None and file is not None:
         f.problem("directory", "give directory or file, not both")
     return JournaldSettings(unit, container, directory, file, _start_at(f))
+
+
+def _sql(f: Fields) -> SqlSettings:
+    """The keys of an `sql` source: which database and table, the key it is followed by, the password
+    from a file or a systemd credential (never in the config text)."""
+    driver = f.choice("driver", SQL_DRIVERS, None) or "sqlite"
+    if f.get("password") is not None:
+        f.problem("password", "not read from the config text: give password_file or password_credential")
+    table = f.string("table", required='for type "sql"') or ""
+    key = (
+        f.strings("key") if isinstance(f.get("key"), list) else (f.string("key", required='for type "sql"'),)
+    )
+    columns = f.strings("columns")
+    for setting, names in (("table", (table,)), ("key", key), ("columns", columns)):
+        for name in names:
+            if name and not _SQL_NAME.fullmatch(name):
+                f.problem(setting, f"{quote(name)} is not a plain column or table name")
+    if not key or not all(key):
+        f.problem("key", "must name one column or a list of columns")
+    if columns and not set(k for k in key if k) <= set(columns):
+        f.problem("columns", "must include the key column(s)")
+    if driver == "sqlite":
+        database = f.path("database")
+        for other in ("host", "port", "user", "password_file", "password_credential"):
+            if f.has(other):
+                f.problem(other, 'not a setting of driver "sqlite"')
+    else:
+        name = f.string("database", required=f'for driver "{driver}"')
+        database = Path(name) if name else None
+    file, credential = f.path("password_file"), f.string("password_credential")
+    if file is not None and credential is not None:
+        f.problem("password_file", "give password_file or password_credential, not both")
+    return SqlSettings(
+        driver=driver,
+        table=table,
+        key=tuple(k for k in key if k),
+        database=str(database) if database is not None else "",
+        host=f.string("host"),
+        port=f.integer("port", 1, 65535, None),
+        user=f.string("user"),
+        password_file=file,
+        password_credential=credential,
+        columns=columns,
+        batch=f.integer("batch", 1, 100_000, 500) or 500,
+        poll_interval=float(f.integer("poll_interval", 1, 3600, 5) or 5),
+        start_at=_start_at(f),
+    )
 
 
 def _start_at(f: Fields) -> StartAt:

@@ -15,12 +15,14 @@ from kvwatch.notify.secrets import Secret, SecretError, load_secret
 from kvwatch.notify.transport import Transport, basic_authorization, host_trust_store
 
 Engine = str  # "auto" or a name of kvwatch.engines.ENGINES
-SourceType = Literal["file", "docker", "journald", "stdin"]
+SourceType = Literal["file", "docker", "journald", "stdin", "pods", "sql"]
 StartAt = Literal["end", "beginning"]
 NotifierType = Literal["slack", "webhook", "alertmanager"]
 Scalar = str | int | float | bool
 
-SOURCE_TYPES: tuple[SourceType, ...] = ("file", "docker", "journald", "stdin")
+SOURCE_TYPES: tuple[SourceType, ...] = ("file", "docker", "journald", "stdin", "pods", "sql")
+#: The databases an `sql` source reads.
+SQL_DRIVERS = ("sqlite", "postgresql", "mysql")
 START_AT: tuple[StartAt, ...] = ("end", "beginning")
 #: A file source's `follow`: every file its glob matches, or only the newest (dated log folders).
 Follow = Literal["all", "newest"]
@@ -30,6 +32,7 @@ SEVERITIES: tuple[Severity, ...] = ("info", "warning", "critical")
 
 DEFAULT_STATE_DIR = Path("/var/lib/kvwatch")
 DEFAULT_DOCKER_ROOT = Path("/var/lib/docker")
+DEFAULT_POD_LOGS = Path("/var/log/pods")
 
 
 class ConfigError(ValueError):
@@ -83,11 +86,74 @@ class JournaldSettings:
 
 
 @dataclass(frozen=True, slots=True)
+class PodSelector:
+    """One `[[source.select]]` of a `pods` source: which containers (globs on the names in the pod log
+    tree), their engine (None: the source's), and their role, told by the first of `roles`' pod-name
+    globs that matches (kubelet's files carry no pod labels)."""
+
+    namespace: str = "*"
+    pod: str = "*"
+    container: str = "*"
+    engine: Engine | None = None
+    roles: tuple[tuple[str, str], ...] = ()  # (role, pod-name glob), in the config's order
+
+
+@dataclass(frozen=True, slots=True)
+class PodsSettings:
+    """A `pods` source: every container of a kubelet's pod log tree that a selector matches."""
+
+    root: Path = DEFAULT_POD_LOGS
+    select: tuple[PodSelector, ...] = ()
+    start_at: StartAt = "end"
+
+
+@dataclass(frozen=True, slots=True)
 class StdinSettings:
     """The `stdin` source has no settings."""
 
 
-SourceSettings = FileSettings | DockerSettings | JournaldSettings | StdinSettings
+@dataclass(frozen=True, slots=True)
+class SqlSettings:
+    """An `sql` source: where the table is, how it is followed, and where the password is."""
+
+    driver: str
+    table: str
+    key: tuple[str, ...]
+    database: str  # a file path for sqlite
+    host: str | None = None  # a path: a Unix socket directory (PostgreSQL) or file (MySQL)
+    port: int | None = None
+    user: str | None = None
+    password_file: Path | None = None
+    password_credential: str | None = None
+    columns: tuple[str, ...] = ()  # () = every column
+    batch: int = 500
+    poll_interval: float = 5.0
+    start_at: str = "end"
+
+    def password(self, env: Mapping[str, str] | None = None) -> Secret | None:
+        """The password from its file or systemd credential; None when neither is given."""
+        if self.password_file is None and self.password_credential is None:
+            return None
+        secret = load_secret(
+            self.password_credential or "", file=self.password_file, env=env, setting="password"
+        )
+        if secret is None:
+            raise SecretError(
+                f"password_credential: no file $CREDENTIALS_DIRECTORY/{self.password_credential} "
+                f"(systemd's LoadCredential={self.password_credential}:...)"
+            )
+        return secret
+
+    def where(self) -> str:
+        """Which table, for messages: never the password."""
+        if self.driver == "sqlite":
+            return f"sqlite {self.database} table {self.table}"
+        at = self.host or "localhost"
+        port = f":{self.port}" if self.port else ""
+        return f"{self.driver} {self.user or ''}@{at}{port}/{self.database} table {self.table}"
+
+
+SourceSettings = FileSettings | DockerSettings | JournaldSettings | PodsSettings | StdinSettings | SqlSettings
 
 
 @dataclass(frozen=True, slots=True)
@@ -247,3 +313,4 @@ class Config:
     probes: tuple[ProbeConfig, ...] = ()
     log: LogConfig = LogConfig()
     path: Path | None = None  # the file it was loaded from; None for `run --stdin`
+    engines: tuple[Any, ...] = ()  # engines its [[engine]] tables define (kvwatch.engines.configure)

@@ -23,7 +23,14 @@ from pathlib import Path, PurePosixPath
 from types import MappingProxyType
 
 from kvwatch.assets import asset_bytes
-from kvwatch.config.types import Config, DockerSettings, FileSettings, JournaldSettings, SourceConfig
+from kvwatch.config.types import (
+    Config,
+    DockerSettings,
+    FileSettings,
+    JournaldSettings,
+    PodsSettings,
+    SourceConfig,
+)
 
 #: Where an installed unit is looked for, in systemd's order (the first found wins).
 INSTALLED = (
@@ -301,6 +308,8 @@ def _source_paths(source: SourceConfig) -> list[Path]:
         return [s.docker_root / "containers"]
     if isinstance(s, JournaldSettings):
         return [p for p in (s.directory, s.file) if p is not None]
+    if isinstance(s, PodsSettings):
+        return [s.root]
     return []
 
 

@@ -1,4 +1,5 @@
-"""`summarize(config)`: the human summary `kvwatch check-config` prints; it never shows a URL."""
+"""`summarize(config)`: the human summary `kvwatch check-config` prints (it never shows a URL), and the
+warnings it adds (`silence_warnings`)."""
 
 from __future__ import annotations
 
@@ -14,9 +15,11 @@ from kvwatch.config.types import (
     FileSettings,
     JournaldSettings,
     NotifierConfig,
+    PodsSettings,
     ProbeConfig,
     SilenceConfig,
     SourceConfig,
+    SqlSettings,
 )
 from kvwatch.notify.secrets import MASK
 
@@ -29,6 +32,12 @@ def summarize(config: Config) -> str:
         f"config: {config.path or '(none: stdin)'}",
         f"server: http://{server.listen_address}:{server.port}/metrics ({security})",
         f"state_dir: {config.state_dir}",
+        *([f"engines: {len(config.engines)} defined by [[engine]]"] if config.engines else []),
+        *(
+            f"  {e.name}: {len(e.patterns)} pattern(s) yielding {', '.join(e.events)}; markers "
+            + ", ".join(map(repr, e.markers))
+            for e in config.engines
+        ),
         f"sources: {len(config.sources)}",
         *(f"  {_source(s)}" for s in config.sources),
         *_detectors(config),
@@ -76,6 +85,15 @@ def _source(source: SourceConfig) -> str:
         which = f"unit={s.unit}" if s.unit else f"container_name={s.container_name}"
         journal = f" directory={s.directory}" if s.directory else f" file={s.file}" if s.file else ""
         detail = f"{which}{journal} start_at={s.start_at}"
+    elif isinstance(s, PodsSettings):
+        chosen = [
+            f"{c.namespace}/{c.pod}/{c.container}" + (f"={c.engine}" if c.engine else "") for c in s.select
+        ]
+        detail = f"root={s.root} select={','.join(chosen)} start_at={s.start_at}"
+    elif isinstance(s, SqlSettings):
+        password = " password=<secret>" if s.password_file or s.password_credential else ""
+        detail = f"{s.where()} key={','.join(s.key)} batch={s.batch} poll_interval={s.poll_interval:g}s"
+        detail += f"{password} start_at={s.start_at}"
     else:
         detail = "standard input"
     clock = "".join(f" {k}={v}" for k, v in (("year", source.year), ("tz", source.tz)) if v is not None)
@@ -119,6 +137,26 @@ def _probe(probe: ProbeConfig) -> str:
         f"stream={str(probe.stream).lower()} "
         f"attribution_header={str(probe.attribution_header).lower()} timeout={probe.timeout} s {key}{headers}"
     )
+
+
+def silence_warnings(config: Config, now: float) -> list[str]:
+    """A warning per silence in force at `now` or still to come: which alerts it keeps from every
+    notifier, and until when (a silence copied from an example must not mute a real alert unseen)."""
+    warnings = []
+    for index, silence in enumerate(config.silences):
+        if silence.ends_at <= now:
+            continue
+        matchers = ", ".join(f'{k}="{v}"' for k, v in sorted(silence.matchers.items()))
+        comment = f" ({silence.comment})" if silence.comment else ""
+        until = _utc(silence.ends_at)
+        if silence.starts_at is None or silence.starts_at <= now:
+            when = f"is in force: alerts with {matchers} are not notified until {until}"
+        else:
+            when = (
+                f"starts {_utc(silence.starts_at)}: alerts with {matchers} will not be notified until {until}"
+            )
+        warnings.append(f"silence[{index}] {when}{comment}")
+    return warnings
 
 
 def _silence(silence: SilenceConfig) -> str:

@@ -26,7 +26,7 @@ from pathlib import Path
 from types import FrameType
 
 from apscheduler.schedulers.background import BackgroundScheduler
-from prometheus_client import CollectorRegistry, PlatformCollector, ProcessCollector
+from prometheus_client import PlatformCollector, ProcessCollector
 
 from kvwatch import __version__
 from kvwatch.atomic import unwritable
@@ -36,6 +36,7 @@ from kvwatch.daemon.feed import Feeder
 from kvwatch.daemon.live_alerts import LiveAlerts, silences_of
 from kvwatch.daemon.loop import STOP, WAKE, Call, PipelineLoop
 from kvwatch.daemon.metrics import SourceStateCollector
+from kvwatch.daemon.pods import LabelledRegistry, PodFleet, discovered
 from kvwatch.daemon.probes import ProbeCollector, Probes
 from kvwatch.daemon.queue import LineQueue
 from kvwatch.daemon.reload import apply_reload
@@ -82,12 +83,15 @@ class Daemon:
         problem = unwritable(config.state_dir, create=True) if options.persist else None
         if problem is not None:
             raise OSError(f"{problem}; positions, alert state and queued notifications are kept there")
-        self.registry = CollectorRegistry(auto_describe=True)
+        self.registry = LabelledRegistry(auto_describe=True)
         ProcessCollector(registry=self.registry)
         PlatformCollector(registry=self.registry)
         timings = config.alerting
         self.pipeline = Pipeline(
-            Metrics(self.registry), settings=prepared.detectors, resolve_after=timings.resolve_after
+            Metrics(self.registry),
+            settings=prepared.detectors,
+            resolve_after=timings.resolve_after,
+            observers=[self.registry.observe],  # (a pod's container's model, from its engine: a label)
         )
         self.items: queue.Queue[object] = LineQueue()
         self.lock = threading.Lock()
@@ -112,6 +116,7 @@ class Daemon:
             ended=self._ended,
         )
         self.feeders: dict[str, Feeder] = {}
+        self.fleets: dict[str, PodFleet] = {}  # `pods` sources, whose containers' feeders are in feeders
         self.registry.register(SourceStateCollector(lambda: list(self.feeders.values()), self.items.qsize))
         self.probes = Probes(prepared.probes, lambda: self.pipeline.settings.probe_prefix_miss, self._hold)
         self.registry.register(ProbeCollector(self.probes))
@@ -152,6 +157,8 @@ class Daemon:
             self.alerts.load()
         self.alerts.deliveries = build_deliveries(self._prepared, self.config, self.counter)
         configured = {source.name for source in self.config.sources}
+        for source in self.config.sources:  # (a pods source's containers there now)
+            configured |= discovered(source) if source.type == "pods" else set()
         for gone in sorted(self.pipeline.book.sources() - configured):  # (removed while kvwatch was down)
             log.info("source %s is no longer configured: its restored alerts resolve", gone)
             self.alerts.forget(gone)
@@ -160,6 +167,8 @@ class Daemon:
         log.info("kvwatch %s listening on %s", __version__, " ".join(self.exporter.urls))
         for source in self.config.sources:
             self.start_feeder(source.name)
+        for fleet in list(self.fleets.values()):
+            fleet.opened.wait(10.0)
         for feeder in list(self.feeders.values()):
             feeder.opened.wait(10.0)
         scheduler = self._schedule()
@@ -228,7 +237,7 @@ class Daemon:
 
     def _ready(self) -> tuple[bool, str]:
         """Has every configured source started (tried to open, as before READY=1)? Else which not."""
-        feeders = dict(self.feeders)
+        feeders: dict[str, Feeder | PodFleet] = {**self.feeders, **self.fleets}
         waiting = sorted(
             s.name
             for s in self.config.sources
@@ -236,7 +245,11 @@ class Daemon:
         )
         if waiting:
             return False, f"sources not started yet: {', '.join(waiting)}"
-        return (True, "ok") if self._started else (False, "starting")
+        if not self._started:
+            return False, "starting"
+        # Started, and ready: a source that is down is retried (kvwatch_source_up says so too), named here.
+        down = sorted(f"{f.name} ({f.error})" for f in list(feeders.values()) if f.error is not None)
+        return True, f"ok; down, retrying: {'; '.join(down)}" if down else "ok"
 
     def _page(self) -> str:
         """The landing page (the exporter calls it under the pipeline's lock)."""
@@ -282,6 +295,10 @@ class Daemon:
     def start_feeder(self, name: str) -> None:
         """Start reading the configured source `name`."""
         source = next(s for s in self.config.sources if s.name == name)
+        if source.type == "pods":  # (a reader per container, started by the source's own thread)
+            fleet = self.fleets[name] = PodFleet(source, self)
+            fleet.start()
+            return
         markers_of(source.engine)  # (its parsers' modules load here, not while the source opens)
         store = self.store
         feeder = Feeder(source, lambda: store.load(name) if store else None, self.items.put)
@@ -330,6 +347,8 @@ class Daemon:
         """Drain: stop the feeders, process what they read, save positions and alerts; 0 if clean."""
         self.systemd.notify("STOPPING=1")
         log.info("stopping: draining %d queued batches", self.items.qsize())
+        for fleet in self.fleets.values():
+            fleet.stop()
         for feeder in self.feeders.values():
             feeder.stop()
         for feeder in self.feeders.values():

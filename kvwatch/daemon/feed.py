@@ -157,7 +157,7 @@ class Feeder:
         # A first position at once: a first start at the end of a file is remembered even if
         # no line arrives before the next restart.
         self._put(Mark(self, source.position()))
-        self._report(source.error)
+        self._report(source.error or _missing(source))  # (not "up" before "no file": a missing file)
         self.opened.set()
         return True
 
@@ -252,6 +252,13 @@ class Feeder:
         if error != self.error:
             if error is None:
                 log.info("source %s: up", self.name)
+            elif error.startswith(NO_FILE):  # (said once, and what it means: not an error to retry)
+                log.warning(
+                    "source %s: waiting for %s: no file there yet; once one appears it is read from"
+                    " its first line",
+                    self.name,
+                    error.removeprefix(NO_FILE),
+                )
             else:
                 log.warning("source %s: down: %s (retrying)", self.name, error)
         self.error = error
@@ -299,8 +306,12 @@ def _backoff(failures: int) -> float:
     return min(BACKOFF_MAX, 2.0 ** min(failures - 1, 10))
 
 
+#: The start of a file source's error while no file matches its path (see _missing).
+NO_FILE = "no file at "
+
+
 def _missing(source: Source) -> str | None:
     """For a file source, why nothing is open (no file matches), else None."""
     if isinstance(source, FileSource) and all(tail.idle() for tail in source.tails.values()):
-        return f"no file at {source.pattern}"
+        return f"{NO_FILE}{source.pattern}"
     return None

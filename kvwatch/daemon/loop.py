@@ -169,7 +169,12 @@ class PipelineLoop:
 
     def _apply(self, event: Event) -> None:
         """Tick on the event-time grid (the same as replay's), then apply the event."""
-        self._notify(self.pipeline.advance(event.time))
+        due = self.pipeline.next_tick
+        transitions = self.pipeline.advance(event.time)
+        # (the alert side looks at every firing alert for repeats: after a tick, not after every event,
+        # which with many sources' alerts firing cost more than all their parsing)
+        if transitions or self.pipeline.next_tick != due:
+            self._notify(transitions)
         self.pipeline.apply(event)
         self.applied += 1
 

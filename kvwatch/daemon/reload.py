@@ -12,17 +12,21 @@ are read at start only: a change is logged and waits for a restart.
 from __future__ import annotations
 
 import logging
+import queue
 from collections.abc import Callable
 from dataclasses import replace
 from typing import Protocol
 
 from prometheus_client import Counter
 
-from kvwatch.config.types import Config
+from kvwatch.config.types import Config, PodsSettings, SourceConfig
 from kvwatch.daemon.feed import Feeder
 from kvwatch.daemon.live_alerts import LiveAlerts, silences_of
+from kvwatch.daemon.pods import LabelledRegistry, PodFleet
 from kvwatch.daemon.setup import Prepared, build_deliveries
 from kvwatch.pipeline import Pipeline
+from kvwatch.sources.pods import PodContainer, scan
+from kvwatch.sources.positions import PositionStore
 
 log = logging.getLogger("kvwatch")
 
@@ -32,6 +36,10 @@ class Running(Protocol):
 
     config: Config
     feeders: dict[str, Feeder]
+    fleets: dict[str, PodFleet]
+    store: PositionStore | None
+    items: queue.Queue[object]
+    registry: LabelledRegistry
     pipeline: Pipeline
     alerts: LiveAlerts
     counter: Counter
@@ -51,8 +59,10 @@ def apply_reload(daemon: Running, config: Config, prepared: Prepared) -> None:
     if (old.server, old.state_dir) != (config.server, config.state_dir):
         log.warning("reload: [server] and state_dir changes take effect at the next restart")
     wanted = {s.name: s for s in config.sources}
-    removed = sorted(name for name in daemon.feeders if name not in wanted)
-    stopping = [f for name, f in daemon.feeders.items() if wanted.get(name) != f.config]
+    children = reload_pods(daemon, wanted)  # (a pods source's containers: its own to start and stop)
+    feeders = {name: f for name, f in list(daemon.feeders.items()) if name not in children}
+    removed = sorted(name for name in feeders if name not in wanted)
+    stopping = [f for name, f in feeders.items() if wanted.get(name) != f.config]
     for feeder in stopping:
         feeder.stop()
     for feeder in stopping:
@@ -71,7 +81,7 @@ def apply_reload(daemon: Running, config: Config, prepared: Prepared) -> None:
     # Keep the running server, state and alert-timing settings; take everything else from the new file.
     daemon.config = replace(config, server=old.server, state_dir=old.state_dir, alerting=old.alerting)
     for name in wanted:
-        if name not in daemon.feeders:
+        if name not in daemon.feeders and name not in daemon.fleets:
             daemon.start_feeder(name)
             log.info("reload: source %s started", name)
 
@@ -84,3 +94,42 @@ def apply_reload(daemon: Running, config: Config, prepared: Prepared) -> None:
         daemon.alerts.deliveries = build_deliveries(prepared, daemon.config, daemon.counter)
 
     daemon.call(swap)
+
+
+def reload_pods(daemon: Running, wanted: dict[str, SourceConfig]) -> set[str]:
+    """Stop the pods sources removed or changed (a removed one's containers forgotten as a removed
+    source is; a changed one's handed to its successor, which keeps those its selectors still take);
+    returns the names of the containers still followed."""
+    for name, fleet in list(daemon.fleets.items()):
+        if wanted.get(name) == fleet.config:
+            continue
+        fleet.stop()
+        del daemon.fleets[name]
+        if name not in wanted or wanted[name].type != "pods":
+            fleet.stop_children(forget=True)
+            log.info("reload: source %s removed: its containers' alerts resolved, series dropped", name)
+            continue
+        successor = daemon.fleets[name] = PodFleet(wanted[name], daemon, _kept(fleet, wanted[name]))
+        successor.start()
+        log.info("reload: source %s changed", name)
+    return {child for fleet in daemon.fleets.values() for child in fleet.children}
+
+
+def _kept(fleet: PodFleet, config: SourceConfig) -> dict[str, PodContainer]:
+    """The containers of `fleet` the changed source still takes alike (same engine and labels); the
+    others' readers are stopped and forgotten (the successor starts them anew if it takes them)."""
+    assert isinstance(config.settings, PodsSettings)
+    now = scan(config.settings.root, config.settings.select)
+    kept = {}
+    for name, container in list(fleet.children.items()):
+        again = now.get(name.removeprefix(f"{fleet.name}_"))
+        same_engine = (
+            again is not None
+            and (config.settings.select[again.selector].engine or config.engine)
+            == fleet.host.feeders[name].config.engine
+        )
+        if again is not None and same_engine and again.labels() == container.labels():
+            kept[name] = container
+        else:
+            fleet.retire(name)
+    return kept

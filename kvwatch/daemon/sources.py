@@ -91,6 +91,7 @@ FACTORIES: dict[str, SourceFactory] = {
     "stdin": _stdin,
     "docker": _plugin("docker", "DockerSource"),
     "journald": _plugin("journald", "JournaldSource"),
+    "sql": _plugin("sql", "SqlSource"),
 }
 
 

@@ -11,6 +11,8 @@ from typing import Any
 
 from kvwatch.detectors import (
     double_counting,
+    engine_start_failed,
+    format_drift,
     hicache_storage_unused,
     hit_rate_gap,
     hit_rate_low,
@@ -57,6 +59,8 @@ class DetectorSettings:
     offload_retrieve_failed: offload_retrieve_failed.Settings = field(
         default_factory=offload_retrieve_failed.Settings
     )
+    engine_start_failed: engine_start_failed.Settings = field(default_factory=engine_start_failed.Settings)
+    format_drift: format_drift.Settings = field(default_factory=format_drift.Settings)
     # (decided after each probe run by the daemon, not by detect_all: see probe_prefix_miss)
     probe_prefix_miss: probe_prefix_miss.Settings = field(default_factory=probe_prefix_miss.Settings)
 
@@ -88,6 +92,7 @@ class Detector:
 
 #: detect_all's detectors, in the order of their findings.
 DETECTORS: tuple[Detector, ...] = (
+    Detector("engine_start_failed", engine_start_failed.detect, "sources", False),
     Detector("write_only_offload", write_only_offload.detect, "sources", False),
     Detector("pinned_cache_length", pinned_cache.detect, "requests", True),
     Detector("prefix_reuse_broken", prefix_reuse.detect, "requests", True),
@@ -100,6 +105,7 @@ DETECTORS: tuple[Detector, ...] = (
     ),
     Detector("hit_rate_gap", hit_rate_gap.detect, "usage", False, hit_rate_gap.until),
     Detector("usage_double_counting", double_counting.detect, "usage", False, double_counting.until),
+    Detector("format_drift", format_drift.detect, "sources", False),
 )
 
 #: Each detector as detect_all asks it: its place in DETECTORS, the counters its findings follow, detect,

@@ -32,6 +32,7 @@ from typing import Any
 
 from kvwatch.detectors.stable import NEVER
 from kvwatch.model import Finding, UsageRecord
+from kvwatch.windows.usages import RECENT, Recent, UsageGroup
 from kvwatch.windows.window import Windows
 
 CAUSE = (
@@ -64,22 +65,31 @@ class Settings:
     min_upstream: int = 3
     tolerance: float = 0.01
 
+    def problems(self) -> list[str]:
+        """What the usage windows cannot give: more records per entry than they keep."""
+        if not 1 <= self.max_requests <= RECENT:
+            return [f"max_requests: must be from 1 to {RECENT} (the records kept per entry)"]
+        return []
 
-def by_entry(records: Sequence[UsageRecord], now: float, cfg: Settings) -> dict[str, list[UsageRecord]]:
+
+def by_entry(group: UsageGroup, now: float, cfg: Settings) -> dict[str, list[Recent]]:
     """Per entry, its last `max_requests` Anthropic-shaped, cache-reading records of the window."""
-    groups: dict[str, list[UsageRecord]] = {}
-    for r in records:
-        if now - cfg.window < r.time <= now and r.input_tokens is not None and r.cached_tokens > 0:
-            groups.setdefault(r.entry, []).append(r)
-    return {entry: group[-cfg.max_requests :] for entry, group in sorted(groups.items())}
+    found = {
+        entry: usage.recent(now - cfg.window, now, cfg.max_requests) for entry, usage in group.entries.items()
+    }
+    return {entry: records for entry, records in sorted(found.items()) if records}
 
 
-def _inflated(record: UsageRecord, cfg: Settings) -> bool:
+#: A record as the rules read it: whole, or as the usage windows keep it.
+Shaped = UsageRecord | Recent
+
+
+def _inflated(record: Shaped, cfg: Settings) -> bool:
     upstream = record.upstream_prompt_tokens
     return upstream is not None and (record.input_tokens or 0) >= upstream * (1 - cfg.tolerance)
 
 
-def assess(records: Sequence[UsageRecord], cfg: Settings) -> dict[str, Any] | None:
+def assess(records: Sequence[Shaped], cfg: Settings) -> dict[str, Any] | None:
     """The evidence when the records show double counting, else None."""
     upstream = [r for r in records if r.upstream_prompt_tokens is not None]
     if len(upstream) >= cfg.min_upstream:
@@ -133,7 +143,7 @@ def rank_correlation(xs: Sequence[float], ys: Sequence[float]) -> float:
         return 0.0
 
 
-def _example(record: UsageRecord) -> dict[str, int]:
+def _example(record: Shaped) -> dict[str, int]:
     reported = record.input_tokens or 0
     prompt = record.upstream_prompt_tokens if record.upstream_prompt_tokens is not None else reported
     return {
@@ -145,7 +155,7 @@ def _example(record: UsageRecord) -> dict[str, int]:
 
 
 def _finding(
-    source: str, entry: str, model: str, records: list[UsageRecord], verdict: dict[str, Any]
+    source: str, entry: str, model: str, records: Sequence[Shaped], verdict: dict[str, Any]
 ) -> Finding:
     last = records[-1]
     examples = [_example(r) for r in records[-3:]]
@@ -178,11 +188,11 @@ def detect(windows: Windows, now: float, cfg: Settings) -> list[Finding]:
     if not cfg.enabled:
         return []
     findings = []
-    for (source, model), records in sorted(windows.usage.items()):
-        for entry, group in by_entry(records, now, cfg).items():
-            verdict = assess(group, cfg)
+    for (source, model), group in windows.usage.sorted():
+        for entry, records in by_entry(group, now, cfg).items():
+            verdict = assess(records, cfg)
             if verdict is not None:
-                findings.append(_finding(source, entry, model, group, verdict))
+                findings.append(_finding(source, entry, model, records, verdict))
     return findings
 
 

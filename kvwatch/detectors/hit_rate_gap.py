@@ -12,17 +12,17 @@ not a rate).
 
 from __future__ import annotations
 
-from collections.abc import Iterable
 from dataclasses import dataclass
 
 from kvwatch.detectors.stable import NEVER
-from kvwatch.model import Finding, UsageRecord
+from kvwatch.model import Finding
+from kvwatch.windows.usages import UsageGroup
 from kvwatch.windows.window import Windows
 
 CAUSE = (
     "The same engine and model reuse the cache for {high} but hardly for {low}, so what differs is the "
     "prompt {low} builds: typically a value that changes on every request near the front of the prompt. "
-    "Incident 1: Claude Code's `x-anthropic-billing-header: ...; cch=<nonce>;` system block, which a "
+    "A known case: Claude Code's `x-anthropic-billing-header: ...; cch=<nonce>;` system block, which a "
     "gateway converting /v1/messages to Chat Completions joined with the other system blocks right after "
     "the tool definitions. Other causes: a conversion that reorders tools or system blocks per request, "
     'or a timestamp in the system prompt. kvwatch_pinned_cache_tokens{{entry="{low}"}} > 0 means the '
@@ -64,16 +64,14 @@ class EntryRate:
         return self.cached / self.prompt if self.prompt else 0.0
 
 
-def entry_rates(records: Iterable[UsageRecord], since: float, now: float) -> list[EntryRate]:
-    """Per-entry totals of the records in (since, now], sorted by entry."""
-    totals: dict[str, list[int]] = {}
-    for record in records:
-        if since < record.time <= now:
-            row = totals.setdefault(record.entry, [0, 0, 0])
-            row[0] += 1
-            row[1] += record.prompt_tokens
-            row[2] += record.cached_tokens
-    return [EntryRate(entry, n, prompt, cached) for entry, (n, prompt, cached) in sorted(totals.items())]
+def entry_rates(group: UsageGroup, since: float, now: float) -> list[EntryRate]:
+    """Per-entry totals of the group's records in (since, now], sorted by entry (those with none: out)."""
+    rates = []
+    for entry, usage in sorted(group.entries.items()):
+        totals = usage.totals(since, now)
+        if totals.requests:
+            rates.append(EntryRate(entry, *totals))
+    return rates
 
 
 def _finding(
@@ -112,8 +110,8 @@ def detect(windows: Windows, now: float, cfg: Settings) -> list[Finding]:
     if not cfg.enabled:
         return []
     findings = []
-    for (source, model), records in sorted(windows.usage.items()):
-        judged = [e for e in entry_rates(records, now - cfg.window, now) if e.requests >= cfg.min_requests]
+    for (source, model), group in windows.usage.sorted():
+        judged = [e for e in entry_rates(group, now - cfg.window, now) if e.requests >= cfg.min_requests]
         judged = [e for e in judged if e.prompt > 0]
         if len(judged) < 2:
             continue

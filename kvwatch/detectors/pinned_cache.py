@@ -18,6 +18,15 @@ whatever C is against the prompt: its last `conversation_requests` requests reus
 grew each time. A healthy conversation reuses its previous turn, so its cached length grows too.
 Known limit: three newcomers in a row, each placed on one slot for the system prompt they share with
 what it holds and each with a longer prompt, look the same (their next turns break the run).
+
+A third rule (evidence `rule` "creep") takes the break point that is not fixed but creeps: Claude
+Code's `<total_tokens>` reminder changes every turn and sits a few tokens later each time, so the
+cached length moves up ~13 tokens a request while prompts grow by hundreds. Over the group's recent
+requests with a partial hit, at least `min_share` of the steps between cached lengths lie in 0 to
+`creep_step` tokens, prompts grow at least `creep_ratio` times faster than the cached length (and at
+least that many tokens a request), and they trend up (`min_trend`): the part recomputed each turn grows
+with the session. A healthy conversation reuses its previous turn: its cached length grows as fast as
+its prompt.
 """
 
 from __future__ import annotations
@@ -26,21 +35,38 @@ import dataclasses
 from collections import Counter
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
+from itertools import pairwise
 from operator import attrgetter
 
 from kvwatch.model import Finding
 from kvwatch.windows.window import Labels, RequestPoint, Tally, Windows, newest, ordered
 
+#: What the field has found changing early in agents' prompts (the break point's usual causes).
+CAUSES = (
+    "Causes found in the field: a per-request header such as Claude Code's `x-anthropic-billing-header: "
+    "...; cch=<nonce>;` right after the tool definitions (a gateway that joins all system blocks into one "
+    "string puts it at the front); Claude Code's `<total_tokens>` system reminder, which changes every "
+    "turn (a server that moves system messages to the front of the prompt, as Ollama does, breaks the "
+    "prefix there: ollama PR #17918); a date or timestamp in the system prompt; tool definitions sent in "
+    "another order; on sliding-window (SWA) or hybrid models, a restore that can only go back to a saved "
+    "checkpoint."
+)
 CAUSE = (
     "What follows the first {c} tokens changes on every request, so the prefix cache can never reuse "
-    "more than those {c} tokens. Typically a per-request header such as Claude Code's "
-    "`x-anthropic-billing-header: ...; cch=<nonce>;` placed right after the tool definitions (a gateway "
-    "that joins all system blocks into one string puts it at the front of the prompt)."
+    "more than those {c} tokens. " + CAUSES
 )
 FIX = (
     "Strip the per-request header at the gateway (e.g. drop the `x-anthropic-billing-header` system "
-    "block), or set CLAUDE_CODE_ATTRIBUTION_HEADER=0 on the client. On llama.cpp >= b9093, point Claude "
-    "Code at `/v1/messages`, which normalises the header. Afterwards cached lengths spread out again."
+    "block), or set CLAUDE_CODE_ATTRIBUTION_HEADER=0 on the client; for the token reminder set "
+    "CLAUDE_CODE_TOTAL_TOKENS_REMINDER=off (`ollama launch claude` does since ollama PR #17918). On "
+    "llama.cpp >= b9093, point Claude Code at `/v1/messages`, which normalises the header. Keep dates out "
+    "of the system prompt and the tools in one order. Afterwards cached lengths spread out again."
+)
+CREEP_CAUSE = (
+    "The prefix breaks at a point that moves only a little each request ({rate:+.0f} tokens per request) "
+    "while the prompts grow far faster: something early in the prompt changes every turn and sits a few "
+    "tokens later each time. The commonest: Claude Code's `<total_tokens>` system reminder (the countdown "
+    "after every tool result), moved to the front of the prompt with the other system messages. " + CAUSES
 )
 _CACHED = attrgetter("cached")
 
@@ -63,6 +89,11 @@ class Settings:
     block_size: int = 0  # 0: unknown, say the largest power-of-two block that divides C
     conversation_requests: int = 3
     same_within: int = 2
+    # The creeping break point (rule "creep"): cached lengths that step by 0 to `creep_step` tokens
+    # between requests (the token reminder moves ~13 a turn; 256 = four 64-token blocks) for
+    # `min_share` of the steps, while prompts grow at least `creep_ratio` times faster.
+    creep_step: int = 256
+    creep_ratio: float = 4.0
 
     def problems(self) -> list[str]:
         """What makes these settings unusable, as `key: reason`."""
@@ -73,6 +104,10 @@ class Settings:
             found.append(f"same_within: must be at least 0 (got {self.same_within})")
         if self.block_size < 0:
             found.append(f"block_size: must be at least 0 (got {self.block_size})")
+        if self.creep_step < 0:
+            found.append(f"creep_step: must be at least 0 (got {self.creep_step})")
+        if self.creep_ratio < 1:
+            found.append(f"creep_ratio: must be at least 1 (got {self.creep_ratio})")
         return found
 
 
@@ -330,6 +365,66 @@ def _conversation_finding(labels: Labels, run: Run, cfg: Settings) -> Finding:
     )
 
 
+@dataclass(frozen=True)
+class Creep:
+    """A group's recent requests whose break point creeps slowly while their prompts grow fast."""
+
+    points: tuple[RequestPoint, ...]
+    rate: float  # cached tokens gained per request
+    growth: float  # prompt tokens gained per request
+
+
+def creeping(points: Sequence[RequestPoint], cfg: Settings) -> Creep | None:
+    """The creep of the group's recent requests with a partial hit, if they show one (see Settings)."""
+    recent = [p for p in newest(points, cfg.max_requests) if 0 < p.cached < p.prompt]
+    n = len(recent)
+    if n < max(cfg.min_requests, 3):  # (a creep needs a few steps, whatever min_requests allows)
+        return None
+    cached = [p.cached for p in recent]
+    prompts = [p.prompt for p in recent]
+    steps = [b - a for a, b in pairwise(cached)]
+    small = sum(1 for step in steps if 0 <= step <= cfg.creep_step)
+    if small < cfg.min_share * len(steps):
+        return None
+    rate = (cached[-1] - cached[0]) / (n - 1)
+    growth = (prompts[-1] - prompts[0]) / (n - 1)
+    # (a break point that does not move is the share rule's to judge: a creep moves a token a request)
+    if rate < 1.0 or growth < cfg.creep_ratio * rate:
+        return None
+    if trend(prompts) < cfg.min_trend:
+        return None
+    return Creep(tuple(recent), round(rate, 1), round(growth, 1))
+
+
+def _creep_finding(labels: Labels, creep: Creep) -> Finding:
+    cached = [p.cached for p in creep.points]
+    prompts = [p.prompt for p in creep.points]
+    measured = sum(cached) / sum(prompts)
+    return Finding(
+        alert="pinned_cache_length",
+        labels=labels,
+        severity="warning",
+        summary=(
+            f"the cached length crept from {cached[0]} to {cached[-1]} tokens "
+            f"({creep.rate:+.0f} per request) over {len(cached)} requests while prompts grew from "
+            f"{prompts[0]} to {prompts[-1]} "
+            f"({creep.growth:+.0f} per request; hit rate {measured:.1%})"
+        ),
+        cause=CREEP_CAUSE.format(rate=creep.rate),
+        fix=FIX,
+        evidence={
+            "rule": "creep",
+            "cached_tokens": cached[-1],
+            "creep_tokens_per_request": creep.rate,
+            "prompt_growth_tokens_per_request": creep.growth,
+            "requests": len(cached),
+            "cached_range": [cached[0], cached[-1]],
+            "prompt_range": [prompts[0], prompts[-1]],
+            "measured_hit_rate": round(measured, 4),
+        },
+    )
+
+
 def _may_be_pinned(points: Sequence[RequestPoint], cfg: Settings, top: int | None = None) -> bool:
     """False when assess() cannot find the group pinned: too few requests, or its most common
     non-zero cached length covers too few of them (most groups, most ticks: a cheaper count). `top`,
@@ -371,14 +466,15 @@ def detect(windows: Windows, now: float, cfg: Settings) -> list[Finding]:
             if verdict.pinned:
                 findings.append(_finding(labels, points, verdict, group_settings(windows, labels, cfg)))
                 continue
-        if not tally.conversations:  # (no recent point carries one either)
-            continue
-        group_cfg = group_settings(windows, labels, cfg)
-        if _no_run_since(points, tally, cfg, group_cfg):
-            continue
-        run = conversation_run(points, group_cfg, tally)
-        if run is not None:
-            findings.append(_conversation_finding(labels, run, group_cfg))
-        else:
-            tally.notes[__name__] = RunNote(cfg, group_cfg.block_size, tally.added)
+        if tally.conversations:  # (else no recent point carries one either)
+            group_cfg = group_settings(windows, labels, cfg)
+            if not _no_run_since(points, tally, cfg, group_cfg):
+                run = conversation_run(points, group_cfg, tally)
+                if run is not None:
+                    findings.append(_conversation_finding(labels, run, group_cfg))
+                    continue
+                tally.notes[__name__] = RunNote(cfg, group_cfg.block_size, tally.added)
+        creep = creeping(points, cfg)
+        if creep is not None:
+            findings.append(_creep_finding(labels, creep))
     return findings

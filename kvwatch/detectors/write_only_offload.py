@@ -30,8 +30,9 @@ CAUSE_HYBRID = (
 CAUSE_UNKNOWN = (
     "Every lookup of the offload tier misses. Known cause: with hybrid or speculative-decoding models "
     "the connector rejects a hit when any KV group misses (look for `KV offloading: EAGLE/MTP draft "
-    "attention groups ... excluded from offloading` or hybrid KV warnings at startup). Other causes: "
-    "prompts that never repeat beyond what the GPU cache already holds."
+    "attention groups [...] detected` at startup: vLLM 0.24-0.33 add `... excluded from offloading`, "
+    "0.34 prints only that much; or for hybrid KV warnings). Other causes: prompts that never repeat "
+    "beyond what the GPU cache already holds."
 )
 FIX = (
     "Take the upstream fix for the connector's lookup (promote the full-attention hit and recompute "

@@ -5,7 +5,7 @@ Each engine is a package beside this one (kvwatch/engines/<name>/) declaring an 
 
 from __future__ import annotations
 
-from collections.abc import Callable, Mapping
+from collections.abc import Callable, Mapping, Sequence
 from typing import Any, TypeVar, cast
 
 from kvwatch.engines import llamacpp, lmcache, lmstudio, ollama, sglang, usage, vllm
@@ -53,6 +53,43 @@ register(ollama.ENGINE)
 register(lmstudio.ENGINE)
 register(lmcache.ENGINE)
 
+#: The engines kvwatch ships: a configured engine (kvwatch.engines.custom) may not take one of their names.
+BUILTIN = frozenset(ENGINES)
+
+
+def register_configured(engine: Engine) -> None:
+    """Add an engine a config defines (or replace the configured one of its name); a built-in engine's
+    name is refused (ValueError)."""
+    if engine.name in BUILTIN or engine.name == "auto":
+        raise ValueError(f"{engine.name!r} is a built-in engine's name")
+    register(engine)
+
+
+def configure(tables: Sequence[Mapping[str, Any]], problems: list[str]) -> tuple[Any, ...]:
+    """The engines a config's `[[engine]]` tables define (kvwatch.engines.custom), registered unless one
+    is bad (a name already registered keeps its first definition); each problem recorded with its
+    field. (Loaded only for a config that defines one: `regex` and the patterns stay out of every
+    other start-up.)"""
+    if not tables:
+        return ()
+    from kvwatch.engines.custom.configure import read_engines
+
+    def first(engine: Engine) -> None:
+        # The first definition of a name stays for the process: a reload must not change the labels
+        # of families the metrics already built, nor the parsers of sources it leaves running.
+        if engine.name not in ENGINES:
+            register_configured(engine)
+
+    return read_engines(tables, problems, BUILTIN, first)
+
+
+def try_lines(specs: Sequence[Any], lines: Sequence[str]) -> str:
+    """What each configured engine (specs from `configure`) makes of each line, for people to read."""
+    from kvwatch.engines.custom.trial import describe
+
+    return describe(specs, lines)
+
+
 #: The engine assumed for a log no engine recognises (replay, and an `auto` source that never decides).
 FALLBACK = vllm.ENGINE.name
 
@@ -60,6 +97,11 @@ FALLBACK = vllm.ENGINE.name
 def names() -> tuple[str, ...]:
     """Every engine's name, in registry order."""
     return tuple(ENGINES)
+
+
+def displays() -> tuple[str, ...]:
+    """How messages name each registered engine, in registry order ("vLLM", "llama.cpp", ...)."""
+    return tuple(engine.display for engine in ENGINES.values())
 
 
 def choices() -> tuple[str, ...]:

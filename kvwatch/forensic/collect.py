@@ -287,15 +287,15 @@ def from_windows(windows: Any) -> Collected:
     """What the daemon's windows (a kvwatch.window.Windows) hold, as a report draws it: their recent
     requests, stats and KV points, usage records and offload history."""
     data = Collected()
-    gateways = {source for source, _ in windows.usage}
-    for (source, _model), records in windows.usage.items():
-        for usage in records:
-            data.seen(usage.source, usage.time)
-            name = f"{usage.entry} · {usage.model}" if usage.model else usage.entry
-            labels = {"source": source, "entry": usage.entry, "model": usage.model}
-            data.group(source, name, labels).add(
-                usage.time, usage.prompt_tokens, usage.cached_tokens, "", False
-            )
+    gateways = {source for source, _ in windows.usage.groups}
+    # (the usage windows keep per-second sums, not records: a second's requests are drawn as one, its mean)
+    for (source, model), kept in windows.usage.sorted():
+        for entry, usage in sorted(kept.entries.items()):
+            name = f"{entry} · {model}" if model else entry
+            group = data.group(source, name, {"source": source, "entry": entry, "model": model})
+            for second, requests, prompt, cached in usage.buckets():
+                data.seen(source, second)
+                group.add(second, prompt // requests, cached // requests, "", False)
     for key, points in windows.requests.items():
         labels = dict(key)
         source = labels["source"]

@@ -43,6 +43,12 @@ def _report(args: argparse.Namespace, paths: list[str], named: dict[str, str]) -
     settings = ParserSettings(
         year=args.year, now_year=datetime.now(timezone.utc).year, tz=args.tz, start=args.start
     )
+    from kvwatch.config.replay import config_detectors
+
+    detectors, problem = config_detectors(args.config)
+    if problem:
+        print(problem, file=sys.stderr)
+        return 2
     try:
         inputs = plan(paths, args.engine, args.label)
     except OSError as err:
@@ -64,7 +70,9 @@ def _report(args: argparse.Namespace, paths: list[str], named: dict[str, str]) -
     )
     gc.freeze()  # (as replay: the modules live to the exit)
     try:
-        result = replay(inputs, settings, jobs=args.jobs, report=False, observers=[collector.observe])
+        result = replay(
+            inputs, settings, detectors, jobs=args.jobs, report=False, observers=[collector.observe]
+        )
     except OSError as err:
         print(f"kvwatch: cannot read {err.filename}: {err.strerror or err}", file=sys.stderr)
         return 2

@@ -15,7 +15,8 @@ from prometheus_client.metrics import MetricWrapperBase
 from kvwatch.engines import ENGINES
 from kvwatch.engines.families import Family, HistogramFamily
 from kvwatch.metrics.sources import SourceCountsCollector
-from kvwatch.model import Event
+from kvwatch.metrics.unread import UnreadFamily
+from kvwatch.model import Event, UnreadFields
 
 disable_created_metrics()  # type: ignore[no-untyped-call]
 
@@ -31,6 +32,7 @@ class Metrics:
         self._by_type: dict[type, Callable[[Any], None]] = {}
         for engine in ENGINES.values():
             self._by_type.update(engine.metrics(registry))
+        self._by_type[UnreadFields] = UnreadFamily(registry).apply  # engine-neutral
         self.sources = SourceCountsCollector()
         registry.register(self.sources)
 

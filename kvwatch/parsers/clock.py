@@ -59,6 +59,14 @@ class YearlessClock:
         self._last_month = month
         return self._epoch(self._year, month, day, hms)
 
+    def dated(self, year: int, month: int, day: int, hms: tuple[int, int, int]) -> float | None:
+        """Epoch seconds of a stamp that carries its year (Ollama's `[GIN] 2024/11/04 - ...`): that
+        year is kept, and later year-less stamps follow it."""
+        when = self._epoch(year, month, day, hms)
+        if when is not None:
+            self._year, self._last_month = year, month
+        return when
+
     def resolve_stamp(self, stamp: str, transport: float | None) -> float | None:
         """resolve() of an `MM-DD HH:MM:SS` text (two digits each, as vLLM's header prints it)."""
         if transport is not None and self._tz is _UTC:

@@ -98,15 +98,25 @@ class _Notes:
 
 def plan(paths: Sequence[str], engine: str, source: str | None) -> list[ReplayInput]:
     """Name each file's source (a container's log after the container) and choose its engine (`auto`:
-    by its first 64 KiB)."""
-    inputs = []
-    for path in paths:
-        chosen = engine
-        if engine == "auto":
-            _, text = sniff_file(path)
-            chosen = detect_engine(text) or FALLBACK
-        inputs.append(ReplayInput(path, source or container_name(path) or source_name(path), chosen))
-    return inputs
+    by its first 64 KiB). A log's rotated files are one log of one engine: the first of them, oldest
+    first, whose head an engine recognises decides for all (a live file cut after the start-up
+    lines may hold none that tell)."""
+    chosen = {path: engine for path in paths}
+    if engine == "auto":
+        logs: dict[tuple[str, str], list[str]] = {}
+        for path in paths:
+            logs.setdefault((os.path.dirname(os.path.abspath(path)), source_name(path)), []).append(path)
+        for files in logs.values():
+            found = None
+            for path in sorted(files, key=_age):
+                found = detect_engine(sniff_file(path)[1])
+                if found is not None:
+                    break
+            for path in files:
+                chosen[path] = found or FALLBACK
+    return [
+        ReplayInput(path, source or container_name(path) or source_name(path), chosen[path]) for path in paths
+    ]
 
 
 def container_name(path: str) -> str | None:
@@ -388,7 +398,13 @@ def _replay(
             engines[item.source][item.engine] = None
     for source, found in engines.items():  # a source names only engines that recognised a line of it
         summary.sources[source].engine = ", ".join(found)
-    unrecognised = [path for path, counts in read.items() if counts.recognized == 0]
+    unrecognised = [  # a log none of whose files had a line its engine knows (a rotated file of start-up
+        # lines alone is no sign of a wrong engine when the rest of its log is read)
+        entry[0].path
+        for files in _rotations(prepared)
+        if not any(read[entry[0].path].recognized for entry in files)
+        for entry in files
+    ]
     lines = {path: counts.lines for path, counts in read.items()}
     firing = list(pipeline.book.firing())
     return ReplayResult(registry, metrics, summary, alerts, unrecognised, notes.damaged, lines, firing)

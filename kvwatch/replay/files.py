@@ -6,19 +6,19 @@ Memory stays flat however large the file: a chunk at a time, and a line longer t
 
 from __future__ import annotations
 
-import gzip
 import io
 import os
 import re
 import shutil
 import stat
-import zlib
 from collections.abc import Iterator, Sequence
 from pathlib import Path
 from typing import BinaryIO, Protocol
 
+from kvwatch.sources import cri
 from kvwatch.sources.docker_json import decode_entry, split_logs_t
 from kvwatch.sources.framing import HEAD, Batch, Framer, Framing, sniff
+from kvwatch.sources.gziplog import CompressedDataError, GzipLog
 from kvwatch.sources.linecap import Clip, clip_bytes
 
 CHUNK = 1 << 20
@@ -63,13 +63,13 @@ def open_log(path: str) -> BinaryIO:
     # (buffered by HEAD bytes: peek() returns no more than one buffer, and read_head wants HEAD)
     raw = io.BufferedReader(io.FileIO(path), buffer_size=HEAD)  # (the caller closes it)
     if raw.peek(2)[:2] == b"\x1f\x8b":
-        return gzip.GzipFile(fileobj=raw, mode="rb")  # type: ignore[return-value]
+        return GzipLog(raw)  # type: ignore[return-value]  # (what replay asks of a file, it has)
     return raw
 
 
-#: What reading a damaged compressed file raises (cut short while being written or copied, or corrupt):
-#: the lines before the damage are replayed, then the damage is reported.
-DAMAGED = (EOFError, zlib.error, gzip.BadGzipFile)
+#: What reading a damaged compressed file raises (cut short while being written or copied, or corrupt),
+#: once the complete lines before the damage are read: the damage is then reported.
+DAMAGED = (CompressedDataError,)
 
 
 def read_head(stream: BinaryIO) -> bytes:
@@ -91,6 +91,8 @@ def head_text(head: bytes, framing: Framing) -> str:
     if framing == "docker-json":
         entries = (decode_entry(line) for line in lines[:400])
         return "".join(entry.log for entry in entries if entry is not None)
+    if framing == "cri":
+        return cri.head_text(lines)
     if framing == "docker-t":
         return "\n".join(split_logs_t(line)[0].decode("utf-8", "replace") for line in lines)
     return head.decode("utf-8", "replace")
@@ -110,13 +112,18 @@ class ClosedAtEnd:
 
     def __init__(self, stream: BinaryIO) -> None:
         self._stream = stream
+        self._damage: CompressedDataError | None = None
 
     def read(self, size: int = -1, /) -> bytes:
         """Up to `size` bytes (fewer: the end, and the stream is closed); b"" once closed."""
         if self._stream.closed:
+            damage, self._damage = self._damage, None
+            if damage is not None:
+                raise damage  # (a compressed file's damage, found by the read that met the end)
             return b""
         data = self._stream.read(size)
         if size < 0 or len(data) < size:
+            self._damage = getattr(self._stream, "damage", None)
             self._stream.close()
         return data
 

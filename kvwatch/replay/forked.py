@@ -40,7 +40,7 @@ def _to_wire(group: list[Batch]) -> list[Wire]:
 
 
 def _damage(err: Exception) -> str:
-    return f"the compressed data ends early or is corrupt ({err}); replayed the lines before it"
+    return f"{err}; replayed the complete lines before it"
 
 
 #: The parent's ends of its children's pipes. A child closes its copies at once: while one holds the

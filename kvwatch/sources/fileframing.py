@@ -14,6 +14,7 @@ from __future__ import annotations
 from collections.abc import Iterable
 
 from kvwatch.model import LogLine
+from kvwatch.sources.cri import SavedCriJoiner, is_saved_cri, split_cri
 from kvwatch.sources.docker_json import Entry, SavedJoiner, decode_entry, simple_entry, split_logs_t
 from kvwatch.sources.framing import HEAD, Framing, escaped_markers, is_complete, sniff
 from kvwatch.sources.openfile import FileCounters
@@ -44,9 +45,15 @@ class FileFraming:
         self.counters = counters
         self._markers = markers
         self._filter: LineFilter | None = None
-        self.lines = SavedJoiner(line_cap, pending)
-        # (saved entries of a cut line: the file was docker json-file when they were saved)
-        self.framing = framing or ("docker-json" if self.lines.pending() else None)
+        # (saved entries of a cut line: the file was docker json-file, or CRI, when they were saved)
+        pending = list(pending)
+        self.lines: SavedJoiner | SavedCriJoiner
+        self.framing: Framing | None
+        if framing == "cri" or (framing is None and is_saved_cri(pending)):
+            self.framing, self.lines = "cri", SavedCriJoiner(line_cap, pending)
+        else:
+            self.lines = SavedJoiner(line_cap, pending)
+            self.framing = framing or ("docker-json" if self.lines.pending() else None)
 
     def set_markers(self, markers: tuple[str, ...] | None) -> None:
         """The parser's markers, once known (an auto source chose its engine)."""
@@ -60,9 +67,13 @@ class FileFraming:
         if self.framing is None:
             head = _head(path) if path is not None else b""
             self.framing = sniff(head or b"\n".join(raw[:20]) + b"\n")
+            if self.framing == "cri":
+                self.lines = SavedCriJoiner(self.lines.joiner.max_line)
         if self.framing == "plain":
             return list(raw)
         wanted = self._wanted(raw)
+        if isinstance(self.lines, SavedCriJoiner):
+            return self._cri(raw, wanted, self.lines)
         return self._logs_t(raw, wanted) if self.framing == "docker-t" else self._json(raw, wanted)
 
     def _wanted(self, raw: list[bytes]) -> set[int] | None:
@@ -88,10 +99,37 @@ class FileFraming:
             out.append(LogLine(self.source, body.decode("utf-8", "replace").removesuffix("\r"), stamp))
         return [*out, skipped] if skipped else out
 
+    def _cri(self, raw: list[bytes], wanted: set[int] | None, lines: SavedCriJoiner) -> list[Framed]:
+        """A Kubernetes container's log (kvwatch.sources.cri): pieces joined, a full line without a
+        marker counted."""
+        out: list[Framed] = []
+        skipped = 0
+        joiner = lines.joiner
+        cut = joiner.truncated
+        for index, line in enumerate(raw):
+            piece = split_cri(line)
+            if piece is None:
+                self.counters.malformed += 1
+                continue
+            quiet = wanted is not None and index not in wanted  # (holds no marker)
+            if quiet and not piece.partial and not joiner.waiting(piece.stream):
+                skipped += 1
+                continue
+            whole = lines.add(piece, line)
+            if whole is None:
+                continue
+            if skipped:
+                out.append(skipped)
+                skipped = 0
+            out.append(LogLine(self.source, *whole))
+        self.counters.truncated_long_lines += joiner.truncated - cut
+        return [*out, skipped] if skipped else out
+
     def _json(self, raw: list[bytes], wanted: set[int] | None) -> list[Framed]:
         """json-file entries, decoded and joined; a complete one without a marker is counted."""
         out: list[Framed] = []
         skipped = 0
+        assert isinstance(self.lines, SavedJoiner)
         joiner = self.lines.joiner
         cut = joiner.truncated
         for index, line in enumerate(raw):

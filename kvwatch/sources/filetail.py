@@ -29,6 +29,7 @@ from collections.abc import Callable, Sequence
 from typing import Literal
 
 from kvwatch.model import LogLine
+from kvwatch.sources.compressed import compressed_after, find_compressed
 from kvwatch.sources.linecap import LINE_CAP
 from kvwatch.sources.openfile import Claims, FileCounters, OpenFile, end_offset, open_fd, siblings
 from kvwatch.sources.positions import FilePosition
@@ -130,6 +131,11 @@ class FileTail:
                 return
             if fd is not None:
                 os.close(fd)
+        compressed = find_compressed(self.path, pos, self._cap, self.counters)  # (kubelet gzips rotated logs)
+        if compressed is not None:
+            self._claims.hold(compressed)
+            self._retire(compressed, self._clock())
+            return
         log.warning("%s: a file read to offset %d is gone; its later lines are lost", self.path, pos.offset)
 
     def _catch_up(self, last: OpenFile) -> bool:
@@ -139,7 +145,13 @@ class FileTail:
         between `last` and the one now at the path: it is found by name and mtime (>= the last
         write to `last`), and drained from 0, oldest first, before the new file is read.
         """
-        since = os.fstat(last.fd).st_mtime_ns
+        since = last.written_since()
+        # (a file found compressed: those compressed after it were rotated after it, and never read)
+        later = compressed_after(self.path, last, self._claims.holds, self._cap, self.counters)
+        for handle in later:
+            self.counters.rotations += 1
+            self._claims.hold(handle)
+            self._retire(handle, self._clock())
         try:
             at_path = os.stat(self.path)
         except FileNotFoundError:
@@ -156,7 +168,7 @@ class FileTail:
             if fd is not None:
                 self.counters.rotations += 1  # each file rotated in between was one rotation we missed
                 self._retire(self._adopt(fd, self._claims.offset_for(fd)), self._clock())
-        return bool(found)
+        return bool(found) or bool(later)
 
     def _poll(self, raw: list[bytes]) -> None:
         """Drain rotated-away files, then follow the current one; see the module docstring."""

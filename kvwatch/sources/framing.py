@@ -17,6 +17,7 @@ from dataclasses import dataclass
 from typing import Literal
 
 from kvwatch.model import LogLine
+from kvwatch.sources.cri import CriFramer, looks_like_cri
 from kvwatch.sources.docker_json import (
     EntryJoiner,
     decode_entry,
@@ -26,7 +27,7 @@ from kvwatch.sources.docker_json import (
 )
 from kvwatch.sources.scanner import Scanner
 
-Framing = Literal["plain", "docker-json", "docker-t"]
+Framing = Literal["plain", "docker-json", "docker-t", "cri"]
 
 
 @dataclass(frozen=True, slots=True)
@@ -228,11 +229,14 @@ class Framer:
             self._raw = self._scanner.patterns.index(raw_marker.encode("ascii"))
         self._dense: bool | None = None  # decided on the first chunk
         self._blocks = blocks
+        # A Kubernetes container's log (kvwatch.sources.cri) is framed line by line there.
+        self._cri = CriFramer(source, self._pattern, max_line) if framing == "cri" else None
 
     @property
     def truncated(self) -> int:
-        """Lines cut at the size cap (by the reader, or while joining docker entries)."""
-        return self._joiner.truncated + self._cut
+        """Lines cut at the size cap (by the reader, or while joining docker entries or CRI pieces)."""
+        joined = self._cri.joiner.truncated if self._cri is not None else 0
+        return self._joiner.truncated + self._cut + joined
 
     def note_truncated(self) -> None:
         """Count a line the reader cut at the size cap."""
@@ -248,6 +252,10 @@ class Framer:
         """One physical line, without its `\\n`."""
         if self.framing == "docker-json":
             yield from self._feed_json(raw)
+        elif self._cri is not None:
+            framed = self._cri.feed(raw)
+            if framed is not None:
+                yield Malformed(framed) if isinstance(framed, str) else framed
         elif not self._wanted_raw(raw):
             yield 1
         elif self.framing == "docker-t":
@@ -290,6 +298,10 @@ class Framer:
             carriage = data.find(b"\r\n", start, stop) >= 0
             block = Block(text.replace("\r\n", "\n") if carriage else text)
             return [block] if self._blocks else [LogLine(self.source, each, None) for each in block.texts]
+        if self._cri is not None:
+            if self._dense:  # (as a dense plain log's: every line to the parser)
+                self._cri.every_line()
+            return [batch for raw in data[start:stop].split(b"\n")[:-1] for batch in self.feed(raw)]
         fast: list[Batch] | None = None
         if scanner is not None:
             whole_json = self.framing == "docker-json"
@@ -399,6 +411,8 @@ class Framer:
 
     def finish(self) -> list[Batch]:
         """End of input: a line cut mid-way by the end of the file is still a line."""
+        if self._cri is not None:
+            return [*self._cri.finish()]
         return [
             LogLine(self.source, text, stamp) if self._wanted(text) else 1
             for text, stamp in self._joiner.pending()
@@ -410,4 +424,6 @@ def sniff(head: bytes) -> Framing:
     first = head.lstrip()[:8]
     if first.startswith(b'{"log":'):
         return "docker-json"
+    if looks_like_cri(head):  # (before `docker logs -t`: a CRI line starts with a time too)
+        return "cri"
     return "docker-t" if looks_like_logs_t(head) else "plain"

@@ -15,7 +15,9 @@ from kvwatch.sources.positions import FP_SIZE, FilePosition, Identity, fingerpri
 
 #: Bytes read per os.pread call.
 CHUNK = 64 * 1024
-_COMPRESSED = (".gz", ".bz2", ".xz", ".zst", ".lz4", ".zip")
+#: Not rotated text: compressed, or being compressed (the kubelet writes `<log>.<time>.tmp`, then renames
+#: it to `.gz`).
+_COMPRESSED = (".gz", ".bz2", ".xz", ".zst", ".lz4", ".zip", ".tmp")
 
 
 @dataclass(slots=True)
@@ -78,6 +80,10 @@ class OpenFile:
     def size(self) -> int:
         """Current size of the open file (it may have been renamed or unlinked)."""
         return os.fstat(self.fd).st_size
+
+    def written_since(self) -> int:
+        """The file's last write (st_mtime_ns): rotated siblings written since are newer files."""
+        return os.fstat(self.fd).st_mtime_ns
 
     def truncated(self) -> bool:
         """Whether the file was truncated under us: smaller than read, or its first bytes changed.

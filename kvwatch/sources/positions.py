@@ -113,3 +113,8 @@ class PositionStore:
             with contextlib.suppress(OSError):
                 stale.unlink()
         write_atomic(path, json.dumps(data, sort_keys=True))
+
+    def forget(self, source: str) -> None:
+        """Delete the saved object of `source` (a container whose pod is gone), if any."""
+        with contextlib.suppress(FileNotFoundError):
+            self._path(source).unlink()

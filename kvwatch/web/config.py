@@ -337,8 +337,8 @@ def _legacy(path: Path, text: str) -> WebConfig:
     if problems:
         raise ConfigError(str(path), problems)
     log.warning(
-        "web config %s: the TOML form with scrypt hashes is deprecated and goes in the next release; "
-        "write the exporter toolkit's web-config.yml (YAML, bcrypt hashes from `kvwatch hash-password` "
+        "web config %s: the TOML form with scrypt hashes is deprecated (a later version may stop reading "
+        "it); write the exporter toolkit's web-config.yml (YAML, bcrypt hashes from `kvwatch hash-password` "
         "or `htpasswd -nBC 10`) instead",
         path,
     )

@@ -1,4 +1,5 @@
-"""The page at `/`: each source with its last line's time, the firing alerts with cause, evidence and fix.
+"""The page at `/`: each source with its last line's time, the firing alerts with cause, evidence and fix
+(notified before silenced, critical first, then newest), the sources a click away from the top.
 
 `landing_page` is a pure function of a snapshot the daemon takes under the pipeline's lock (`SourceRow`s
 and the AlertBook's firing `Alert`s, the very objects the notifiers get) and of the wall clock `now`.
@@ -16,6 +17,7 @@ from typing import Any
 
 from kvwatch.model import Alert
 from kvwatch.notify.payload import jsonable
+from kvwatch.notify.routing import SEVERITY_RANK
 
 #: Seconds between the browser's reloads of the page.
 REFRESH = 15
@@ -146,6 +148,22 @@ def alert_card(alert: Alert, status: str) -> str:
     )
 
 
+def ordered(alerts: Sequence[tuple[Alert, bool]]) -> list[tuple[Alert, bool]]:
+    """The (alert, silenced) pairs as a person reads them: the notified ones first, then the silenced;
+    each by severity (critical first), then newest first (what just started is what a person comes
+    to see; one firing for days is known already), then by name and labels."""
+    return sorted(
+        alerts,
+        key=lambda pair: (
+            pair[1],
+            -SEVERITY_RANK.get(pair[0].severity, -1),
+            -pair[0].at,
+            pair[0].alert,
+            sorted(pair[0].labels.items()),
+        ),
+    )
+
+
 def landing_page(
     version: str,
     sources: Sequence[SourceRow],
@@ -158,7 +176,7 @@ def landing_page(
     """The HTML of `/`: sources, the firing (alert, silenced) pairs, links, then `charts` (the sources'
     recent windows, kvwatch.forensic.live); reloads every `refresh` s."""
     up = sum(row.up for row in sources)
-    cards = "".join(_alert(alert, silenced, now) for alert, silenced in alerts)
+    cards = "".join(_alert(alert, silenced, now) for alert, silenced in ordered(alerts))
     rows = "".join(_source_row(row, now) for row in sources)
     head = "".join(
         f"<th>{name}</th>" for name in ("source", "type", "engine", "state", "last line (event time)")
@@ -172,12 +190,13 @@ def landing_page(
         f"<title>kvwatch: {len(alerts)} firing</title><style>{_CSS}</style></head><body>"
         f"<header><h1>kvwatch {escape(version)}</h1>"
         f"<span><span class='{'firing' if alerts else 'ok'}'>{len(alerts)} alert"
-        f"{'' if len(alerts) == 1 else 's'} firing</span> · {up}/{len(sources)} sources up</span>"
-        "<nav><a href='metrics'>/metrics</a><a href='healthz'>/healthz</a><a href='report'>/report</a></nav>"
-        "</header>"
+        f"{'' if len(alerts) == 1 else 's'} firing</span> · "
+        f"<a href='#sources'>{up}/{len(sources)} sources up</a></span>"
+        "<nav><a href='#sources'>sources</a><a href='metrics'>/metrics</a><a href='healthz'>/healthz</a>"
+        "<a href='report'>/report</a></nav></header>"
         "<p class='muted'>Prefix-cache and KV-offload health from inference-engine logs. "
         f"Rendered {stamp}; reloads every {refresh:d} s.</p>"
-        f"<h2>Firing alerts</h2>{cards or '<p class=ok>no alert firing</p>'}"
-        f"<h2>Sources</h2><table><tr>{head}</tr>{rows}</table>"
+        f"<h2 id='alerts'>Firing alerts</h2>{cards or '<p class=ok>no alert firing</p>'}"
+        f"<h2 id='sources'>Sources</h2><table><tr>{head}</tr>{rows}</table>"
         f"{charts}</body></html>\n"
     )

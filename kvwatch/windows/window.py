@@ -24,6 +24,8 @@ from kvwatch.model import (
     CachePrefetch,
     CacheRateSample,
     EngineFact,
+    EngineFailed,
+    EngineReady,
     Event,
     OffloadCounters,
     OffloadFailure,
@@ -36,6 +38,7 @@ from kvwatch.model import (
 )
 from kvwatch.windows.facts import EngineFacts
 from kvwatch.windows.offloads import OffloadHistory
+from kvwatch.windows.usages import UsageWindows
 
 Labels = tuple[tuple[str, str], ...]
 K = TypeVar("K")
@@ -47,6 +50,7 @@ _Take = Callable[["SourceWindow", Any], None]
 _KEPT = (
     CacheRateSample, OffloadCounters, EngineFact, UsageRecord, RequestRecord,
     CachePrefetch, ServerRestart, OffloadLookup, OffloadTransfer, OffloadFailure,
+    EngineFailed, EngineReady,
 )  # fmt: skip
 
 #: How much event time windows keep, and how many per-request points per group.
@@ -56,9 +60,6 @@ MAX_REQUESTS = 500
 MAX_POINTS = 4096
 #: Prompt throughputs a stats point keeps of its newest lines (the busy lines write_only_offload counts).
 POINT_TAIL = 64
-#: Usage records (#6) kept per (source, model), and how many such groups at most.
-MAX_USAGE = 5000
-MAX_USAGE_GROUPS = 256
 
 
 def newest(points: Sequence[RequestPoint], count: int) -> list[RequestPoint]:
@@ -273,6 +274,7 @@ class SourceWindow:
     prefetches: deque[CachePrefetch] = field(default_factory=deque)  # cache-tier prefetches that ended
     adapters: dict[str, RequestAdapter | None] = field(default_factory=dict)  # engine -> its (or none)
     offload: OffloadHistory | None = None  # an external tier's (offload layer's) history, once it logs
+    failed: EngineFailed | None = None  # its engine's failure since it last became ready
 
 
 def _turns(last: CacheRateSample, line: CacheRateSample) -> bool:
@@ -312,7 +314,7 @@ class Windows:
         self.slots: dict[Labels, dict[int | None, deque[RequestPoint]]] = {}
         #: What each group's points come to (kept as they come and go).
         self.tallies: dict[Labels, Tally] = {}
-        self.usage: dict[tuple[str, str], deque[UsageRecord]] = {}
+        self.usage = UsageWindows(horizon)  # (gateway usage, in bounded bytes: kvwatch/windows/usages.py)
         #: The sources that logged a cache tier's prefetch or an offload layer's line: those whose
         #: windows may hold prefetches or offload history (what the cache-tier detectors read).
         self.tiers: set[str] = set()
@@ -357,8 +359,7 @@ class Windows:
             del self.requests[labels]
             self.slots.pop(labels, None)
             self.tallies.pop(labels, None)
-        for key in [k for k in self.usage if k[0] == source]:
-            del self.usage[key]
+        self.usage.forget(source)
 
     def observe(self, event: Event) -> None:
         """Take one event in."""
@@ -393,6 +394,8 @@ class Windows:
                 (OffloadLookup, self._lookup),
                 (OffloadFailure, self._failure),
                 (ServerRestart, self._restart),
+                (EngineFailed, self._engine_state),
+                (EngineReady, self._engine_state),
             ):
                 if issubclass(kind, base):
                     take = taker
@@ -439,6 +442,16 @@ class Windows:
         self.version += 1
         self.shape += 1
 
+    def _engine_state(self, window: SourceWindow, event: EngineFailed | EngineReady) -> None:
+        # (a restart line does not clear a failure: a start that fails logs one before failing)
+        failed = event if isinstance(event, EngineFailed) else None
+        if failed is None and window.failed is None:
+            return
+        window.failed = failed
+        self.version += 1
+        self.shape += 1
+        self.changes += 1
+
     def _request(self, window: SourceWindow, event: RequestRecord) -> None:
         self._record(event)
 
@@ -479,7 +492,7 @@ class Windows:
         adapter = adapters[owner] if owner in adapters else self._adapter(window, owner)
         if adapter is not None:
             self._convert(window, adapter, event)
-        if isinstance(event, UsageRecord):  # (the gateway detectors read whole usage records)
+        if isinstance(event, UsageRecord):  # (the gateway detectors read per-entry usage summaries)
             self._usage(event)
 
     def _tier(self, source: str) -> None:
@@ -596,25 +609,14 @@ class Windows:
         same.append(point)
 
     # -----------------------------------------------------------------------------------------
-    # Usage records (#6): whole records per (source, raw model) for hit_rate_gap and
-    # usage_double_counting, bounded by the horizon (relative to the group's newest record), by
-    # MAX_USAGE per group and by MAX_USAGE_GROUPS groups (the group updated longest ago goes first).
+    # Usage records (#6): per (source, raw model) and entry, what hit_rate_gap and
+    # usage_double_counting read (kvwatch/windows/usages.py), bounded by the horizon and by bytes.
     # -----------------------------------------------------------------------------------------
 
     def _usage(self, event: UsageRecord) -> None:
         self.changes += 1
-        key = (event.source, event.model)
-        records = self.usage.get(key)
-        if records is None:
-            if len(self.usage) >= MAX_USAGE_GROUPS:
-                stale = min(self.usage, key=lambda k: self.usage[k][-1].time if self.usage[k] else 0.0)
-                del self.usage[stale]
-            records = self.usage[key] = deque(maxlen=MAX_USAGE)
+        if self.usage.add(event):
             self.shape += 1
-        records.append(event)
-        oldest = event.time - self.horizon
-        while records and records[0].time < oldest:
-            records.popleft()
 
     def _restart(self, window: SourceWindow, event: ServerRestart) -> None:
         # A restarted engine starts from a cold cache: history from before says nothing about it.

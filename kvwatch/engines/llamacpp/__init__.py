@@ -9,6 +9,8 @@ from kvwatch.engines.llamacpp.events import LlamaRequest
 #: holds none.
 SNIFF_MARKERS: tuple[str, ...] = ("slot ", "srv ", "eval time", "total time", "initializing", "listening")
 SNIFF_MARKERS += ('{"type"', " | tid=", "timestamp=", "kv cache rm")
+# (lifecycle.MARKERS: its start and death)
+SNIFF_MARKERS += ("model loaded", "failed to", "exiting due", "error loading", "error:")
 
 
 def _hint(head: str) -> bool:

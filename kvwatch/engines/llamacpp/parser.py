@@ -4,9 +4,13 @@ Lines of one request are joined per slot: `task -1` lines (the slot selection, a
 cache's `found better prompt` that follows and overrides it) wait for that slot's next task; lines
 with a task id belong to the slot's request in progress. Slots run concurrently: state is per slot.
 The record is emitted at `stop processing` (after the timing lines), at that line's time; a request
-cut off before it is dropped, never guessed. At default verbosity (>= b9305, no `new prompt` and
-`memory_seq_rm`), prompt = stop n_tokens - n_gen + 1 and reused = prompt - prompt-eval tokens
-(`derived=True`; exact when the reply stopped by length, else +-1).
+cut off before it is dropped, never guessed. A request released without timings (cancelled, failed,
+an embedding, a build or verbosity that prints none) is recorded from the lines that preceded it
+(`new prompt`, `memory_seq_rm`) when nothing more of it can come: the slot's next task, or the end of
+input. `failed to truncate tokens ... clearing the memory` makes its reuse 0 (a full re-process).
+At default verbosity (>= b9305, no `new prompt` and `memory_seq_rm`), prompt = stop n_tokens -
+n_gen + 1 and reused = prompt - prompt-eval tokens (`derived=True`; exact when the reply stopped by
+length, else +-1).
 
 Time. llama.cpp stamps lines relative to process start (`M.SS.mmm.uuu`, jsonl `time` in us). The
 first run of a source is anchored at its first stamped line's transport time minus that line's
@@ -31,6 +35,7 @@ from collections.abc import Callable, Mapping
 from typing import Any
 
 from kvwatch.engines.llamacpp import legacy as lg
+from kvwatch.engines.llamacpp import lifecycle as life
 from kvwatch.engines.llamacpp import lines as ln
 from kvwatch.engines.llamacpp import whole as request_whole
 from kvwatch.engines.llamacpp.events import LlamaRequest
@@ -58,7 +63,10 @@ _SLOW = ParseError("llamacpp: not a plain slot or srv line")
 #: carry no tag, hence the `eval time`/`total time` markers).
 #: Where its lines carry their own time (`kvwatch demo` rewrites it).
 CLOCK = ln.CLOCK
-MARKERS = ("slot ", "srv ", "eval time", "total time", "initializing", "listening", '{"type"', *lg.MARKERS)
+MARKERS = (
+    "slot ", "srv ", "eval time", "total time", "initializing", "listening", '{"type"', *lg.MARKERS,
+    *life.MARKERS,
+)  # fmt: skip
 
 
 def looks_like(sample: str) -> bool:
@@ -98,6 +106,7 @@ class LlamacppParser:
         self._head = ""  # `M.SS.` of the last plain line (see _plain) and its M * 60 + SS
         self._seconds = 0
         self._legacy: dict[int | None, lg.Legacy] = {}  # a 2024 server's requests, per stream
+        self._life = life.lifecycle(source)  # whether the server came up or died (engine_start_failed)
 
     def snapshot(self) -> dict[str, Any]:
         """Its state as JSON, saved with a position: a restart then finishes the requests in progress."""
@@ -367,9 +376,7 @@ class LlamacppParser:
                 if rel is not None and rel < stream.last_rel:
                     pass  # the clock went back (a restart): the general path
                 elif slot_text is None or task_text is None:  # srv (not _srv_read(text), inline)
-                    if srv_quiet or not (
-                        "- found" in text or "initializing" in text or "listening on " in text
-                    ):
+                    if srv_quiet or not _srv_read(text):
                         last, pending = stamp, True
                         recognized += 1
                         continue
@@ -522,11 +529,13 @@ class LlamacppParser:
         return result
 
     def flush(self) -> list[Event]:
-        """End of input: requests still in progress were cut off, so they are dropped."""
+        """End of input: requests still in progress were cut off, so they are dropped; those released
+        without timings are records."""
+        events: list[Event] = []
         for stream in self._streams.values():
-            stream.drop_in_flight()
+            events += stream.drop_in_flight(self._last, self.source)
         self._legacy.clear()
-        return []
+        return events
 
     def _parse_one(self, env: ln.Envelope, transport: float | None) -> ParseResult:
         """One message: classify it, place it in time, hand it to its stream."""
@@ -545,6 +554,12 @@ class LlamacppParser:
         if is_restart and stream.active:
             events += self._restart(stream, env, wall)
         now = self._time(stream, env, wall)
+        life = self._life
+        if is_restart and (not life.served or life.failing or any(type(e) is ServerRestart for e in events)):
+            life.restart()  # (a new run; `listening on` after `model loaded` is the same one)
+        lived = life.line(body, now)
+        if lived is not None:
+            return events + lived
         if is_restart:
             if not stream.announced:
                 stream.announced = True
@@ -636,7 +651,7 @@ def _known_func(func: str) -> bool:
 def _srv_read(text: str) -> bool:
     """Whether a plain srv line may be read (maybe a start line; or the prompt cache's rescue, which
     Stream._srv reads): the general path takes it. Every other srv line only moves the clock."""
-    return "initializing" in text or "listening on " in text or "- found" in text
+    return "initializing" in text or "listening on " in text or "- found" in text or life.worth_reading(text)
 
 
 def make_parser(source: str, settings: ParserSettings, options: Any) -> LlamacppParser:

@@ -15,7 +15,7 @@ Selection = Literal["lcp", "lru", "id", "unknown"]
 
 
 #: How every message `_update` reads begins, but memory_seq_rm's (its own word is mid-line).
-READ = frozenset(("new ", "kv c", "rest", "forc", "prom", "eval", "stop", "tota"))
+READ = frozenset(("new ", "kv c", "rest", "forc", "prom", "eval", "stop", "tota", "fail"))
 
 
 @dataclass(slots=True)
@@ -49,9 +49,13 @@ class Request:
     broken: bool = False
 
     def record(self, source: str, time: float, slot: int) -> LlamaRequest | None:
-        """The finished record; None without timings (an error or cancel released the slot)."""
+        """The finished record. Without timings (a cancelled or failed request, an embedding, a build
+        or verbosity that prints none) it is what the lines before said: the prompt of `new prompt`
+        and the reuse of its `memory_seq_rm`; None when they did not say both."""
         if self.new is None:
-            return None
+            if self.prompt is None or self.reused is None:
+                return None
+            self.new = max(0, self.prompt - self.reused)
         prompt, reused, derived = self.prompt, self.reused, False
         if reused is None and self.restore_past is not None:
             reused = self.restore_past
@@ -150,11 +154,14 @@ class Stream:
             timing=None if timing is None else (int(timing[0]), int(timing[1])),
         )
 
-    def drop_in_flight(self) -> None:
-        """Forget requests that never finished (end of input)."""
+    def drop_in_flight(self, now: float | None = None, source: str = "") -> list[Event]:
+        """End of input: the records of requests released without timings (at `now`); forget the
+        others, which never finished."""
+        ended = self.end_stopped(now, source) if now is not None else []
         self.requests.clear()
         self.picks.clear()
         self.timing = None
+        return ended
 
     def read(self, body: str, now: float, source: str) -> ParseResult:
         """Apply one message; the finished record, [] for a known line, None for a foreign one."""
@@ -172,6 +179,16 @@ class Stream:
             self._srv(srv[1])
             return []
         return None
+
+    def end_stopped(self, now: float, source: str) -> list[Event]:
+        """The records of requests whose `stop processing` came and no timings after it (V-2025-08
+        prints them after the release; a build that prints none never does), at `now`: the line that
+        shows none will come (the slot's next task, the end of input)."""
+        events: list[Event] = []
+        for slot, request in list(self.requests.items()):
+            if request.stopped:
+                events += self.finish((slot, request), now, source)
+        return events
 
     def slot(self, slot_text: str, task_text: str, msg: str, now: float, source: str) -> ParseResult:
         """A tagged slot line (its id, task and message)."""
@@ -193,10 +210,16 @@ class Stream:
             return []  # startup `new slot` lines, idle-slot saves, sampler dumps: not requests
         self.active = True
         request = self.requests.get(slot)
+        ended: list[Event] = []
         if request is None or request.task != task:  # (most lines belong to the slot's request)
+            if request is not None and request.stopped:
+                ended = self.finish((slot, request), now, source)  # released, and no timings came
             request = self._request(slot, task)
             if request is None:
-                return []
+                return ended
+            if ended:
+                result = self.slot(slot_text, task_text, msg, now, source)
+                return ended + result if isinstance(result, list) else result
         if not msg:
             self.timing = (slot, task)
             return []
@@ -319,9 +342,14 @@ def _update(request: Request, msg: str) -> bool:
     elif msg.startswith("stop processing"):
         request.stop_n = _int(ln.STOP.match(msg), msg)
         if request.new is None:  # V-2025-08 releases the slot first, then prints the timings
-            request.stopped = True
+            request.stopped = True  # (or none come: see Stream.end_stopped)
             return False
         return True
+    elif msg.startswith("failed to truncate tokens"):
+        # `failed to truncate tokens with position >= %d - clearing the memory` (2025 server.cpp,
+        # after the memory_seq_rm line): nothing of the slot's memory is reused, the prompt is
+        # processed whole
+        request.reused, request.armed, request.full = 0, False, True
     elif msg.startswith("total time"):
         return request.stopped
     elif msg.startswith("restored context checkpoint"):

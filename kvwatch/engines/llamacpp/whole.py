@@ -122,8 +122,10 @@ def take(
     slot, task = int(slot_text), int(task_text)
     requests, finished = stream.requests, stream.finished
     request = requests.get(slot)
-    if (request is not None and request.task == task) or task <= finished.get(slot, -1):
-        return None  # (its lines are those of a request in progress, or late ones: read one by one)
+    if (request is not None and (request.task == task or request.stopped)) or task <= finished.get(slot, -1):
+        # (its lines are those of a request in progress, or late ones, or the slot holds a request
+        # released without timings whose record this task's first line gives: read one by one)
+        return None
     if not owns(slot, task):
         return None
     pick = Pick("lru") if sim is None else Pick("lcp", float(sim), float(keep))

@@ -45,19 +45,46 @@ STORING = re.compile(
 # throughput: %.4f GB/s; offload_time: %.4f ms, put_time: %.4f ms`; 0.3.15-0.5.6 the same behind
 # `[req_id=%s] ` with `GB`; layerwise 0.3.15+ `[req_id=%s] Stored ... size: %.4f GB, cost %.4f ms,
 # throughput: %.4f GB/s`; 0.3.0 (both) and the 0.3.3-0.3.12 layerwise store, DEBUG: `Stored %d out of
-# total %d tokens`. N = tokens newly written, M = tokens offered.
+# total %d tokens`. N = tokens written, M = tokens offered. A real 0.5.6 engine (in-process, local_cpu,
+# chunk 64) wrote only whole chunks (`Stored 448 out of total 484`: the last 36 tokens are a partial chunk,
+# not saved by default), and wrote a prefix it already held again when handed it whole (the vLLM adapter
+# masks what it stored before; the engine itself does not look).
 STORED = re.compile(
     r"(?:\[req_id=(\S+)\] )?Stored (\d+) out of total (\d+) tokens"
     r"(?:\. size: (\d+(?:\.\d+)?) (?:gb|GB), cost (\d+(?:\.\d+)?) ms, throughput: \S+ GB/s"
     r"(?:; offload_time: \S+ ms, put_time: \S+ ms)?)?\Z"
 )
+# 2024-2025 `lmcache_vllm` (pre-V1 integration; lmcache_vllm 0.6.2.3 vllm_adapter.py:490, DEBUG): a
+# store skips the prefix LMCache already holds (engine.lookup); its retrieve (:615) logs the tokens
+# injected beyond those vLLM's own prefix cache computed (they are masked out of the ask), so 0 next to
+# a stored prefix is a vLLM prefix-cache hit, not a failed load.
+STORE_SKIPS = re.compile(r"Store skips (\d+) tokens and then stores (\d+) tokens\Z")
+INJECTED = re.compile(r"Injected token number: (\d+)\Z")
+# SGLang's LMCache adapter (lmcache/integration/sglang/sglang_adapter.py, LMCache PR #2410, 2026-01):
+# INFO before its synchronous retrieve of the tokens past what the radix cache holds (`offset`).
+SGLANG_RETRIEVE = re.compile(
+    r"LMCache retrieve (?:started: lookup=(\d+), offset=(\d+), (?:retrieve (\d+)|new_tokens=(\d+))"
+    r"(?: new tokens)?|skipped: lookup=\d+, offset=\d+, no new tokens to load)\Z"
+)
+# MP mode's opt-in window stats (lmcache 0.5.6 v1/mp_observability/subscribers/logging/extra_stats.py:160):
+# `L0<->L1 stats [%s] last %.1fs: store ops=N tokens=N size=X.XXGB avg_copy=... | retrieve ops=...`; the
+# `cumulative:` twin repeats the totals. Both repeat the per-operation INFO lines below: recognised only.
+MP_WINDOW = re.compile(
+    r"L0<->L1 stats \[([^\]]*)\] last [\d.]+s: store ops=(\d+) tokens=(\d+) size=([\d.]+)GB \S+ \| "
+    r"retrieve ops=(\d+) tokens=(\d+) size=([\d.]+)GB"
+)
+MP_CUMULATIVE = re.compile(r"L0<->L1 stats \[[^\]]*\] cumulative: store ops=")
+# Remote connectors, DEBUG (v1/storage_backend/connector/instrumented_connector.py:40, :195 in 0.5.6):
+# `[%s]Bytes offloaded: %.3f MBytes in %.3f ms` (%s: the connector's name).
+BYTES_OFFLOADED = re.compile(r"\[(.*)\]Bytes offloaded: ([\d.]+) MBytes in ([\d.]+) ms\Z")
 # MP mode's server (v1/multiprocess/server.py 0.3.12-0.4.x, modules/*_transfer.py 0.5.x), INFO.
 MP_STORED = re.compile(r"Stored (\d+) tokens in (\d+(?:\.\d+)?) seconds\Z")
 MP_RETRIEVED = re.compile(r"Retrieved (\d+) tokens in (\d+(?:\.\d+)?) seconds\Z")
 
 # --- loads: the workers' `start_load_kv` (adapter) and `retrieve` (cache_engine) ---
 # 0.3.9-0.5.6 INFO `[req_id=%s] Retrieved %d out of %d required tokens (from %d total tokens). size:
-# %.4f gb, cost %.4f ms, throughput: %.4f GB/s;` (no req_id up to 0.3.12).
+# %.4f gb, cost %.4f ms, throughput: %.4f GB/s;` (no req_id up to 0.3.12). Required = the unmasked
+# tokens asked for; a miss prints `Retrieved 0 out of N` too (real 0.5.6 engine); `lookup()` prints nothing.
 RETRIEVED = re.compile(
     r"(?:\[req_id=(\S+)\] )?Retrieved (\d+) out of (\d+) required tokens \(from \d+ total tokens\)\. "
     r"size: (\d+(?:\.\d+)?) gb, cost (\d+(?:\.\d+)?) ms, throughput: \S+ GB/s;\Z"

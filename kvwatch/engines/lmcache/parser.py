@@ -96,6 +96,7 @@ class LmcacheLayer:
         # Per worker: the request of an ERROR `... less than the expected` waiting for its numbers.
         self._pending: dict[str, tuple[float, str]] = {}
         self._seen_any = False  # (the fact SEEN said once, with the first line read)
+        self._looked = False  # a lookup line read (what makes a short load a failure in a log of its own)
         self._sums = Sums(source)
         # json-file lines' heads up to the stamp -> its worker; their stamps' seconds -> epoch (None: no date)
         self._tags: dict[bytes, str] = {}
@@ -343,6 +344,7 @@ class LmcacheLayer:
     ) -> list[Event]:
         """A lookup with a number (total, hit, need, computed): summed the first time its request id
         comes (since it last ran)."""
+        self._looked = True
         seen = self._seen
         if request in seen:
             return []
@@ -372,6 +374,10 @@ class LmcacheLayer:
         if mp is not None:
             units = round(float(mp.group(2)) * 1e7)
             return self._sums.transfer(when, self._worker(tag), False, int(mp.group(1)), None, None, units)
+        skips = lm.STORE_SKIPS.match(body)
+        if skips is not None:  # (the skipped prefix is already stored: offered is what it writes)
+            stored = int(skips.group(2))
+            return self._sums.transfer(when, self._worker(tag), False, stored, stored, None, None)
         return [] if lm.LEGACY_STORED.match(body) else None
 
     def _retrieved(self, body: str, request: str, tag: str, when: float) -> ParseResult:
@@ -405,7 +411,10 @@ class LmcacheLayer:
         got, required, size, cost = numbers
         self._ran(request)
         tokens, asked = int(got), int(required)
-        if tokens >= asked:
+        # Inside vLLM (a layer: held sums) the adapter loads only what its lookup found: short is a failure.
+        # The cache engine run alone (LMCache's own API, no adapter's lookup lines) is asked for whole
+        # prompts: a short load there is a partial hit or a miss (`Retrieved 0 out of 484 required`).
+        if tokens >= asked or not (self._hold or self._looked):
             size_units = None if size is None else round(float(size) * 1e4)
             units = None if cost is None else round(float(cost) * 1e4)
             return self._sums.transfer(when, self._worker(tag), True, tokens, asked, size_units, units)
@@ -433,6 +442,25 @@ class LmcacheLayer:
             ]
         if lm.RESUME_LOAD.match(message):
             return []
+        if (
+            lm.MP_WINDOW.match(message)
+            or lm.MP_CUMULATIVE.match(message)
+            or lm.BYTES_OFFLOADED.match(message)
+        ):
+            # (recognised, not summed: they repeat the per-operation INFO lines, `Stored %d tokens in %.3f
+            # seconds` / `Stored N out of total M`, which LMCache prints beside them)
+            return []
+        injected = lm.INJECTED.match(message)
+        if injected is not None:  # 2024's retrieve: what it loaded, not what it was asked for
+            tokens = int(injected.group(1))
+            return self._sums.transfer(when, self._worker(tag), True, tokens, None, None, None)
+        sglang = lm.SGLANG_RETRIEVE.match(message)
+        if sglang is not None:
+            count = sglang.group(3) or sglang.group(4)
+            if count is None:  # skipped: the radix cache holds all LMCache found
+                return []
+            tokens = int(count)
+            return self._sums.transfer(when, self._worker(tag), True, tokens, tokens, None, None)
         return self._failure(message, tag, when)
 
     def _failure(self, message: str, tag: str, when: float) -> ParseResult:

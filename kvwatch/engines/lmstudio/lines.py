@@ -52,6 +52,19 @@ DISK = re.compile(
     r"VLM prompt cache disk usage: used_mib=(\d+(?:\.\d+)?) cap_mib=(\d+(?:\.\d+)?) .*?records=(\d+)"
 )
 MIB = 1024 * 1024
+#: mlx-engine's per-request lines, unambiguous alone (a paste without LM Studio's framing, lmstudio#2419).
+STANDALONE = re.compile(
+    r"(?:\[[a-z_]+\]\[[A-Z]+\]: )?"
+    r"(?:Prompt cache restore: cached_tokens=\d|Prompt cache: using \d+/\d+ tokens)"
+)
+#: Full-width brackets, as a paste from a CJK locale shows them: `2025-09-18 07:03:24 【DEBUG】`.
+_FULL_WIDTH = str.maketrans({"【": "[", "】": "]"})
+
+
+def ascii_brackets(text: str) -> str:
+    """The text with LM Studio's full-width brackets as ASCII ones (its framing is read in ASCII)."""
+    return text.translate(_FULL_WIDTH) if "【" in text else text
+
 
 ClearReason = Literal["not_trimmable", "short_trim", "unknown_length", "inconsistent", "draft_model"]
 #: mlx-engine's messages that drop its whole prompt cache (cache_wrapper.py), by what starts them.

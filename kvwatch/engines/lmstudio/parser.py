@@ -36,10 +36,11 @@ from kvwatch.sources.scanner import Scanner
 from kvwatch.times import zone
 
 MARKERS: tuple[str, ...] = (
-    "[DEBUG]",
-    "[INFO]",
-    "[WARN",
-    "[ERROR]",
+    # (the levels without their brackets: full-width framing, `【DEBUG】`, holds them too; markers are ASCII)
+    "DEBUG",
+    "INFO",
+    "WARN",
+    "ERROR",
     "Prompt cache",
     "Cache reuse summary",
     "Total prompt tokens",
@@ -134,12 +135,15 @@ def _model_tag(tag: str) -> str:
 
 
 def looks_like(sample: str) -> bool:
-    """True when a file's head reads like LM Studio's server log (its record headers, twice)."""
+    """True when a file's head reads like LM Studio's server log (its record headers, twice, in ASCII or
+    full-width brackets), or holds one line only mlx-engine writes."""
     hits = 0
     previous = ""
-    for text in sample.splitlines()[:2000]:
+    for text in ls.ascii_brackets(sample).splitlines()[:2000]:
         framed = ls.ONE_LINE.match(text) or (text.startswith(" ") and ls.HEADER.match(previous))
-        if framed or "[cache_wrapper][" in text or "Cache reuse summary: " in text:
+        if ls.STANDALONE.match(text):
+            hits += 2  # (a line only mlx-engine writes names the engine alone)
+        elif framed or "[cache_wrapper][" in text or "Cache reuse summary: " in text:
             hits += 1
         if hits >= 2:
             return True
@@ -155,6 +159,7 @@ class LmstudioParser:
         self.markers = MARKERS
         self._tz = zone(settings.tz)
         self._utc = self._tz is timezone.utc
+        self._start_time = settings.start
         self._days: dict[str, float] = {}  # (UTC) a day's `YYYY-MM-DD` -> its midnight's epoch seconds
         self._stamp: tuple[str, float] = ("", 0.0)
         self._open = False  # a record has begun
@@ -182,6 +187,8 @@ class LmstudioParser:
         the message is read as `parse` reads it, the two commonest from the match's own groups); the
         lines holding something to read are found first, in one pass (`_read_lines`), and no run goes
         past them. Any other line is parsed as `parse` parses it."""
+        if "【" in text:
+            text = ls.ascii_brackets(text)
         events: list[Event] = []
         recognized = errors = 0
         elsewhere = 0  # lines not in a run (every line of a run is recognised: counted at the end)
@@ -285,6 +292,8 @@ class LmstudioParser:
     def _parse_text(self, text: str) -> ParseResult:
         if "\x1b" in text:
             text = strip_ansi(text)
+        if "【" in text:
+            text = ls.ascii_brackets(text)
         text = text.rstrip("\r\n")
         header = ls.HEADER.match(text) if text[:1].isdigit() else None
         if header is not None:
@@ -298,7 +307,11 @@ class LmstudioParser:
                     return started if not isinstance(started, list) else message
                 return started + message
         if not self._open:
-            return None
+            if not ls.STANDALONE.match(text):
+                return None
+            # one of mlx-engine's per-request lines pasted without LM Studio's record framing: the
+            # message alone, at the start time (nothing earlier tells the time)
+            self._open, self._last = True, self._start_time
         if self._header:
             self._header = False
             if not text.startswith(" "):

@@ -10,8 +10,15 @@ from kvwatch.engines.ollama.events import OllamaAccess, OllamaCacheEvent, Ollama
 
 
 def _hint(head: str) -> bool:
-    """parser.looks_like reads gin's lines or slog records with a source (`time=... source=...`)."""
-    return "[GIN] " in head or ("time=" in head and "source=" in head)
+    """parser.looks_like reads gin's lines, slog records with a source (`time=... source=...`), the MLX
+    runner's bare cache lines or journald's `ollama[PID]:` tags."""
+    return (
+        "[GIN] " in head
+        or ("time=" in head and "source=" in head)
+        or "cache hit total=" in head
+        or "cache miss total=" in head
+        or "ollama[" in head
+    )
 
 
 class Ollama(Engine):

@@ -26,14 +26,16 @@ PINNED_PAGE_FIX = (
 REUSE_CAUSE = (
     "Ollama re-processes nearly the whole prompt on every turn: the prompt changes near its start on "
     "every request (typically a per-request header such as Claude Code's `x-anthropic-billing-header "
-    "... cch=`), or, on an MLX model, the runner cannot restore its cache (`failed to restore cache, "
-    "freeing all caches`, ollama#17829)."
+    "... cch=`, or Claude Code's `<total_tokens>` reminder after each tool result, which Ollama moves to "
+    "the front with the other system messages: ollama PR #17918), or, on an MLX model, the runner cannot "
+    "restore its cache (`failed to restore cache, freeing all caches`, ollama#17829)."
 )
 REUSE_FIX = (
     "Remove the per-request header: CLAUDE_CODE_ATTRIBUTION_HEADER=0 on the client, or strip it in a "
-    "proxy. On an MLX model, look for `failed to restore cache` or `cache miss` in Ollama's log and "
-    "check ollama#17829 against your Ollama version. For a GGUF model (Ollama >= 0.30 runs llama-server) "
-    "the slot lines in the same log show how many tokens each turn reused."
+    "proxy; turn the token reminder off with CLAUDE_CODE_TOTAL_TOKENS_REMINDER=off (`ollama launch "
+    "claude` sets it since ollama PR #17918). On an MLX model, look for `failed to restore cache` or "
+    "`cache miss` in Ollama's log and check ollama#17829 against your Ollama version. For a GGUF model "
+    "(Ollama >= 0.30 runs llama-server) the slot lines in the same log show how many tokens each turn reused."
 )
 
 

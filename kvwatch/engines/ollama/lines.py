@@ -11,7 +11,8 @@ import re
 from dataclasses import dataclass
 
 #: journald / syslog: `Mon DD HH:MM:SS host ollama[PID]: ` (any program name: a renamed unit too).
-JOURNAL = re.compile(r"([A-Z][a-z]{2}) +(\d{1,2}) (\d\d):(\d\d):(\d\d) \S+ [^\s:\[]+\[(\d+)\]: ")
+#: (a pasted log may have its host and PID blanked: `Sep 11 00:03:06   ollama[]: `, ollama#18373)
+JOURNAL = re.compile(r"([A-Z][a-z]{2}) +(\d{1,2}) (\d\d):(\d\d):(\d\d) +(?:\S+ +)?([^\s:\[]+)\[(\d*)\]: ")
 _MONTH_NAMES = ("Jan", "Feb", "Mar", "Apr", "May", "Jun", "Jul", "Aug", "Sep", "Oct", "Nov", "Dec")
 MONTHS = {m: i for i, m in enumerate(_MONTH_NAMES, 1)}
 # slog's TextHandler: `time=<RFC 3339, ms> level=<LEVEL> source=<file.go:line> msg=<value> k=v ...`;
@@ -29,6 +30,9 @@ _DURATION = re.compile(r"(\d+(?:\.\d+)?)(h|ms|m|s|µs|us|ns)")
 _UNIT = {"h": 3600.0, "m": 60.0, "s": 1.0, "ms": 1e-3, "µs": 1e-6, "us": 1e-6, "ns": 1e-9}
 PORT = re.compile(r"--port[ =](\d+)")
 MODEL = re.compile(r"--model[ =](\S+)")
+#: The MLX runner's per-request line (x/mlxrunner/prefix_cache.go) pasted without its slog framing
+#: (ollama#18267): `cache hit total=23169  matched=21742  cached=16383   left=6786`.
+BARE_CACHE = re.compile(r"cache (hit|miss) +total=\d+ +matched=\d+ +cached=\d+ +left=\d+")
 # `Listening on 127.0.0.1:11434 (version 0.30.1)`
 VERSION = re.compile(r"\(version ([^\s)]+)\)")
 # `server config env="map[... OLLAMA_DEBUG:INFO ...]"` (a level since 0.5-ish, a bool before)
@@ -66,6 +70,11 @@ def read_slog(text: str) -> Record | None:
         return None
     pairs = {key: unquote(value) for key, value in _PAIR.findall(text, match.start(0))}
     return Record(match[1], match[2], pairs.get("msg", ""), pairs)
+
+
+def attributes(text: str) -> dict[str, str]:
+    """The `k=v` pairs of a line (values unquoted)."""
+    return {key: unquote(value) for key, value in _PAIR.findall(text)}
 
 
 def duration(text: str) -> float:

@@ -35,6 +35,7 @@ from kvwatch.engines import markers_of, reused_parser
 from kvwatch.engines.llamacpp.events import LlamaRequest
 from kvwatch.engines.ollama import lines as ol
 from kvwatch.engines.ollama.events import OllamaAccess, OllamaCacheEvent, OllamaRequest
+from kvwatch.engines.ollama.lifecycle import lifecycle
 from kvwatch.model import EngineFact, Event, LogLine, ServerRestart
 from kvwatch.parsers.base import BlockResult, ParseError, Parser, ParseResult, ParserSettings, tally
 from kvwatch.parsers.clock import LineClock, YearlessClock
@@ -42,7 +43,7 @@ from kvwatch.parsers.text import strip_ansi
 from kvwatch.times import parse_rfc3339
 
 #: Ollama's own markers; its parser adds those of the engine it reuses.
-MARKERS = ("time=", "[GIN] ")
+MARKERS = ("time=", "[GIN] ", "cache hit ", "cache miss ")
 #: Distinct model labels per source; later models are counted as "other".
 MAX_MODELS = 8
 _SLOT = re.compile(r"slot +\S*: id +(\S+) \| task (\S+) \|")
@@ -134,20 +135,37 @@ def _write_time(when: float) -> str:
 CLOCK = LineClock(re.compile(r"(?<![^\s])time=(\S+)"), _read_time, _write_time, first_only=True)
 
 
+#: Messages only Ollama writes: one of them names the engine (a one-line excerpt is enough).
+_OWN_MESSAGES = frozenset(
+    {"cache hit", "cache miss", "loading cache slot", "failed to restore cache, freeing all caches"}
+)
+
+
 def looks_like(sample: str) -> bool:
-    """True when a file's head reads like Ollama's log (slog records with Ollama's sources, or gin)."""
-    hits = 0
-    for text in sample.splitlines()[:2000]:
-        if "[GIN] " in text and ol.GIN.search(text):
-            hits += 1
+    """True when a file's head reads like Ollama's log: two slog records with Ollama's sources or gin
+    lines, or one line only Ollama writes (a cache record, a gin line of Ollama's `/api/`, the MLX
+    runner's bare `cache hit total=...`), or journald lines mostly from a program named ollama."""
+    hits = ours = theirs = 0
+    for line in sample.splitlines()[:2000]:
+        text = line
+        journal = ol.JOURNAL.match(text)
+        if journal is not None:
+            if journal[6] == "ollama":
+                ours += 1
+            else:
+                theirs += 1  # (systemd's own lines, or another program's journal)
+            text = text[journal.end() :]
+        if text.startswith("[GIN] ") and (gin := ol.GIN.match(text)) is not None:
+            hits += 2 if gin[11].startswith("/api/") else 1
         elif "time=" in text:
-            journal = ol.JOURNAL.match(text)
-            record = ol.read_slog(text[journal.end() :] if journal else text)
+            record = ol.read_slog(text)
             if record is not None and "source" in record.attrs:
-                hits += 1
+                hits += 2 if record.msg in _OWN_MESSAGES else 1
+        elif ol.BARE_CACHE.match(text):
+            hits += 2
         if hits >= 2:
             return True
-    return False
+    return ours > theirs
 
 
 def model_label(cmd: str) -> str:
@@ -169,6 +187,7 @@ class OllamaParser:
         self.markers = markers
         self._reused = reused
         self._clock = YearlessClock(settings.year or settings.now_year, settings.tz)
+        self._life = lifecycle(source)  # whether its model runner came up or died (engine_start_failed)
         self._runners: dict[str, Parser] = {}
         self._runner = ""  # the runner that started last
         self._models: dict[str, str] = {}  # runner -> its model label
@@ -400,6 +419,9 @@ class OllamaParser:
                     return self._slog(record, wall)
             elif text.startswith("[GIN] "):
                 return self._gin(text, wall)
+            elif text.startswith("cache ") and ol.BARE_CACHE.match(text):
+                msg = text[: text.index(" total=")]
+                return self._slog(ol.Record("", "INFO", msg, ol.attributes(text)), wall)
             return self._runner_line(text, wall)
         except ol.GarbledError as exc:
             return ParseError(f"ollama: {exc}")
@@ -473,7 +495,9 @@ class OllamaParser:
         if msg == "server config":
             setting = ol.DEBUG_SETTING.search(attrs.get("env", ""))
             return [EngineFact(self.source, now, "ollama_debug", setting[1] if setting else "unset")]
-        return []
+        error = attrs.get("error")
+        lived = self._life.line(f"{msg}: {error}" if error else msg, now)
+        return [] if lived is None else lived
 
     def _restart(self, now: float, msg: str) -> list[Event]:
         version = ol.VERSION.search(msg)
@@ -481,6 +505,7 @@ class OllamaParser:
         self._runners.clear()
         self._runner, self._generations, self._records, self._exact, self._blind = "", 0, 0, 0, ""
         self._conversations.clear()
+        self._life.restart()
         events: list[Event] = [ServerRestart(self.source, now, "ollama")]
         if self._version:
             events.append(EngineFact(self.source, now, "ollama_version", self._version))
@@ -497,8 +522,10 @@ class OllamaParser:
             now = self._now(wall)  # (its own stamp is not read: the transport time is the time)
         else:
             year, month, day, hour, minute, second = map(int, match.group(1, 2, 3, 4, 5, 6))
-            when = self._clock.resolve(month, day, (hour, minute, second), None)
-            now = self._now(when if year else wall)
+            when = self._clock.dated(year, month, day, (hour, minute, second))  # (gin prints its year)
+            if when is None:
+                return ParseError("ollama: [GIN] date does not exist")
+            now = self._now(when)
         access = OllamaAccess(self.source, now, int(status), ol.duration(match[8]), match[10], match[11])
         events: list[Event] = [access]
         if access.method == "POST" and access.path.endswith(GENERATION):

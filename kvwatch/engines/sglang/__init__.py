@@ -20,13 +20,14 @@ def _hint(head: str) -> bool:
 
 class Sglang(Engine):
     """SGLang's optional capabilities (kvwatch.engines.capabilities): Hints, Reports,
-    ForgetsOnRestart, Advises."""
+    ForgetsOnRestart, Advises, CarriesLayers."""
 
     hint = staticmethod(_hint)
     section = Later("kvwatch.engines.sglang.report:section")
     gather = Later("kvwatch.engines.sglang.report:Figures")
     restart_forgets = ("prefix_cache", "cache_storage_backend", "cache_prefetch_policy", "prefetch_logged")
     advice = ADVICE
+    layers = ("lmcache",)  # SGLang's LMCache adapter logs through LMCache's own logger
 
 
 ENGINE = Sglang(

@@ -13,7 +13,8 @@ Facts = list[tuple[str, str]]
 _FIELD = re.compile(
     r"[(,{] ?'?(page_size|chunked_prefill_size|disable_radix_cache|enable_hierarchical_cache|"
     r"hicache_storage_backend|hicache_storage_prefetch_policy|tp_size|dp_size|log_requests|"
-    r"enable_dp_attention|disaggregation_mode|decode_log_interval)'?(?:=|: )('[^']*'|[\w.-]+)"
+    r"enable_dp_attention|disaggregation_mode|decode_log_interval|model_path|served_model_name)'?(?:=|: )"
+    r"('[^']*'|[\w.-]+)"
 )
 
 
@@ -30,6 +31,9 @@ def server_args(message: str) -> Facts:
                 facts.append(("cache_storage_backend", value))
         elif key == "hicache_storage_prefetch_policy":
             facts.append(("cache_prefetch_policy", value))
+        elif key in ("model_path", "served_model_name"):  # (the served name, when given, last: it wins)
+            if value not in ("None", "") and not (key == "model_path" and "served_model_name='" in message):
+                facts.append(("model", value))
         elif key == "enable_hierarchical_cache":
             facts.append(("hierarchical_cache", "on" if value == "True" else "off"))
         else:

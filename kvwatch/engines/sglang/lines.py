@@ -25,7 +25,7 @@ _BATCH = re.compile(r"(Prefill|Decode) batch(?:\(mixed #running-req: (\d+)\))?(?
 #: 0.1.14 (srt/managers/router/model_rpc.py): its own fixed shapes.
 OLD_FILL = re.compile(
     r"^new fill batch\. #seq: (\d+)\. #cached_token: (\d+)\. #new_token: (\d+)\. "
-    r"#remaining_req: (-?\d+)\. #running_req: (\d+)\. tree_cache_hit_rate: ([\d.]+)%\.$"
+    r"#remaining_req: (-?\d+)\. #running_req: (\d+)\. tree_cache_hit_rate: ([\d.]+)%\.?$"
 )
 OLD_DECODE = re.compile(r"^#running-req: (\d+), #token: (\d+), token usage: ([\d.]+), #queue-req: (\d+)$")
 
@@ -39,6 +39,10 @@ PREFILL_KEYS = frozenset(
         "#optimistic-req", "waiting-image-req", "cuda graph", "cpu graph", "npu graph", "musa graph",
         "est. prefill TFLOPS/s (per GPU)", "fwd occupancy", "fwd+idle occupancy",
         "#token.full", "#token.swa", "token usage.full", "token usage.swa",
+        # sglang PR #26976 (open in 2026-06, "Break down prefill #cached-token into device / host /
+        # storage tiers"): on every prefill line, no flag. Known so they are not counted as unknown;
+        # not summed: its review found continuation chunks repeating the device figure.
+        "#cached-token-device", "#cached-token-host", "#cached-token-storage",
     }
 )  # fmt: skip
 #: ... and every key a decode line prints.
@@ -172,3 +176,19 @@ def dp_rank(ranks: str) -> str:
     """The DP rank of a prefix's rank tags ("0" without one)."""
     match = _DP.search(ranks)
     return match.group(1) if match else "0"
+
+
+_DIGITS = re.compile(r"\d+")
+
+
+def unknown_shape(kind: str, keys: set[str] | frozenset[str]) -> str:
+    """The sanitised shape of a batch line's unknown keys: names only, numbers masked, bounded."""
+    names = sorted({_DIGITS.sub("N", key)[:40] for key in keys})
+    return f"{kind.lower()} batch +" + ",".join(names)[:160]
+
+
+def identity(b: Batch) -> tuple[str | None, ...]:
+    """What makes a batch line the same batch on another context-parallel rank: its counts, not its
+    throughputs (each rank times its own work)."""
+    return (b.kind, *(b.fields.get(k) for k in ("#new-seq", "#new-token", "#cached-token", "#running-req",
+                                                 "#queue-req", "#token")))  # fmt: skip

@@ -3,7 +3,8 @@
 Request records come from `--log-requests` lines when the server logs them (exact), otherwise from
 prefill batches of one new sequence: a prompt longer than `chunked_prefill_size` arrives in chunks, one
 batch line each, and is one request (its cached count is the first chunk's). With several sequences in
-a batch, or without the chunk size where a batch fills a whole chunk, the request is not recorded.
+a batch the request is not recorded. Without the chunk size (no `server_args` line), a batch of a power
+of two of at least 2048 new tokens is taken as a full chunk of that size (see `_derive`).
 """
 
 from __future__ import annotations
@@ -12,12 +13,15 @@ import re
 from datetime import datetime, timezone
 from typing import Any
 
+from kvwatch.engines import layer_parsers
 from kvwatch.engines.sglang import facts as sglang_facts
+from kvwatch.engines.sglang import lifecycle as life
 from kvwatch.engines.sglang import lines, requests
 from kvwatch.engines.sglang.events import SglangDecode, SglangHicacheError, SglangPrefill, SglangRequest
 from kvwatch.model import CachePrefetch, EngineFact, Event, LogLine, ServerRestart
-from kvwatch.parsers.base import ParseError, ParseResult, ParserSettings
+from kvwatch.parsers.base import ParseError, Parser, ParseResult, ParserSettings
 from kvwatch.parsers.clock import LineClock
+from kvwatch.parsers.drift import Drift, sanitise
 from kvwatch.parsers.text import segments, strip_ansi
 from kvwatch.times import zone
 
@@ -36,6 +40,7 @@ MARKERS = (
     "Mooncake direct linker",
     "Write page to storage",
     "backup_thread_func",
+    *life.MARKERS,
 )
 _RAY = re.compile(r"^\(\w+ pid=\d+(?:, ip=[\d.]+)?\) ")
 _ACCESS = re.compile(r'INFO: +\S+ - "[A-Z]+ \S+ HTTP/[\d.]+" (\d{3})')
@@ -74,22 +79,31 @@ class SglangParser:
 
     markers: tuple[str, ...] = MARKERS
 
-    def __init__(self, source: str, settings: ParserSettings) -> None:
+    def __init__(self, source: str, settings: ParserSettings, layers: list[Parser] | None = None) -> None:
         self.source = source
+        self._drift = Drift(source, "sglang")
+        # The cache layers it carries (LMCache's SGLang adapter): a line holding their marker is theirs first.
+        self._layers = layers or []
+        for layer in self._layers:
+            self.markers = self.markers + tuple(m for m in layer.markers if m not in self.markers)
         self._tz = zone(settings.tz)
         self._start = settings.start
         self._last: float | None = None
         self._days: dict[tuple[int, int, int], float] = {}
         self._chunk: int | None = None
+        self._guess: int | None = None  # the chunk size a full first chunk showed, without server_args
         self._page = 1
         self._exact = False  # `--log-requests` lines seen (or switched on): no records from batches
         self._chunked: dict[str, _Chunked] = {}
         self._seen: dict[str, tuple[str, str, float]] = {}
+        self._life = life.lifecycle(source)  # whether the server came up or died (engine_start_failed)
         self._fast_stamp: tuple[str, float] = ("", 0.0)  # rank -> (tags, message, time) of its last batch
 
     def parse(self, line: LogLine) -> ParseResult:
         """Parse one physical line (tqdm's `\\r`-separated pieces each)."""
         text = line.text
+        if self._layers:
+            return self._carried(line)
         if "\r" not in text and "\x1b" not in text:
             fast = _FAST.match(text)
             if fast is not None:
@@ -105,6 +119,29 @@ class SglangParser:
             elif outcome is not None and error is None:
                 error = outcome
         return events if recognised else error
+
+    def _carried(self, line: LogLine) -> ParseResult:
+        """parse() where cache layers ride along: their lines are theirs first, and the sums they hold
+        back come before this parser's next events (their lines came first)."""
+        if " LMCache" in line.text:
+            for layer in self._layers:
+                outcome = layer.parse(line)
+                if outcome is not None:
+                    return outcome
+        layers, self._layers = self._layers, []
+        try:
+            result = self.parse(line)
+        finally:
+            self._layers = layers
+        if result and isinstance(result, list):
+            held = self.drain()
+            if held:
+                result = [*held, *result]
+        return result
+
+    def drain(self) -> list[Event]:
+        """The sums its layers hold back, handed on now (the daemon asks before it saves a position)."""
+        return [e for layer in self._layers if getattr(layer, "held", False) for e in layer.drain()]  # type: ignore[attr-defined]
 
     def _fast(self, match: re.Match[str], text: str) -> ParseResult:
         """What _record makes of a line _FAST matched."""
@@ -137,9 +174,9 @@ class SglangParser:
         return result
 
     def flush(self) -> list[Event]:
-        """A request still in chunks at the end is dropped, not guessed."""
+        """A request still in chunks at the end is dropped, not guessed; its layers' sums are handed on."""
         self._chunked.clear()
-        return []
+        return [event for layer in self._layers for event in layer.flush()]
 
     # -- time ---------------------------------------------------------------------------------
 
@@ -206,6 +243,9 @@ class SglangParser:
             old = lines.OLD_FILL.match(message)
             if old is not None:
                 return self._old_fill(old, when)
+            if message.startswith(("Prefill batch", "Decode batch", "new fill batch")):
+                # a batch line of a shape no release printed: told (format_drift), not dropped silently
+                return self._drift.seen(when, sanitise(message))
         if message.startswith("#running-req: "):
             decode = lines.OLD_DECODE.match(message)
             if decode is None:
@@ -224,15 +264,20 @@ class SglangParser:
         access = _ACCESS.search(message)
         if access is not None:
             return []  # (recognised: the server's requests; their numbers are in Finish lines)
+        lived = self._life.line(message, when)
+        if lived is not None:
+            return lived
         return self._hicache(message, when)
 
     def _batch(self, found: lines.Batch, ranks: str, when: float, message: str) -> ParseResult:
         engine = found.gpu if found.gpu is not None else lines.dp_rank(ranks)
         if "ATTN_CP" in ranks:
-            # some builds print one batch once per context-parallel rank: same numbers, other tags
+            # some builds print one batch once per context-parallel rank: same counts, other tags
+            # (and throughputs: each rank times its own work)
+            same = repr(lines.identity(found))
             last = self._seen.get(engine)
-            self._seen[engine] = (ranks, message, when)
-            if last is not None and last[1] == message and last[0] != ranks and when - last[2] <= 1.0:
+            self._seen[engine] = (ranks, same, when)
+            if last is not None and last[1] == same and last[0] != ranks and when - last[2] <= 1.0:
                 return []
         f = found.fields
         usage = tuple(
@@ -240,9 +285,12 @@ class SglangParser:
             for key, pool in lines.POOLS.items()
             if (value := lines.number(f.get(key))) is not None
         )
+        extra = (f.keys() - {"(mixed)"}) - (
+            lines.DECODE_KEYS if found.kind == "Decode" else lines.PREFILL_KEYS
+        )
+        # a key kvwatch does not know (a newer build's) is counted; the keys it knows are still read
+        unread = self._drift.seen(when, lines.unknown_shape(found.kind, extra)) if extra else []
         if found.kind == "Decode":
-            if not f.keys() <= lines.DECODE_KEYS:
-                return None
             running = lines.integer(f.get("#running-req"))
             if running is None:
                 return ParseError("sglang decode batch: no #running-req")
@@ -251,11 +299,9 @@ class SglangParser:
             queued = lines.integer(f.get("#queue-req"))
             family = lines.decode_family(found)
             return [
-                SglangDecode(self.source, when, engine, family, running, queued, tokens, usage, throughput)
+                SglangDecode(self.source, when, engine, family, running, queued, tokens, usage, throughput),
+                *unread,
             ]
-        keys = f.keys() - {"(mixed)"}
-        if not keys <= lines.PREFILL_KEYS:
-            return None
         seqs, computed, cached = (
             lines.integer(f.get(k)) for k in ("#new-seq", "#new-token", "#cached-token")
         )
@@ -267,7 +313,7 @@ class SglangParser:
             lines.integer(f.get("#running-req", f.get("(mixed)"))), lines.integer(f.get("#queue-req")),
             lines.integer(f.get("#pending-token")), usage, lines.number(f.get("input throughput (token/s)")),
         )  # fmt: skip
-        return [batch, *self._derive(batch)]
+        return [batch, *self._derive(batch), *unread]
 
     def _old_fill(self, old: re.Match[str], when: float) -> ParseResult:
         seqs, cached, computed, remaining, running, _ = old.groups()
@@ -297,6 +343,10 @@ class SglangParser:
         if going is not None:  # the chunked request is scheduled first in its rank's next batch
             if batch.seqs != 1:  # ... sharing it: its own chunk is not told apart, nor its end
                 return []
+            if self._chunk is None and batch.cached not in (0, going.cached + going.computed):
+                # a guessed chunk followed by a batch that is no continuation (those print 0 cached,
+                # or <= 0.4.1 the request's own earlier chunks): the guess was a whole prompt
+                return [*self._request(going, batch.time), *self._derive(batch)]
             # A continuation's `#cached-token` is no reuse: its own earlier chunks (<= 0.4.1) or 0 (0.4.3+).
             going.computed += batch.computed
             if self._full_chunk(batch.computed):
@@ -305,16 +355,25 @@ class SglangParser:
             return self._request(going, batch.time)
         if batch.seqs != 1:
             return []
-        if self._chunk is None and batch.computed >= _DEFAULT_CHUNK:
-            return []  # a whole prompt or a first chunk: without the chunk size it cannot tell
         start = _Chunked(batch.time, batch.cached, batch.computed, True)
+        if self._chunk is None and batch.computed >= _DEFAULT_CHUNK:
+            # Without server_args the chunk size is guessed: SGLang's chunked_prefill_size is a power of
+            # two it picks by GPU memory (2048 to 16384) or one the user sets (nearly always one too), and
+            # a whole prompt lands exactly on one rarely. A power of two is taken as a full first chunk of
+            # that size (its request ends at the next batch that is not full); any other size is a whole
+            # prompt. (Before, neither was recorded, and all-miss prompts never reached prefix_reuse_broken.)
+            if batch.computed & (batch.computed - 1) == 0:
+                self._guess = batch.computed
+                self._chunked[engine] = start
+                return []
+            return self._request(start, batch.time)
         if self._full_chunk(batch.computed):
             self._chunked[engine] = start
             return []
         return self._request(start, batch.time)
 
     def _full_chunk(self, computed: int) -> bool:
-        chunk = self._chunk
+        chunk = self._chunk if self._chunk is not None else self._guess
         if chunk is None or chunk <= 0:
             return False
         return computed >= chunk // self._page * self._page
@@ -327,6 +386,8 @@ class SglangParser:
 
     def _finished(self, message: str, when: float, text: str) -> ParseResult:
         json_line = '"request.finished"' in message
+        if requests.health_check(text):
+            return []  # (SGLang's own /health probe: a 1-token generate, no one's request)
         read = requests.numbers(text, json_line)
         if read is None:
             return ParseError("sglang --log-requests: prompt_tokens / cached_tokens unreadable")
@@ -351,6 +412,7 @@ class SglangParser:
         self._exact = values.get("log_requests") == "True"
         self._chunked.clear()
         self._seen.clear()
+        self._life.restart()
         events: list[Event] = [ServerRestart(self.source, when, "sglang")]
         events.extend(EngineFact(self.source, when, key, value) for key, value in facts)
         return events
@@ -422,5 +484,5 @@ CLOCK = LineClock(_LINE_TIME, _read_line_time, _write_line_time, first_only=True
 
 
 def make_parser(source: str, settings: ParserSettings, options: Any) -> SglangParser:
-    """The engine's parser of one source (kvwatch.engines.base.ParserFactory)."""
-    return SglangParser(source, settings)
+    """The engine's parser of one source (kvwatch.engines.base.ParserFactory), its layers' parsers in it."""
+    return SglangParser(source, settings, layer_parsers("sglang", source, settings))

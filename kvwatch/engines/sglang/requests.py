@@ -4,7 +4,10 @@ Text (`Finish: obj=..., out={... 'meta_info': {... 'prompt_tokens': N, ..., 'cac
 sglang 0.4.1+ srt/managers/tokenizer_manager.py, 0.5.8+ srt/utils/request_logger.py) and JSON
 (`{"timestamp": ..., "event": "request.finished", ..., "out": {"meta_info": {...}}}`, 0.5.8+
 srt/utils/log_utils.py `log_json`). `meta_info` is the last part of `out`, after any text, so its keys
-are looked up from the end: a prompt quoting `'cached_tokens': 5` sits earlier in the line.
+are looked up from the end: a prompt quoting `'cached_tokens': 5` sits earlier in the line. A real
+0.5.23 server prints `'cached_tokens_details': {'device': N, 'host': 0}` whenever `cached_tokens` > 0,
+HiCache or not (and no details when it is 0), and logs its own warm-up and each `/health` check as
+requests too (`rid='HEALTH_CHECK_...'`, a 1-token prompt: not recorded).
 """
 
 from __future__ import annotations
@@ -15,6 +18,11 @@ _TEXT_KEYS = ("'prompt_tokens': ", "'cached_tokens': ")
 _JSON_KEYS = ('"prompt_tokens": ', '"cached_tokens": ')
 _DIGITS = re.compile(r"\d+")
 _TIERS = ("device", "host", "storage")
+
+
+def health_check(line: str) -> bool:
+    """Whether a finished request is SGLang's own `/health` probe (`rid='HEALTH_CHECK_<hex>'`, 0.5.x)."""
+    return "rid='HEALTH_CHECK_" in line or '"rid": "HEALTH_CHECK_' in line
 
 
 def _after(line: str, key: str, start: int) -> tuple[int, int] | None:

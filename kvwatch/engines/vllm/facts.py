@@ -19,6 +19,8 @@ _EXTRA = re.compile(r"kv_connector_extra_config=(\{[^{}]*\})")
 _OFFLOAD_SIZE = re.compile(r"'kv_offloading_size': ([0-9.]+)")
 _BACKEND = re.compile(r"'kv_offloading_backend': '(\w+)'")
 _BLOCK = re.compile(r"'block_size': (\d+)")
+# The model served: `vllm serve MODEL` (0.8+: `model_tag`) or `--model`, named by --served-model-name.
+_MODEL = re.compile(r"'served_model_name': \['([^']+)'|'model': '([^']+)'|'model_tag': '([^']+)'")
 _SPEC = re.compile(r"(?:'method': |SpeculativeConfig\(method=)'(\w+)'")
 _API_SERVERS = re.compile(r"'api_server_count': (\d+)|api_server_count to data_parallel_size \((\d+)\)")
 _EXCLUDED = re.compile(r"KV offloading: (EAGLE/MTP) draft attention groups (\[[^\]]*\]) detected")
@@ -27,6 +29,11 @@ _CAPACITY = re.compile(r"\b([A-Z]+) KV cache size: ([\d,]+) tokens")
 # 0.8.5-0.10.2; device_config prints a torch.device: `cpu` for neuron too (the platform line says which).
 _PLATFORM = re.compile(r"Automatically detected platform (\w+)\.")
 _DEVICE = re.compile(r"\bdevice_config=(\w+)")
+_PREFIX_CACHING = re.compile(r"\benable_prefix_caching=(True|False)")
+# The logo (0.15+; `vLLM server version` only with VLLM_DISABLE_LOG_LOGO): `█  version 0.32.0`, which
+# vLLM prints once per start, before the engine (0.32.0's api_utils.py).
+_LOGO = re.compile(r"█ +version ([0-9][\w.+-]*)")
+_SIMPLE_OFFLOAD = re.compile(r"\b(SimpleCPUOffloadConnector): role=")
 
 
 def _version(message: str) -> Facts:
@@ -55,6 +62,9 @@ def _non_default(message: str) -> Facts:
     servers = _API_SERVERS.search(message)
     if servers:
         facts.append(("api_server_count", servers.group(1) or servers.group(2)))
+    models = {i: m for found in _MODEL.finditer(message) for i, m in enumerate(found.groups()) if m}
+    if models:  # (the served name first: what clients ask for)
+        facts.append(("model", models[min(models)]))
     if "'disable_log_stats': True" in message:
         facts.append(("stats_disabled", "--disable-log-stats"))
     return facts
@@ -68,7 +78,21 @@ def _engine_config(message: str) -> Facts:
     device = _DEVICE.search(message)
     if device:
         facts.append(("device", device.group(1)))
+    caching = _PREFIX_CACHING.search(message)
+    if caching:
+        facts.append(("prefix_caching", caching.group(1)))
     return facts
+
+
+def _logo(message: str) -> Facts:
+    match = _LOGO.search(message)
+    return [("version", match.group(1))] if match else []
+
+
+def _simple_offload(message: str) -> Facts:
+    # (VLLM_USE_SIMPLE_KV_OFFLOAD=1 picks it; no `Creating v1 connector` line names it, 0.32-0.34)
+    match = _SIMPLE_OFFLOAD.search(message)
+    return [("simple_offload", match.group(1))] if match else []
 
 
 def _platform(message: str) -> Facts:
@@ -116,6 +140,8 @@ RULES: tuple[tuple[str, Callable[[str], Facts]], ...] = (
     ("Defaulting api_server_count", _api_servers),
     ("KV cache size:", _capacity),
     ("detected platform", _platform),
+    ("█  version ", _logo),
+    ("OffloadConnector: role=", _simple_offload),
 )
 
 #: Substrings that make a line worth a look for startup facts (the prefilter's share).
@@ -130,6 +156,7 @@ MARKERS = (
     "api_server_count",
     "KV cache size",
     "detected platform",
+    "OffloadConnector: role=",
 )
 
 

@@ -20,8 +20,10 @@ from kvwatch.engines import layer_parsers
 from kvwatch.engines.vllm import facts as vllm_facts
 from kvwatch.engines.vllm.events import VllmKvTransfer, VllmSpecDecoding
 from kvwatch.engines.vllm.kv import KvPayloadError, read_kv_payload
+from kvwatch.engines.vllm.lifecycle import MARKERS as LIFE_MARKERS
+from kvwatch.engines.vllm.lifecycle import Lifecycle
 from kvwatch.engines.vllm.stats import COMMON, common_stats, parse_stats, parse_v0_prefix
-from kvwatch.model import EngineFact, Event, LogLine, ServerRestart
+from kvwatch.model import EngineFact, Event, LogLine, OffloadFailure, ServerRestart
 from kvwatch.parsers.base import BlockResult, ParseError, Parser, ParseResult, ParserSettings
 from kvwatch.parsers.clock import LineClock, YearlessClock
 from kvwatch.parsers.text import segments, strip_ansi
@@ -51,20 +53,44 @@ _PROCESS = re.compile(r"\((\w+) pid=\d+\)")
 _ENGINE_PROC = re.compile(r"EngineCore_(?:DP)?(\d+)")
 _SPEC = re.compile(r"Accepted: (\d+) tokens, Drafted: (\d+) tokens")
 _V0_SPEC = re.compile(r"Number of accepted tokens: (\d+), Number of draft tokens: (\d+)")
-_RESTART = ("vLLM API server version", "vLLM server version")
+_RESTART = ("vLLM API server version", "vLLM server version", "█  version ")
 _JSON_TIME = re.compile(r"^(?:(\d{4})-)?(\d\d)-(\d\d)[ T](\d\d):(\d\d):(\d\d)")
 _RELEASE = re.compile(r"(\d+)\.(\d+)")
 #: The first release whose V0 `_get_stats` swaps the columns on the CPU backend (vllm PR #18674).
 CPU_COLUMN_FROM = (0, 9)
 
+#: The markers of the lines with figures (the others are startup and lifecycle lines).
+_NUMBERS = ("throughput:", "Prefix cache hit rate", "KV Transfer", "SpecDecoding", "Speculative")
+
+# vLLM 0.34 (kv_offload/cpu/gpu_worker.py and the offloading connector's scheduler side): a store job
+# that failed drops its chunks (WARNING), a load job that failed leaves the request to recompute (WARNING),
+# and a transfer's ERROR names its direction (`GPU->CPU` store, `CPU->GPU` load).
+_STORE_JOB = re.compile(r"KV offload store job (\d+) failed; dropping (\d+) chunk")
+_LOAD_JOB = re.compile(r"KV offload load job (\d+) failed; request (\S+) will not load")
+_TRANSFER = re.compile(r"KV offload (GPU->CPU|CPU->GPU) transfer failed for job (\d+)")
+
+
+def _offload_failure(message: str) -> tuple[str, str, int | None, bool] | None:
+    """(kind, request, tokens, a load?) of a 0.34 offload failure line, else None."""
+    if match := _LOAD_JOB.match(message):
+        return "load_job_failed", match[2].rstrip("."), None, True
+    if match := _TRANSFER.match(message):
+        return "transfer_failed", "", None, match[1] == "CPU->GPU"
+    if _STORE_JOB.match(message):
+        return "store_job_failed", "", None, False
+    return None
+
+
 #: Every line that can yield an event contains one of these.
 MARKERS = (
+    "KV offload ",
     "throughput:",
     "Prefix cache hit rate",
     "KV Transfer metrics",
     "SpecDecoding metrics",
     "Speculative metrics",
     *vllm_facts.MARKERS,
+    *LIFE_MARKERS,
 )
 
 
@@ -98,6 +124,8 @@ class VllmParser:
         self._device: str | None = None
         self._version: str | None = None
         self._v0_column = "GPU"
+        # Whether the engine came up or died (engine_start_failed)
+        self._life = Lifecycle(source)
 
     def parse(self, line: LogLine) -> ParseResult:
         """Parse one physical line (possibly several `\\r`-separated records)."""
@@ -192,7 +220,7 @@ class VllmParser:
             if stats is None:
                 return None
             self._engine = stats.engine
-            events = [stats]
+            events = [stats] if self._life.served else [*self._life.serving(stats.time), stats]
         else:
             payload = match.string[match.end() :]
             # _message takes it for a stats line (no `R`, found at memchr's speed, is the common answer)
@@ -229,6 +257,7 @@ class VllmParser:
             "platform": self._platform,
             "device": self._device,
             "version": self._version,
+            "served": self._life.served,
         }
 
     def restore(self, state: Mapping[str, Any]) -> None:
@@ -239,6 +268,7 @@ class VllmParser:
         if not all(value is None or isinstance(value, str) for value in (platform, device, version)):
             raise TypeError("vllm parser state: platform, device and version are strings or null")
         self._platform, self._device, self._version = platform, device, version
+        self._life.served = state.get("served") is True
         self._backend()
 
     def _backend(self) -> None:
@@ -288,6 +318,8 @@ class VllmParser:
             return None
         when, prefix, message = self._time(text, transport)
         if when is None:
+            if message is text and not text.startswith("{") and not any(m in text for m in _NUMBERS):
+                return None  # (no header, before any record, no figures: a stray line, e.g. a warning)
             return ParseError("vllm: no usable time (bad date, no transport time, no earlier event)")
         events = self._message(message, prefix, when)
         if events is not None and not isinstance(events, ParseError):
@@ -300,7 +332,7 @@ class VllmParser:
             if isinstance(stats, ParseError):
                 return stats
             self._engine = stats.engine
-            return [stats]
+            return [stats] if self._life.served else [*self._life.serving(when), stats]
         if message.startswith("Prefix cache hit rate: GPU"):
             v0 = parse_v0_prefix(self.source, when, message, self._v0_column)
             return None if v0 is None else (v0 if isinstance(v0, ParseError) else [v0])
@@ -308,7 +340,16 @@ class VllmParser:
             return self._kv(message[len("KV Transfer metrics: ") :], when)
         if message.startswith(("SpecDecoding metrics: ", "Speculative metrics: ")):
             return self._spec(message, when)
-        return self._facts(message, prefix, when)
+        if message.startswith("KV offload "):
+            failed = _offload_failure(message)
+            if failed is not None:
+                kind, request, tokens, retrieve = failed
+                return [OffloadFailure(self.source, when, self._engine, kind, request, tokens, retrieve)]
+        facts = self._facts(message, prefix, when)
+        life = self._life.line(message, when)
+        if life is None:
+            return facts
+        return [*facts, *life] if isinstance(facts, list) else life
 
     def _kv(self, payload: str, when: float) -> ParseResult:
         try:
@@ -334,8 +375,11 @@ class VllmParser:
         events: list[Event] = []
         if any(needle in message for needle in _RESTART):
             self._engine = "0"
+            self._life.restart()
             events.append(ServerRestart(self.source, when, "vllm"))
         events.extend(EngineFact(self.source, when, key, value, engine) for key, value in facts)
+        for key, value in facts:
+            self._life.fact(key, value)
         keys = {key: value for key, value in facts if key in ("platform", "device", "version")}
         if keys:
             self._platform = keys.get("platform", self._platform)
