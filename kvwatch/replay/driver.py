@@ -108,7 +108,7 @@ def plan(paths: Sequence[str], engine: str, source: str | None) -> list[ReplayIn
             logs.setdefault((os.path.dirname(os.path.abspath(path)), source_name(path)), []).append(path)
         for files in logs.values():
             found = None
-            for path in sorted(files, key=_age):
+            for path in sorted(files, key=age):
                 found = detect_engine(sniff_file(path)[1])
                 if found is not None:
                     break
@@ -401,7 +401,7 @@ def _replay(
     unrecognised = [  # a log none of whose files had a line its engine knows (a rotated file of start-up
         # lines alone is no sign of a wrong engine when the rest of its log is read)
         entry[0].path
-        for files in _rotations(prepared)
+        for files in _grouped(prepared, lambda entry: entry[0])
         if not any(read[entry[0].path].recognized for entry in files)
         for entry in files
     ]
