@@ -12,6 +12,7 @@ from __future__ import annotations
 from pathlib import Path
 
 from kvwatch.detectors import engine_start_failed
+from kvwatch.engines import FACTS
 from kvwatch.engines.llamacpp.parser import LlamacppParser
 from kvwatch.engines.vllm.parser import VllmParser
 from kvwatch.model import EngineFailed, EngineReady, Event, LogLine
@@ -78,7 +79,7 @@ def lifecycle(events: list[Event]) -> list[EngineFailed | EngineReady]:
 
 
 def findings(events: list[Event]) -> list[str]:
-    windows = Windows()
+    windows = Windows(FACTS)
     for event in events:
         windows.observe(event)
     now = max(e.time for e in events)

@@ -319,7 +319,7 @@ def test_usage_windows_sum_per_second_as_the_records_would() -> None:
                     input_tokens=rng.choice([None, rng.randrange(0, 99)]))
         for _ in range(3000)
     ]  # fmt: skip
-    windows = Windows()
+    windows = Windows(FACTS)
     for record in records:
         windows.observe(record)
     (usage,) = windows.usage.groups[("gw", "m")].entries.values()
