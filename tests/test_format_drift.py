@@ -11,7 +11,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from test_golden import SAMPLES
+from corpora import SAMPLES
 
 from kvwatch.cli import main
 from kvwatch.parsers.drift import sanitise

@@ -14,7 +14,7 @@ from collections.abc import Callable
 from pathlib import Path
 
 import pytest
-from test_golden import SAMPLES
+from corpora import SAMPLES
 
 from kvwatch.cli import main
 

@@ -6,7 +6,8 @@ import json
 import re
 
 import pytest
-from test_golden import SAMPLES, golden_of
+from corpora import SAMPLES
+from test_golden import golden_of
 
 from kvwatch.cli import main
 

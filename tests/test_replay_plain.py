@@ -22,7 +22,8 @@ from datetime import datetime, timedelta
 from pathlib import Path
 
 import pytest
-from test_golden import SAMPLES, golden_of, sample_logs
+from corpora import SAMPLES, sample_logs
+from test_golden import golden_of
 
 from kvwatch.cli import main
 from kvwatch.engines import make_parser, names
