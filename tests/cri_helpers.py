@@ -57,7 +57,10 @@ def sample_lines(path: Path) -> list[Line]:
     with open_log(str(path)) as stream:
         data = stream.read()
     if not data.lstrip().startswith(b'{"log":'):
-        return [(line, "stdout", None) for line in data.split(b"\n")[:-1]]
+        lines = data.split(b"\n")
+        if not lines[-1]:  # (a last line without its newline is a line all the same: replay reads it)
+            lines.pop()
+        return [(line, "stdout", None) for line in lines]
     out: list[Line] = []
     held = b""
     for raw in data.splitlines():
