@@ -101,7 +101,9 @@ SPENDLOGS_DDL = """CREATE TABLE "LiteLLM_SpendLogs" (
 
 def _as_owner(owner: str | None) -> list[str]:
     """The prefix running a server binary as `owner` (PostgreSQL refuses to run as root)."""
-    return ["runuser", "-u", owner, "--"] if owner else []
+    # (runuser lives in /usr/sbin, which a user's bare PATH=/usr/bin:/bin does not hold)
+    runuser = shutil.which("runuser", path=f"{os.environ.get('PATH', '')}:/usr/sbin:/sbin") or "runuser"
+    return [runuser, "-u", owner, "--"] if owner else []
 
 
 class Postgres:

@@ -11,7 +11,8 @@ one comes, the failure line itself. `phase` is "startup" until the run served, "
 from __future__ import annotations
 
 import re
-from typing import Literal
+from collections.abc import Mapping
+from typing import Any, Literal
 
 from kvwatch.model import EngineFailed, EngineReady, Event
 
@@ -52,6 +53,17 @@ class Lifecycle:
         return type(other) is type(self) and vars(other) == vars(self)
 
     __hash__ = None  # type: ignore[assignment]  # (mutable)
+
+    def dump(self) -> dict[str, Any]:
+        """The run's state as JSON, saved with a parser's position (a restart of kvwatch goes on with it)."""
+        return {"served": self.served, "failing": self.failing, "named": self.named,
+                "stopping": self.stopping, "first_error": self.first_error}  # fmt: skip
+
+    def load(self, state: Mapping[str, Any]) -> None:
+        """Go on from a `dump()` (a missing key: as at a run's start)."""
+        self.served, self.failing = state.get("served") is True, state.get("failing") is True
+        self.named, self.stopping = state.get("named") is True, state.get("stopping") is True
+        self.first_error = str(state.get("first_error", ""))
 
     def restart(self) -> None:
         """A new run began: nothing of the old one applies."""

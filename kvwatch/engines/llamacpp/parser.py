@@ -113,7 +113,8 @@ class LlamacppParser:
         streams = [[port, stream.dump()] for port, stream in self._streams.items()]
         legacy = [[port, old.dump()] for port, old in self._legacy.items()]
         return {"engine": "llamacpp", "last": self._last, "runs": self._runs,
-                "clock": list(self._clock.key()), "streams": streams, "legacy": legacy}  # fmt: skip
+                "clock": list(self._clock.key()), "streams": streams, "legacy": legacy,
+                "life": self._life.dump()}  # fmt: skip
 
     def restore(self, state: Mapping[str, Any]) -> None:
         """Go on from a `snapshot()`; KeyError, TypeError or ValueError when it is not one."""
@@ -129,6 +130,7 @@ class LlamacppParser:
         self._legacy = {
             None if p is None else int(p): lg.Legacy.restored(rows) for p, rows in state.get("legacy", [])
         }
+        self._life.load(state.get("life", {}))  # (a state saved before lifecycles were read has none)
 
     def untagged_slot(self, body: str, wall: float | None) -> ParseResult:
         """`parse` of a slot line without envelope (no port, stamp, level, ANSI or `\\r`: Ollama's copy of
