@@ -3,9 +3,8 @@ values they are, or carry, are in kvwatch.model)."""
 
 from __future__ import annotations
 
-from dataclasses import dataclass, fields
-from operator import attrgetter
-from typing import Any, Literal
+from dataclasses import dataclass
+from typing import Literal
 
 from kvwatch.model import pickle_by_fields
 
@@ -33,13 +32,6 @@ class LlamaRequest:
     checkpoint_restores: int = 0
     prompt_eval_seconds: float | None = None
     derived: bool = False
-
-    def __reduce__(self) -> tuple[type[LlamaRequest], tuple[Any, ...]]:
-        """Pickled as its fields in order: replay's parsing child sends thousands (a third of the cost)."""
-        return LlamaRequest, _LLAMA_FIELDS(self)
-
-
-_LLAMA_FIELDS = attrgetter(*(f.name for f in fields(LlamaRequest)))
 
 
 pickle_by_fields(globals())

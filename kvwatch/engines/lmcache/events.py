@@ -3,9 +3,7 @@ values they are, or carry, are in kvwatch.model)."""
 
 from __future__ import annotations
 
-from dataclasses import dataclass, fields
-from operator import attrgetter
-from typing import Any
+from dataclasses import dataclass
 
 from kvwatch.model import OffloadFailure, OffloadLookup, OffloadTransfer, pickle_by_fields
 
@@ -14,22 +12,10 @@ from kvwatch.model import OffloadFailure, OffloadLookup, OffloadTransfer, pickle
 class LmcacheLookup(OffloadLookup):
     """LMCache's `Reqid: ...` lookup lines (the first with a number per request id), summed."""
 
-    def __reduce__(self) -> tuple[type[LmcacheLookup], tuple[Any, ...]]:
-        return LmcacheLookup, _LOOKUP_FIELDS(self)
-
-
-_LOOKUP_FIELDS = attrgetter(*(f.name for f in fields(LmcacheLookup)))
-
 
 @dataclass(slots=True)
 class LmcacheTransfer(OffloadTransfer):
     """LMCache's `Stored ...` / `Retrieved ...` lines of one worker, summed."""
-
-    def __reduce__(self) -> tuple[type[LmcacheTransfer], tuple[Any, ...]]:
-        return LmcacheTransfer, _TRANSFER_FIELDS(self)
-
-
-_TRANSFER_FIELDS = attrgetter(*(f.name for f in fields(LmcacheTransfer)))
 
 
 @dataclass(slots=True)

@@ -3,9 +3,7 @@ values they are, or carry, are in kvwatch.model)."""
 
 from __future__ import annotations
 
-from dataclasses import dataclass, fields
-from operator import attrgetter
-from typing import Any
+from dataclasses import dataclass
 
 from kvwatch.model import RequestRecord, pickle_by_fields
 
@@ -31,13 +29,6 @@ class SglangPrefill:
     usage: tuple[tuple[str, float], ...]
     throughput: float | None
 
-    def __reduce__(self) -> tuple[type[SglangPrefill], tuple[Any, ...]]:
-        """Pickled as its fields in order (replay's parsing child sends one per batch line)."""
-        return SglangPrefill, _SGLANGPREFILL_FIELDS(self)
-
-
-_SGLANGPREFILL_FIELDS = attrgetter(*(f.name for f in fields(SglangPrefill)))
-
 
 @dataclass(slots=True)
 class SglangDecode:
@@ -53,13 +44,6 @@ class SglangDecode:
     usage: tuple[tuple[str, float], ...]
     throughput: float | None
 
-    def __reduce__(self) -> tuple[type[SglangDecode], tuple[Any, ...]]:
-        """Pickled as its fields in order (replay's parsing child sends one per batch line)."""
-        return SglangDecode, _SGLANGDECODE_FIELDS(self)
-
-
-_SGLANGDECODE_FIELDS = attrgetter(*(f.name for f in fields(SglangDecode)))
-
 
 @dataclass(slots=True)
 class SglangRequest(RequestRecord):
@@ -70,13 +54,6 @@ class SglangRequest(RequestRecord):
 
     tiers: tuple[tuple[str, int], ...] = ()
     derived: bool = False
-
-    def __reduce__(self) -> tuple[type[SglangRequest], tuple[Any, ...]]:
-        """Pickled as its fields in order (replay's parsing child sends one per batch line)."""
-        return SglangRequest, _SGLANGREQUEST_FIELDS(self)
-
-
-_SGLANGREQUEST_FIELDS = attrgetter(*(f.name for f in fields(SglangRequest)))
 
 
 @dataclass(slots=True)

@@ -3,9 +3,7 @@ values they are, or carry, are in kvwatch.model)."""
 
 from __future__ import annotations
 
-from dataclasses import dataclass, fields
-from operator import attrgetter
-from typing import Any
+from dataclasses import dataclass
 
 from kvwatch.model import CacheRateSample, OffloadCounters, pickle_by_fields
 
@@ -16,13 +14,6 @@ class VllmStats(CacheRateSample):
     is V0's column holding the engine's KV cache (CPU on the CPU backend from 0.9.0)."""
 
     v0: bool = False
-
-    def __reduce__(self) -> tuple[type[VllmStats], tuple[Any, ...]]:
-        """Pickled as its fields in order (replay's parsing child sends one per stats line)."""
-        return VllmStats, _VLLMSTATS_FIELDS(self)
-
-
-_VLLMSTATS_FIELDS = attrgetter(*(f.name for f in fields(VllmStats)))
 
 
 @dataclass(slots=True)
@@ -44,13 +35,6 @@ class VllmPrefixV0:
 @dataclass(slots=True)
 class VllmKvTransfer(OffloadCounters):
     """One `KV Transfer metrics:` line: per-interval deltas, attributed to the engine logged just above."""
-
-    def __reduce__(self) -> tuple[type[VllmKvTransfer], tuple[Any, ...]]:
-        """Pickled as its fields in order (replay's parsing child sends one per KV Transfer line)."""
-        return VllmKvTransfer, _VLLMKV_FIELDS(self)
-
-
-_VLLMKV_FIELDS = attrgetter(*(f.name for f in fields(VllmKvTransfer)))
 
 
 @dataclass(slots=True)
