@@ -15,7 +15,7 @@ from typing import Any
 
 from kvwatch.engines import ENGINES, engine_of, layers_of
 from kvwatch.engines.capabilities import Reports, SourceView
-from kvwatch.model import Event, SourceCounts
+from kvwatch.model import Event, SourceCounts, UnreadFields
 
 #: The engine gathering an event type's figures, and how it starts one source's (None: no engine does).
 Owner = tuple[str, Callable[[], Any]] | None
@@ -30,6 +30,8 @@ class Summary:
         self.sources: dict[str, SourceView] = {}
         self._owners: dict[type, Owner] = {}
         self._layers: dict[str, Layers] = {}  # source's engine -> the layers gathering unowned events
+        #: source -> sanitised shape -> lines: what kvwatch could not (wholly) read (format drift)
+        self.unread: dict[str, dict[str, int]] = {}
 
     @property
     def counts(self) -> dict[str, SourceCounts]:
@@ -54,11 +56,14 @@ class Summary:
             view.last = time
         gather = view.gathers.get(type(event))
         if gather is None:  # (an event type new to the source: nearly every event's was found before)
-            gather = self._gather(view, type(event))
+            gather = self._gather(view, type(event), event.source)
         gather(event)
 
-    def _gather(self, view: SourceView, kind: type) -> Callable[[Any], None]:
+    def _gather(self, view: SourceView, kind: type, source: str) -> Callable[[Any], None]:
         """What takes the source's events of `kind` in, its parts started as needed, remembered."""
+        if kind is UnreadFields:
+            gather = view.gathers[kind] = partial(_tally, self.unread.setdefault(source, {}))
+            return gather
         owner = self._owners[kind] if kind in self._owners else self._owner(kind)
         if owner is not None:
             names: Layers = (owner,)
@@ -94,6 +99,11 @@ def _gathering(engine: str) -> Callable[[], Any] | None:
     """How a source's gathering of the engine's figures starts (None: it reports nothing)."""
     known = ENGINES.get(engine)
     return known.gather if isinstance(known, Reports) else None
+
+
+def _tally(shapes: dict[str, int], event: UnreadFields) -> None:
+    """Count one line of a drifted shape."""
+    shapes[event.shape] = shapes.get(event.shape, 0) + event.count
 
 
 def _each(observes: tuple[Callable[[Any], None], ...], event: Event) -> None:

@@ -9,6 +9,17 @@ from kvwatch.output.summary import Summary
 from kvwatch.times import iso
 
 
+def _unread(shapes: dict[str, int]) -> list[str]:
+    """The sanitised shapes of the lines kvwatch could not (wholly) read, commonest first."""
+    if not shapes:
+        return []
+    ordered = sorted(shapes.items(), key=lambda item: (-item[1], item[0]))
+    return [
+        "  lines not (wholly) read, by sanitised shape (numbers masked as N; see format_drift):",
+        *(f"  {count:>8}  {shape}" for shape, count in ordered),
+    ]
+
+
 def _source(name: str, view: SourceView) -> list[str]:
     counts = view.counts
     span = (
@@ -41,6 +52,7 @@ def render(summary: Summary, alerts: list[Alert]) -> str:
     lines: list[str] = []
     for name in sorted(summary.sources):
         lines.extend(_source(name, summary.sources[name]))
+        lines.extend(_unread(summary.unread.get(name, {})))
         lines.append("")
     lines.append(f"alerts: {len(alerts)} transitions")
     for alert in alerts:

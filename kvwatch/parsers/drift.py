@@ -1,15 +1,23 @@
-"""What a parser hands on when a line of a shape it knows carries what it does not (format drift).
+"""Format drift, one mechanism for every engine: what a parser hands on when a line of a kind it reads
+carries keys it does not know, or no longer has any shape it knows.
 
-An engine upgrade that adds a field, or changes a known line, must show, not go silent: each such line
-gives an `UnreadFields` event (counted per engine and sanitised shape by `kvwatch_unknown_fields_total`),
-and the first one of a shape, then its 10th, 100th, ... give the source's fact `unread:<shape>` (the
-count so far), which `format_drift` reads. A shape holds names and punctuation only: digits are masked
-and it is cut short, so no number and no prompt text leaves the parser through it.
+An engine upgrade that adds a field, renames one or rewords a known line must show, not go silent.
+Each engine declares, in its own package, the `Shapes` of its lines: the markers of the lines of the
+kinds it reads (a vLLM stats line's `loggers.py:` header, an Ollama record's `msg="cache `), and the
+shapes it knows of them, read or passed over on purpose. A parser keeps one `Drift` per source and asks
+it about the lines it could not read (`line`) and the keys it does not know on the lines it read
+(`keys`): each such line gives an `UnreadFields` event (counted per engine and sanitised shape by
+`kvwatch_unknown_fields_total`), and the first one of a shape, then its 10th, 100th, ... give the
+source's fact `unread:<shape>` (the count so far), which `format_drift` reads. A shape holds names and
+punctuation only: digits and quoted text are masked and it is cut short, so no number and no prompt
+text leaves the parser through it.
 """
 
 from __future__ import annotations
 
 import re
+from collections.abc import Iterable
+from dataclasses import dataclass
 
 from kvwatch.model import EngineFact, Event, UnreadFields
 
@@ -18,19 +26,47 @@ FACT = "unread:"
 #: Distinct shapes noted per source; later ones are counted as "other".
 MAX_SHAPES = 16
 _DIGITS = re.compile(r"\d+(?:\.\d+)?")
+_QUOTED = re.compile(r"\"(?:[^\"\\]|\\.)*\"|'(?:[^'\\]|\\.)*'")
 _CUT = 120
+_NAME_CUT = 40
 
 
 def sanitise(text: str) -> str:
-    """A line's shape: numbers masked as N, cut at 120 characters."""
-    return _DIGITS.sub("N", text)[:_CUT]
+    """A line's shape: quoted text masked as "…", numbers as N, cut at 120 characters."""
+    if '"' in text or "'" in text:
+        text = _QUOTED.sub('"…"', text)
+    return _DIGITS.sub("N", text.strip())[:_CUT]
+
+
+def key_shape(kind: str, keys: Iterable[str]) -> str:
+    """The sanitised shape of a line's keys (`kind +a,b`): names only, sorted, numbers masked, bounded."""
+    names = sorted({_DIGITS.sub("N", key)[:_NAME_CUT] for key in keys})
+    return f"{kind} +" + ",".join(names)[: _CUT - len(kind) - 2]
+
+
+@dataclass(frozen=True)
+class Shapes:
+    """An engine's lines of the kinds it reads: `markers` (a line holding one is such a line) and
+    `known`, the shapes it knows of them that it does not read (passed over on purpose); a marked line
+    its parser could not read and `known` does not match is drift."""
+
+    markers: tuple[str, ...]
+    known: re.Pattern[str] | None = None
+
+    def drifted(self, text: str) -> bool:
+        """Whether an unread line is one of the engine's kinds, in no shape it knows."""
+        for marker in self.markers:
+            if marker in text:
+                return self.known is None or self.known.search(text) is None
+        return False
 
 
 class Drift:
     """One source's drifted shapes and their counts."""
 
-    def __init__(self, source: str, engine: str) -> None:
+    def __init__(self, source: str, engine: str, shapes: Shapes | None = None) -> None:
         self.source, self.engine = source, engine
+        self.shapes = shapes
         self.counts: dict[str, int] = {}
 
     def seen(self, when: float, shape: str) -> list[Event]:
@@ -43,6 +79,20 @@ class Drift:
         if _power_of_ten(count):
             events.append(EngineFact(self.source, when, FACT + shape, str(count)))
         return events
+
+    def line(self, when: float | None, text: str, message: str | None = None) -> list[Event] | None:
+        """A line the parser could not read: its drift events when it is of the engine's kinds (then
+        it counts as read: what it says is told), else None (not the engine's: left alone). The shape
+        is of `message` (the line without its envelope, where the parser has it), else of `text`."""
+        shapes = self.shapes
+        if shapes is None or when is None or not shapes.drifted(text):
+            return None
+        return self.seen(when, sanitise(text if message is None else message))
+
+    def keys(self, when: float, kind: str, keys: Iterable[str], known: frozenset[str]) -> list[Event]:
+        """The keys of a line read by key that kvwatch does not know: their drift events ([]: none)."""
+        extra = [key for key in keys if key not in known]
+        return self.seen(when, key_shape(kind, extra)) if extra else []
 
 
 def _power_of_ten(n: int) -> bool:

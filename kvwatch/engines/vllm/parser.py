@@ -22,10 +22,11 @@ from kvwatch.engines.vllm.events import VllmKvTransfer, VllmSpecDecoding
 from kvwatch.engines.vllm.kv import KvPayloadError, read_kv_payload
 from kvwatch.engines.vllm.lifecycle import MARKERS as LIFE_MARKERS
 from kvwatch.engines.vllm.lifecycle import Lifecycle
-from kvwatch.engines.vllm.stats import COMMON, common_stats, parse_stats, parse_v0_prefix
+from kvwatch.engines.vllm.stats import COMMON, SHAPES, common_stats, parse_stats, parse_v0_prefix
 from kvwatch.model import EngineFact, Event, LogLine, OffloadFailure, ServerRestart
 from kvwatch.parsers.base import BlockResult, ParseError, Parser, ParseResult, ParserSettings
 from kvwatch.parsers.clock import LineClock, YearlessClock
+from kvwatch.parsers.drift import Drift
 from kvwatch.parsers.text import segments, strip_ansi
 from kvwatch.sources.framing import decode_whole, marker_pattern
 from kvwatch.times import parse_rfc3339
@@ -91,6 +92,7 @@ MARKERS = (
     "Speculative metrics",
     *vllm_facts.MARKERS,
     *LIFE_MARKERS,
+    *SHAPES.markers,  # (a stats line reworded: told as format drift)
 )
 
 
@@ -126,6 +128,7 @@ class VllmParser:
         self._v0_column = "GPU"
         # Whether the engine came up or died (engine_start_failed)
         self._life = Lifecycle(source)
+        self._drift = Drift(source, "vllm", SHAPES)  # stats lines of shapes or labels no release printed
 
     def parse(self, line: LogLine) -> ParseResult:
         """Parse one physical line (possibly several `\\r`-separated records)."""
@@ -322,17 +325,21 @@ class VllmParser:
                 return None  # (no header, before any record, no figures: a stray line, e.g. a warning)
             return ParseError("vllm: no usable time (bad date, no transport time, no earlier event)")
         events = self._message(message, prefix, when)
+        if events is None:
+            events = self._drift.line(when, text, message)
         if events is not None and not isinstance(events, ParseError):
             self._last_time = when
         return events
 
     def _message(self, message: str, prefix: str, when: float) -> ParseResult:
         if "throughput:" in message and "Running:" in message:
-            stats = parse_stats(self.source, when, message, self._v0_column)
-            if isinstance(stats, ParseError):
+            unknown: list[str] = []
+            stats = parse_stats(self.source, when, message, self._v0_column, unknown)
+            if stats is None or isinstance(stats, ParseError):
                 return stats
             self._engine = stats.engine
-            return [stats] if self._life.served else [*self._life.serving(when), stats]
+            events: list[Event] = [stats] if self._life.served else [*self._life.serving(when), stats]
+            return events + self._drift.keys(when, "stats", unknown, frozenset()) if unknown else events
         if message.startswith("Prefix cache hit rate: GPU"):
             v0 = parse_v0_prefix(self.source, when, message, self._v0_column)
             return None if v0 is None else (v0 if isinstance(v0, ParseError) else [v0])

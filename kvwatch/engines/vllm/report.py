@@ -8,6 +8,7 @@ from kvwatch.engines.capabilities import SourceView
 from kvwatch.engines.cells import pct, size
 from kvwatch.engines.vllm.events import VllmKvTransfer, VllmPrefixV0, VllmStats
 from kvwatch.model import EngineFact
+from kvwatch.parsers.drift import FACT as DRIFT_FACT
 
 
 @dataclass
@@ -53,8 +54,8 @@ class Figures:
                 eng.load_bytes = (eng.load_bytes or 0) + event.load_bytes
         elif isinstance(event, VllmPrefixV0):
             self._engine(event.engine).prefix = event.hit
-        elif isinstance(event, EngineFact):
-            self.facts[event.key] = event.value
+        elif isinstance(event, EngineFact) and not event.key.startswith(DRIFT_FACT):
+            self.facts[event.key] = event.value  # (drifted shapes: the report's own list, exact)
 
     def _engine(self, name: str) -> EngineView:
         eng = self.engines.get(name)

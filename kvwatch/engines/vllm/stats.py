@@ -16,12 +16,32 @@ from typing import Any
 
 from kvwatch.engines.vllm.events import VllmPrefixV0, VllmStats
 from kvwatch.parsers.base import ParseError
+from kvwatch.parsers.drift import Shapes
 from kvwatch.parsers.text import count, finite, percent
 
 _ENGINE = re.compile(r"^(?:Engine (\d+)|(\d+) Engines Aggregated): ")
 _FIELD = re.compile(r"([A-Z][A-Za-z ]*?): ([^,]*)")
 _DEVICE_USAGE = re.compile(r"^([A-Z][A-Z0-9]*) KV cache usage$")
 _V0_PREFIX = re.compile(r"^Prefix cache hit rate: GPU: ([^%]+)%, CPU: ([^%]+)%")
+
+
+#: Every label a stats line of a released version prints (0.4 to 0.33; `<DEV> KV cache usage` apart):
+#: another is counted as unknown (format drift), the line still read for these.
+LABELS = frozenset(
+    {
+        "Avg prompt throughput", "Avg generation throughput", "Running", "Waiting", "Swapped", "Pending",
+        "Preemptions", "Prefix cache hit rate", "External prefix cache hit rate", "MM cache hit rate",
+        "Deferred", "KV fetch", "Corrupted",
+    }
+)  # fmt: skip
+#: What a stats line must say: without one of these it is a shape no release printed (drift).
+REQUIRED = ("Avg prompt throughput", "Avg generation throughput", "Running")
+
+#: vLLM's lines of the kinds kvwatch reads (kvwatch.parsers.drift): the stats loggers' records
+#: (`vllm/v1/metrics/loggers.py`, V0's `vllm/engine/metrics.py`, the KV Transfer and SpecDecoding
+#: `metrics.py` modules), and any `throughput:` message (a JSON log has no file column). Known and not
+#: read: the aggregated logger's `vllm cache_config_info` record (DEBUG from 0.11.2).
+SHAPES = Shapes(("loggers.py:", "metrics.py:", "throughput:"), re.compile(r"cache_config_info"))
 
 
 def engine_label(message: str) -> tuple[str, str]:
@@ -131,13 +151,26 @@ def _kv_usage(fields: dict[str, str], v0: bool, column: str) -> tuple[str, str] 
     return None
 
 
-def parse_stats(source: str, time: float, message: str, v0_column: str = "GPU") -> VllmStats | ParseError:
-    """Parse a stats message (after the log header) into one engine's interval.
+def unknown_labels(fields: dict[str, str] | list[str]) -> list[str]:
+    """The labels of a stats line that no release printed (a `<DEV> KV cache usage` is known)."""
+    return [label for label in fields if label not in LABELS and _DEVICE_USAGE.match(label) is None]
 
-    `v0_column` is the V0 line's column that holds the engine's KV cache (GPU, or CPU: see above).
+
+def parse_stats(
+    source: str, time: float, message: str, v0_column: str = "GPU", unknown: list[str] | None = None
+) -> VllmStats | ParseError | None:
+    """Parse a stats message (after the log header) into one engine's interval; None when it lacks a
+    label every release prints (a shape of no release: drift, not an error).
+
+    `v0_column` is the V0 line's column that holds the engine's KV cache (GPU, or CPU: see above);
+    `unknown`, when given, receives the labels no release printed (the line is read for the others).
     """
     engine, body = engine_label(message)
     fields = _fields(body.rstrip("."))
+    if any(label not in fields for label in REQUIRED):
+        return None
+    if unknown is not None:
+        unknown += unknown_labels(fields)
     v0 = "Swapped" in fields or "Pending" in fields
     prompt = _rate(fields.get("Avg prompt throughput"), "tokens/s")
     generation = _rate(fields.get("Avg generation throughput"), "tokens/s")
