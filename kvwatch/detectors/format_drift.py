@@ -13,7 +13,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 from kvwatch.model import Finding
-from kvwatch.parsers.drift import FACT
+from kvwatch.parsers.drift import read_fact
 from kvwatch.windows.window import Windows, ordered
 
 CAUSE = (
@@ -41,11 +41,17 @@ def detect(windows: Windows, now: float, cfg: Settings) -> list[Finding]:
         return []
     findings = []
     for source, win in ordered(windows.sources):
-        shapes = {k[len(FACT) :]: int(v) for k, v in win.facts.items() if k.startswith(FACT) and v.isdigit()}
+        shapes: dict[str, int] = {}
+        engines: set[str] = set()
+        for key, value in win.facts.items():
+            drifted = read_fact(key)
+            if drifted is not None and value.isdigit():
+                engines.add(drifted[0])
+                shapes[drifted[1]] = shapes.get(drifted[1], 0) + int(value)
         total = sum(shapes.values())
         if not shapes or total < cfg.min_lines:
             continue
-        engine = win.kind or "unknown"
+        engine = ", ".join(sorted(engines))  # (the parser's engine that read the lines: a layer's own)
         listed = "; ".join(f"{shape} ({count})" for shape, count in sorted(shapes.items()))
         findings.append(
             Finding(

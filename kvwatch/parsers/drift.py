@@ -21,7 +21,7 @@ from dataclasses import dataclass
 
 from kvwatch.model import EngineFact, Event, UnreadFields
 
-#: The fact key prefix of a drifted shape (its value: the lines counted so far).
+#: The fact key prefix of a drifted shape, `unread:<engine>:<shape>` (its value: the lines counted so far).
 FACT = "unread:"
 #: Distinct shapes noted per source; later ones are counted as "other".
 MAX_SHAPES = 16
@@ -32,10 +32,11 @@ _NAME_CUT = 40
 
 
 def sanitise(text: str) -> str:
-    """A line's shape: quoted text masked as "…", numbers as N, cut at 120 characters."""
+    """A line's shape: quoted text masked as "…", numbers as N, runs of spaces as one (padding), cut at
+    120 characters."""
     if '"' in text or "'" in text:
         text = _QUOTED.sub('"…"', text)
-    return _DIGITS.sub("N", text.strip())[:_CUT]
+    return _DIGITS.sub("N", " ".join(text.split()))[:_CUT]
 
 
 def key_shape(kind: str, keys: Iterable[str]) -> str:
@@ -77,7 +78,7 @@ class Drift:
         count = counts[shape] = counts.get(shape, 0) + 1
         events: list[Event] = [UnreadFields(self.source, when, self.engine, shape)]
         if _power_of_ten(count):
-            events.append(EngineFact(self.source, when, FACT + shape, str(count)))
+            events.append(EngineFact(self.source, when, f"{FACT}{self.engine}:{shape}", str(count)))
         return events
 
     def line(self, when: float | None, text: str, message: str | None = None) -> list[Event] | None:
@@ -93,6 +94,14 @@ class Drift:
         """The keys of a line read by key that kvwatch does not know: their drift events ([]: none)."""
         extra = [key for key in keys if key not in known]
         return self.seen(when, key_shape(kind, extra)) if extra else []
+
+
+def read_fact(key: str) -> tuple[str, str] | None:
+    """(engine, shape) of a drifted shape's fact key, else None (another fact)."""
+    if not key.startswith(FACT):
+        return None
+    engine, _, shape = key[len(FACT) :].partition(":")
+    return engine, shape
 
 
 def _power_of_ten(n: int) -> bool:

@@ -13,6 +13,7 @@ import re
 from dataclasses import dataclass
 
 from kvwatch.parsers.clock import LineClock, YearlessClock
+from kvwatch.parsers.drift import Shapes
 from kvwatch.parsers.text import strip_ansi
 from kvwatch.times import parse_rfc3339
 
@@ -63,6 +64,11 @@ PROMPT_EVAL = re.compile(r"prompt eval time = +(\S+) ms / +(\S+) tokens")
 EVAL = re.compile(r"eval time = +(\S+) ms / +(\S+) tokens")
 STOP = re.compile(r"stop processing: (?:n_past|n_tokens) = ([^\s,]+)")
 FOUND = re.compile(r"- found better prompt with f_keep = ([^\s,]+), (?:f_)?sim = (\S+)")
+
+#: llama.cpp's lines of the kinds kvwatch reads (kvwatch.parsers.drift): a request's slot message that
+#: names a figure kvwatch reads (its prompt's size, a timing, the pick's f_keep) but begins as none of
+#: the messages it reads does: the wording changed, and the request's figures would go missing.
+SHAPES = Shapes(("n_prompt_tokens", "task.n_tokens", " time = ", "f_keep"))
 
 _INT = re.compile(r"-?\d+")
 

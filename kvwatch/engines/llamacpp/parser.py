@@ -43,6 +43,7 @@ from kvwatch.engines.llamacpp.slots import READ, Request, Stream
 from kvwatch.model import Event, LogLine, ServerRestart
 from kvwatch.parsers.base import BlockResult, ParseError, ParseResult, ParserSettings, tally
 from kvwatch.parsers.clock import YearlessClock
+from kvwatch.parsers.drift import Drift
 
 #: The first letters of a 2024 `server_log` line (INFO, DEBUG, VERB, WARN, ERR).
 _LEGACY_START = frozenset("IDVWE")
@@ -107,6 +108,7 @@ class LlamacppParser:
         self._seconds = 0
         self._legacy: dict[int | None, lg.Legacy] = {}  # a 2024 server's requests, per stream
         self._life = life.lifecycle(source)  # whether the server came up or died (engine_start_failed)
+        self._drift = Drift(source, "llamacpp", ln.SHAPES)  # slot messages reworded (format drift)
 
     def snapshot(self) -> dict[str, Any]:
         """Its state as JSON, saved with a position: a restart then finishes the requests in progress."""
@@ -121,6 +123,8 @@ class LlamacppParser:
         if state["engine"] != "llamacpp":
             raise ValueError(f"a state of engine {state['engine']!r}")
         streams = {None if p is None else int(p): Stream.restored(s) for p, s in state["streams"]}
+        for stream in streams.values():
+            stream.drift = self._drift
         year, month = state["clock"]
         last = state["last"]
         self._clock.resume((year, month))
@@ -420,7 +424,7 @@ class LlamacppParser:
                     else:
                         ended = stream.update(where, msg)
                         last, pending = stamp, True  # its clock is a quiet line's, unless it ends
-                        if ended is False:
+                        if ended is False or ended is None:
                             recognized += 1
                             continue
                         if ended is True:  # ... the request: it is emitted at this line's time
@@ -544,7 +548,7 @@ class LlamacppParser:
         body = env.body
         stream = self._streams.get(env.port)
         if stream is None:
-            stream = self._streams[env.port] = Stream()
+            stream = self._streams[env.port] = Stream(drift=self._drift)
         wall = transport if transport is not None else env.wall
         old = lg.read(body) if body.lstrip()[:1] in _LEGACY_START else None
         if wall is None and old is not None:

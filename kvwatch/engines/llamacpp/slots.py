@@ -10,6 +10,7 @@ from kvwatch.engines.llamacpp import lines as ln
 from kvwatch.engines.llamacpp.events import LlamaRequest
 from kvwatch.model import Event
 from kvwatch.parsers.base import ParseError, ParseResult
+from kvwatch.parsers.drift import Drift
 
 Selection = Literal["lcp", "lru", "id", "unknown"]
 
@@ -89,10 +90,12 @@ class Stream:
     # to_int() of slot and task ids already read: int() is a tenth of a slot line's cost, and a task's
     # id comes back on each of its dozen lines (a cache: it is emptied now and then).
     ids: dict[str, int] = field(default_factory=dict)
+    #: the source's drifted shapes (set by the parser; a message it cannot read is told there)
+    drift: Drift | None = field(default=None, compare=False)
 
     def reset(self) -> None:
-        """A new process: nothing of the old one applies."""
-        fresh = Stream()
+        """A new process: nothing of the old one applies (but the source's drift, which is the source's)."""
+        fresh = Stream(drift=self.drift)
         for name in Stream.__slots__:
             setattr(self, name, getattr(fresh, name))
 
@@ -224,7 +227,10 @@ class Stream:
             self.timing = (slot, task)
             return []
         if msg[:4] not in READ and "memory_seq_rm" not in msg:
-            return []  # sampler, progress and graph lines, most of a -lv 4 log: no _update branch reads them
+            # sampler, progress and graph lines, most of a -lv 4 log: no _update branch reads them
+            # (but one naming a figure kvwatch reads is a reworded message: told as format drift)
+            drift = self.drift
+            return (drift.line(now, msg) or []) if drift is not None else []
         return self.apply((slot, request), msg, now, source)
 
     def apply(self, where: tuple[int, Request], msg: str, now: float, source: str) -> ParseResult:
@@ -232,10 +238,14 @@ class Stream:
         ended = self.update(where, msg)
         if isinstance(ended, ParseError):
             return ended
+        if ended is None:  # begins as a message it reads, but is none of them: reworded, maybe
+            drift = self.drift
+            return (drift.line(now, msg) or []) if drift is not None else []
         return self.finish(where, now, source) if ended else []
 
-    def update(self, where: tuple[int, Request], msg: str) -> bool | ParseError:
-        """Fold a message into the slot's request in progress: True when it ends the request."""
+    def update(self, where: tuple[int, Request], msg: str) -> bool | ParseError | None:
+        """Fold a message into the slot's request in progress: True when it ends the request (None:
+        not a message it reads)."""
         try:
             return _update(where[1], msg)
         except ln.GarbledError as exc:
@@ -323,8 +333,8 @@ class Stream:
                 pick.broken = True
 
 
-def _update(request: Request, msg: str) -> bool:
-    """Fold one message into the request; True when it ends the request."""
+def _update(request: Request, msg: str) -> bool | None:
+    """Fold one message into the request; True when it ends the request (None: none it reads)."""
     # (The messages each request has come first; only memory_seq_rm's test must stay second: its
     # word may follow any prefix.)
     if msg.startswith("new prompt"):
@@ -360,6 +370,8 @@ def _update(request: Request, msg: str) -> bool:
             request.restore_past = ln.to_int(match[1])
     elif msg.startswith("forcing full prompt re-processing"):
         request.full = True
+    else:
+        return None
     return False
 
 

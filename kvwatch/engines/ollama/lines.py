@@ -10,6 +10,8 @@ from __future__ import annotations
 import re
 from dataclasses import dataclass
 
+from kvwatch.parsers.drift import Shapes, key_shape
+
 #: journald / syslog: `Mon DD HH:MM:SS host ollama[PID]: ` (any program name: a renamed unit too).
 #: (a pasted log may have its host and PID blanked: `Sep 11 00:03:06   ollama[]: `, ollama#18373)
 JOURNAL = re.compile(r"([A-Z][a-z]{2}) +(\d{1,2}) (\d\d):(\d\d):(\d\d) +(?:\S+ +)?([^\s:\[]+)\[(\d*)\]: ")
@@ -37,6 +39,37 @@ BARE_CACHE = re.compile(r"cache (hit|miss) +total=\d+ +matched=\d+ +cached=\d+ +
 VERSION = re.compile(r"\(version ([^\s)]+)\)")
 # `server config env="map[... OLLAMA_DEBUG:INFO ...]"` (a level since 0.5-ish, a bool before)
 DEBUG_SETTING = re.compile(r"OLLAMA_DEBUG:([^\s\]]*)")
+
+
+#: slog's own keys on every record (AddSource's `source` too).
+_SLOG_KEYS = frozenset({"time", "level", "source", "msg"})
+#: The attributes of each record kvwatch reads as a request (x/mlxrunner/prefix_cache.go `cache hit` /
+#: `cache miss`; runner/*/cache.go `loading cache slot`), and those it must have: another key is
+#: counted as unknown (format drift), a missing one makes the record a shape of no release.
+RECORD_KEYS = {
+    "cache hit": frozenset({"total", "matched", "cached", "left"}),
+    "cache miss": frozenset({"total", "matched", "cached", "left"}),
+    "loading cache slot": frozenset({"id", "cache", "prompt", "used", "remaining"}),
+}
+REQUIRED = {
+    "cache hit": ("total", "matched", "cached", "left"),
+    "cache miss": ("total", "matched", "cached", "left"),
+    "loading cache slot": ("id", "cache", "prompt", "used"),
+}
+KNOWN = {msg: keys | _SLOG_KEYS for msg, keys in RECORD_KEYS.items()}
+#: Ollama's records of the kind kvwatch reads (kvwatch.parsers.drift): those carrying a request's cache
+#: figures, by their attributes' names (the message may be reworded; see `figure_keys`).
+SHAPES = Shapes((" cached ", " used ", " matched "))
+
+
+def figure_keys(attrs: dict[str, str]) -> str:
+    """The attributes' names as a text `SHAPES` tests (` a b c `)."""
+    return " " + " ".join(attrs) + " "
+
+
+def record_shape(record: Record) -> str:
+    """A record's sanitised shape: its message, then its attributes' names (never their values)."""
+    return key_shape(record.msg[:60], (key for key in record.attrs if key not in _SLOG_KEYS))
 
 
 class GarbledError(ValueError):

@@ -39,6 +39,7 @@ from kvwatch.engines.ollama.lifecycle import lifecycle
 from kvwatch.model import EngineFact, Event, LogLine, ServerRestart
 from kvwatch.parsers.base import BlockResult, ParseError, Parser, ParseResult, ParserSettings, tally
 from kvwatch.parsers.clock import LineClock, YearlessClock
+from kvwatch.parsers.drift import Drift
 from kvwatch.parsers.text import strip_ansi
 from kvwatch.times import parse_rfc3339
 
@@ -188,6 +189,7 @@ class OllamaParser:
         self._reused = reused
         self._clock = YearlessClock(settings.year or settings.now_year, settings.tz)
         self._life = lifecycle(source)  # whether its model runner came up or died (engine_start_failed)
+        self._drift = Drift(source, "ollama", ol.SHAPES)  # records of shapes or keys no release printed
         self._runners: dict[str, Parser] = {}
         self._runner = ""  # the runner that started last
         self._models: dict[str, str] = {}  # runner -> its model label
@@ -451,7 +453,18 @@ class OllamaParser:
     def _slog(self, record: ol.Record, wall: float | None) -> ParseResult:
         msg, attrs = record.msg, record.attrs
         now = self._now(parse_rfc3339(record.time) if record.time else wall)
-        if msg in ("cache hit", "cache miss"):
+        required = ol.REQUIRED.get(msg)
+        if required is not None:
+            if any(key not in attrs for key in required):  # a key renamed: a record of no release
+                return self._drift.seen(now, ol.record_shape(record))
+            read = self._request(msg, attrs, now)
+            unknown = self._drift.keys(now, msg, attrs, ol.KNOWN[msg])  # (read for the keys it knows)
+            return read + unknown if unknown else read
+        return self._other(record, now)
+
+    def _request(self, msg: str, attrs: dict[str, str], now: float) -> list[Event]:
+        """A request's record (`cache hit` / `cache miss`, `loading cache slot`) with its keys."""
+        if msg != "loading cache slot":
             total, cached = ol.number(attrs, "total"), ol.number(attrs, "cached")
             matched = ol.number(attrs, "matched")
             ol.number(attrs, "left")
@@ -461,19 +474,16 @@ class OllamaParser:
                     model=self._label(self._runner), matched=matched,
                 )
             )  # fmt: skip
-        if msg == "loading cache slot":
-            slot, prompt, used = (ol.number(attrs, k) for k in ("id", "prompt", "used"))
-            ol.number(attrs, "cache")
-            record_ = OllamaRequest(
-                self.source,
-                now,
-                prompt,
-                used,
-                slot=slot,
-                runner=self._runner,
-                model=self._label(self._runner),
-            )
-            return self._record(record_)
+        slot, prompt, used = (ol.number(attrs, k) for k in ("id", "prompt", "used"))
+        ol.number(attrs, "cache")
+        record = OllamaRequest(
+            self.source, now, prompt, used, slot=slot, runner=self._runner, model=self._label(self._runner)
+        )
+        return self._record(record)
+
+    def _other(self, record: ol.Record, now: float) -> ParseResult:
+        """A record other than a request's: cache events, runner starts, restarts, lifecycle, drift."""
+        msg, attrs = record.msg, record.attrs
         kind: EventKind | None = _EVENTS.get(msg) or ("clear" if msg.startswith(_CLEARS) else None)
         if kind is not None:
             return [OllamaCacheEvent(self.source, now, kind, self._runner)]
@@ -497,7 +507,11 @@ class OllamaParser:
             return [EngineFact(self.source, now, "ollama_debug", setting[1] if setting else "unset")]
         error = attrs.get("error")
         lived = self._life.line(f"{msg}: {error}" if error else msg, now)
-        return [] if lived is None else lived
+        if lived is not None:
+            return lived
+        # a record with a request's cache figures under a message no release printed: told, not dropped
+        drifted = self._drift.line(now, ol.figure_keys(attrs), ol.record_shape(record))
+        return [] if drifted is None else drifted
 
     def _restart(self, now: float, msg: str) -> list[Event]:
         version = ol.VERSION.search(msg)
