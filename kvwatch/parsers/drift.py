@@ -17,7 +17,7 @@ from __future__ import annotations
 
 import re
 from collections.abc import Iterable
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 
 from kvwatch.model import EngineFact, Event, UnreadFields
 
@@ -62,13 +62,14 @@ class Shapes:
         return False
 
 
+@dataclass
 class Drift:
-    """One source's drifted shapes and their counts."""
+    """One source's drifted shapes and their counts (the engine's `shapes`: which unread lines are drift)."""
 
-    def __init__(self, source: str, engine: str, shapes: Shapes | None = None) -> None:
-        self.source, self.engine = source, engine
-        self.shapes = shapes
-        self.counts: dict[str, int] = {}
+    source: str
+    engine: str
+    shapes: Shapes | None = None
+    counts: dict[str, int] = field(default_factory=dict)
 
     def seen(self, when: float, shape: str) -> list[Event]:
         """One more line of a drifted `shape` (already sanitised): its events."""
@@ -94,6 +95,11 @@ class Drift:
         """The keys of a line read by key that kvwatch does not know: their drift events ([]: none)."""
         extra = [key for key in keys if key not in known]
         return self.seen(when, key_shape(kind, extra)) if extra else []
+
+
+def is_fact(key: str) -> bool:
+    """Whether a fact's key is a drifted shape's."""
+    return key.startswith(FACT)
 
 
 def read_fact(key: str) -> tuple[str, str] | None:

@@ -29,6 +29,8 @@ from __future__ import annotations
 import re
 from typing import Literal
 
+from kvwatch.parsers.drift import Shapes
+
 #: The versions whose framing the parser knows (from the pastes cited in samples/README.lmstudio.md).
 KNOWN_VERSIONS = ("0.3.15", "0.3.18", "0.3.31", "0.4.5", "0.4.12", "0.4.14")
 LEVELS = frozenset({"DEBUG", "INFO", "WARN", "WARNING", "ERROR"})
@@ -40,16 +42,15 @@ ONE_LINE = re.compile(r"\[(\d{4})-(\d\d)-(\d\d) (\d\d):(\d\d):(\d\d)\]\[([A-Z]+)
 TAGS = re.compile(r"((?:\[[^\[\]]{1,200}\])+):? ?")
 
 USING = re.compile(r"Prompt cache: using (\d+)/(\d+) tokens from cache\s*$")
-RESTORE = re.compile(
-    r"Prompt cache restore: cached_tokens=(\d+) uncached_tokens=(-?\d+)"
-    r" lifetime_efficiency=(\d+(?:\.\d+)?)%\s*$"
-)
+#: mlx-engine's `key=value` lines, read by key (coordinator.py's restore line, cache_store.py's disk line):
+#: each one's keys, and those it must have.
+RESTORE_KEYS = frozenset({"cached_tokens", "uncached_tokens", "lifetime_efficiency"})
+DISK_KEYS = frozenset({"used_mib", "cap_mib", "lifetime_evicted_mib", "records", "lifetime"})
+DISK_REQUIRED = ("used_mib", "cap_mib", "records")
+_PAIR = re.compile(r"(\w+)=([^\s,]*)")
 TRIMMED = re.compile(r"Trimmed (\d+) tokens from the prompt cache\s*$")
 REUSE = re.compile(
     r"Cache reuse summary: (\d+)/(\d+) of prompt \((\d+(?:\.\d+)?)%\), (\d+) prefix, (\d+) non-prefix"
-)
-DISK = re.compile(
-    r"VLM prompt cache disk usage: used_mib=(\d+(?:\.\d+)?) cap_mib=(\d+(?:\.\d+)?) .*?records=(\d+)"
 )
 MIB = 1024 * 1024
 #: mlx-engine's per-request lines, unambiguous alone (a paste without LM Studio's framing, lmstudio#2419).
@@ -81,8 +82,37 @@ GENERATION = "Running chat completion on conversation with "
 NOT_MODELS = ("LM STUDIO SERVER", "Client=", "Endpoint=", "LMSInternal", "Plugin(")
 
 
+#: LM Studio's lines of the kinds kvwatch reads (kvwatch.parsers.drift): mlx-engine's prompt cache lines
+#: and the llama.cpp runtime's reuse summary, by their words; one that reads as none of their shapes
+#: is a reworded line.
+SHAPES = Shapes(("Prompt cache", "cached_tokens", "tokens from cache", "Cache reuse"))
+
+
 class GarbledError(ValueError):
     """A known line whose numbers cannot be read."""
+
+
+def pairs(text: str) -> dict[str, str]:
+    """A line's `key=value` pairs, in any order (a value ends at a space or a comma)."""
+    return dict(_PAIR.findall(text))
+
+
+def integer(values: dict[str, str], key: str, signed: bool = False) -> int:
+    """An integer value, else GarbledError."""
+    value = values[key]
+    digits = value[1:] if signed and value[:1] == "-" else value
+    if not digits.isdecimal():
+        raise GarbledError(f"{key}={value[:20]!r} is not an integer")
+    return int(value)
+
+
+def decimal(values: dict[str, str], key: str, unit: str = "") -> float:
+    """A non-negative decimal value (its `unit` suffix optional), else GarbledError."""
+    value = values[key].removesuffix(unit) if unit else values[key]
+    whole, _, fraction = value.partition(".")
+    if not whole.isdecimal() or (fraction and not fraction.isdecimal()):
+        raise GarbledError(f"{key}={values[key][:20]!r} is not a number")
+    return float(value)
 
 
 def split_tags(message: str) -> tuple[list[str], str]:

@@ -31,6 +31,7 @@ from kvwatch.engines.lmstudio.events import (
 from kvwatch.model import EngineFact, Event, LogLine
 from kvwatch.parsers.base import BlockResult, ParseError, ParseResult, ParserSettings
 from kvwatch.parsers.clock import LineClock
+from kvwatch.parsers.drift import Drift, sanitise
 from kvwatch.parsers.text import strip_ansi
 from kvwatch.sources.scanner import Scanner
 from kvwatch.times import zone
@@ -171,6 +172,7 @@ class LmstudioParser:
         self._seen_debug = False
         self._records = 0
         self._blind = ""
+        self._drift = Drift(source, "lmstudio", ls.SHAPES)  # cache lines reworded, keys of no release
 
     def parse(self, line: LogLine) -> ParseResult:
         """The events of one line; [] for a recognised line with none; None for a foreign line."""
@@ -363,14 +365,15 @@ class LmstudioParser:
             if body.startswith(start):
                 return [LmstudioCacheEvent(self.source, now, "clear", reason=reason)]
         if "prompt cache disk usage" in body:
-            disk = ls.DISK.search(body)
-            if disk is None:
-                raise ls.GarbledError("a torn disk usage line")
-            used, cap = float(disk[1]) * ls.MIB, float(disk[2]) * ls.MIB
-            return [LmstudioDiskUsage(self.source, now, used, cap, int(disk[3]))]
+            values = ls.pairs(body)
+            if any(key not in values for key in ls.DISK_REQUIRED):  # a key renamed: a line of no release
+                return self._drift.seen(now, sanitise(body))
+            used, cap = ls.decimal(values, "used_mib") * ls.MIB, ls.decimal(values, "cap_mib") * ls.MIB
+            disk = LmstudioDiskUsage(self.source, now, used, cap, ls.integer(values, "records"))
+            return [disk, *self._drift.keys(now, "disk usage", values, ls.DISK_KEYS)]
         if body.startswith(ls.GENERATION):
             return self._generation(now)
-        return []
+        return self._drift.line(now, body) or []
 
     def _using(self, prompt: int, cached: int) -> ParseResult:
         """`_message` of mlx-engine's `[cache_wrapper][INFO]: Prompt cache: using N/M tokens from cache`."""
@@ -386,12 +389,15 @@ class LmstudioParser:
                 raise ls.GarbledError("a torn `Prompt cache: using` line")
             return self._record(int(match[2]), int(match[1]), "mlx", None)
         if body.startswith("Prompt cache restore: "):
-            match = ls.RESTORE.match(body)
-            if match is None:
-                raise ls.GarbledError("a torn `Prompt cache restore` line")
-            cached, uncached = int(match[1]), int(match[2])
-            return self._record(cached + uncached + 1, cached, "mlx-vision", float(match[3]) / 100)
-        return []
+            values = ls.pairs(body)
+            if any(key not in values for key in ls.RESTORE_KEYS):  # a key renamed: a line of no release
+                return self._drift.seen(now, sanitise(body))
+            cached = ls.integer(values, "cached_tokens")
+            uncached = ls.integer(values, "uncached_tokens", signed=True)
+            efficiency = ls.decimal(values, "lifetime_efficiency", "%") / 100
+            record = self._record(cached + uncached + 1, cached, "mlx-vision", efficiency)
+            return [*record, *self._drift.keys(now, "restore", values, ls.RESTORE_KEYS)]
+        return self._drift.line(now, body) or []
 
     def _label(self) -> str:
         model = self._model

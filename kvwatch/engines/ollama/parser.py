@@ -36,10 +36,10 @@ from kvwatch.engines.llamacpp.events import LlamaRequest
 from kvwatch.engines.ollama import lines as ol
 from kvwatch.engines.ollama.events import OllamaAccess, OllamaCacheEvent, OllamaRequest
 from kvwatch.engines.ollama.lifecycle import lifecycle
-from kvwatch.model import EngineFact, Event, LogLine, ServerRestart
+from kvwatch.model import EngineFact, Event, LogLine, ServerRestart, UnreadFields
 from kvwatch.parsers.base import BlockResult, ParseError, Parser, ParseResult, ParserSettings, tally
 from kvwatch.parsers.clock import LineClock, YearlessClock
-from kvwatch.parsers.drift import Drift
+from kvwatch.parsers.drift import Drift, is_fact
 from kvwatch.parsers.text import strip_ansi
 from kvwatch.times import parse_rfc3339
 
@@ -617,6 +617,8 @@ class OllamaParser:
         for event in result:
             if isinstance(event, LlamaRequest):
                 events += self._from_llama(event, runner)
+            elif isinstance(event, UnreadFields) or (isinstance(event, EngineFact) and is_fact(event.key)):
+                events.append(event)  # (a runner's line of a shape no build printed: told as it is)
             # (a runner's own start is not Ollama's: ServerRestart comes from `Listening on`)
         return events
 
