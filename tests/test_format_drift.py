@@ -72,10 +72,11 @@ def test_a_batch_line_of_an_unknown_shape_is_told_not_dropped(tmp_path: Path) ->
     path.write_text("\n".join(lines) + "\n")
     report = replay(path)
     [drift] = [a for a in report["alerts"] if a["alert"] == "format_drift"]
-    assert {"Prefill batch vN | seqs=N new=N cached=N": 1} == drift["evidence"]["shapes"]
+    assert {"Prefill batch N | seqs=N new=N cached=N": 1} == drift["evidence"]["shapes"]
 
 
 def test_sanitise_masks_numbers_and_cuts() -> None:
-    """A shape holds no number, and at most 120 characters."""
-    assert "a N b N.x" == sanitise("a 12 b 3.5.x")
+    """A shape holds no number, no id, no quoted text, and at most 120 characters."""
+    assert "a N b N" == sanitise("a 12 b 3.5.x")
+    assert 'Reqid: N, msg="…" cuda:N' == sanitise('Reqid:  chatcmpl-9f3a, msg="a prompt" cuda:0')
     assert 120 == len(sanitise("x" * 500))

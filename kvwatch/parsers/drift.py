@@ -26,17 +26,20 @@ FACT = "unread:"
 #: Distinct shapes noted per source; later ones are counted as "other".
 MAX_SHAPES = 16
 _DIGITS = re.compile(r"\d+(?:\.\d+)?")
+# a word holding a digit (a number, an id, a date, a rank tag) is masked whole: no request id or value
+# makes shapes of one kind of line many
+_WORDS = re.compile(r"[\w.-]*\d[\w.-]*")
 _QUOTED = re.compile(r"\"(?:[^\"\\]|\\.)*\"|'(?:[^'\\]|\\.)*'")
 _CUT = 120
 _NAME_CUT = 40
 
 
 def sanitise(text: str) -> str:
-    """A line's shape: quoted text masked as "…", numbers as N, runs of spaces as one (padding), cut at
-    120 characters."""
+    """A line's shape: quoted text masked as "…", each word holding a digit (a number, an id) as N, runs
+    of spaces as one (padding), cut at 120 characters."""
     if '"' in text or "'" in text:
         text = _QUOTED.sub('"…"', text)
-    return _DIGITS.sub("N", " ".join(text.split()))[:_CUT]
+    return _WORDS.sub("N", " ".join(text.split()))[:_CUT]
 
 
 def key_shape(kind: str, keys: Iterable[str]) -> str:

@@ -14,6 +14,8 @@ from __future__ import annotations
 
 import re
 
+from kvwatch.parsers.drift import Shapes
+
 #: The literal every LMCache record holds (the marker: cheaper than any regex), and the 2024 one's.
 MARKER = "] LMCache "
 OLD_MARKER = " LMCache: "
@@ -30,6 +32,46 @@ LOOKUP = re.compile(
     r"LMCache hit tokens: (?:(\d+), (?:need to load: (-?\d+)|but need to load: (-?\d+) < min_retrieve \d+, "
     r"skip retrieve but record for save skip)|(None)\.)\Z"
 )
+#: The lookup line read by key (its parts in any order, keys of no release around them): each part's
+#: name and reading, for a line LOOKUP's exact shapes do not match.
+LOOKUP_PARTS = (
+    ("Total tokens", re.compile(r"Total tokens (\d+)\Z")),
+    ("computed", re.compile(r"Inference Engine computed tokens: (\d+)\Z")),
+    ("hit", re.compile(r"LMCache hit tokens: (\d+)\Z")),
+    ("need", re.compile(r"(?:but )?need to load: (-?\d+)(?: < min_retrieve \d+)?\Z")),
+)
+LOOKUP_SKIP = "skip retrieve but record for save skip"
+
+
+def lookup_by_key(message: str) -> tuple[tuple[str, str, str | None, str, str], list[str]] | None:
+    """(request, total, computed, hit, need) of a lookup line read by key, and the parts it does not
+    know; None without a request, total, hit or need (another shape: drift)."""
+    parts = message.rstrip(" .,").split(", ")
+    if not parts[0].startswith("Reqid: "):
+        return None
+    found: dict[str, str] = {"request": parts[0][7:]}
+    unknown: list[str] = []
+    for part in parts[1:]:
+        if part == LOOKUP_SKIP:
+            found["skip"] = "0"
+            continue
+        for name, pattern in LOOKUP_PARTS:
+            match = pattern.match(part)
+            if match is not None:
+                found[name] = match[1]
+                break
+        else:
+            unknown.append(part.partition(":")[0].rstrip("0123456789 -"))
+    if not all(key in found for key in ("Total tokens", "hit", "need")):
+        return None
+    need = "0" if "skip" in found else found["need"]  # (a min_retrieve skip loads nothing)
+    return (found["request"], found["Total tokens"], found.get("computed"), found["hit"], need), unknown
+
+
+#: LMCache's records of the kinds kvwatch reads (kvwatch.parsers.drift): lookups, stores and loads, by
+#: their words; one that reads as none of the shapes above is a reworded record.
+SHAPES = Shapes(("Reqid: ", "Stored ", "Retrieved ", "Storing KV cache", "hit tokens"))
+
 # 0.4.7-0.5.6 DEBUG: `Reqid: %s, Chunked KV loading: capped from %d to %d external tokens
 # (max_tokens_per_load=%d)`
 CAPPED = re.compile(r"Reqid: \S+?, Chunked KV loading: capped from \d+ to \d+ external tokens")

@@ -23,6 +23,7 @@ from kvwatch.engines.lmcache.sums import STRETCH, Sums
 from kvwatch.model import EngineFact, Event, LogLine
 from kvwatch.parsers.base import BlockResult, ParseError, ParseResult, ParserSettings, tally
 from kvwatch.parsers.clock import LineClock
+from kvwatch.parsers.drift import Drift
 from kvwatch.parsers.text import segments, strip_ansi
 from kvwatch.times import zone
 
@@ -98,6 +99,7 @@ class LmcacheLayer:
         self._seen_any = False  # (the fact SEEN said once, with the first line read)
         self._looked = False  # a lookup line read (what makes a short load a failure in a log of its own)
         self._sums = Sums(source)
+        self._drift = Drift(source, "lmcache", lm.SHAPES)  # records of shapes or keys no release printed
         # json-file lines' heads up to the stamp -> its worker; their stamps' seconds -> epoch (None: no date)
         self._tags: dict[bytes, str] = {}
         self._seconds: dict[bytes, float | None] = {}
@@ -245,9 +247,12 @@ class LmcacheLayer:
         if when is None:
             return ParseError("lmcache: bad time stamp")
         tag = text[: at - 24]
+        result = self._message(message, tag, when)
+        if result is None:  # a lookup, store or load of a shape no release printed: told, not dropped
+            result = self._drift.line(when, message)
         if not self._seen_any:
-            return self._first(self._message(message, tag, when), when)
-        return self._message(message, tag, when)
+            return self._first(result, when)
+        return result
 
     def _first(self, result: ParseResult, when: float) -> ParseResult:
         """The first LMCache record of the source: its events and the fact that LMCache lines are read."""
@@ -330,7 +335,15 @@ class LmcacheLayer:
     def _lookup(self, message: str, when: float) -> ParseResult:
         match = lm.LOOKUP.match(message)
         if match is None:
-            return [] if lm.CAPPED.match(message) else None
+            if lm.CAPPED.match(message):
+                return []
+            # read by key: its parts reordered, a key of no release among them (counted)
+            read = lm.lookup_by_key(message)
+            if read is None:
+                return None
+            (request, total, local, hit, need), unknown = read
+            counted = self._counted(request, when, (int(total), int(hit), int(need), local))
+            return [*counted, *self._drift.keys(when, "lookup", unknown, frozenset())]
         request, total, local, hit, need, skipped, pending = match.groups()
         if pending is not None:
             return []

@@ -325,8 +325,8 @@ class VllmParser:
                 return None  # (no header, before any record, no figures: a stray line, e.g. a warning)
             return ParseError("vllm: no usable time (bad date, no transport time, no earlier event)")
         events = self._message(message, prefix, when)
-        if events is None:
-            events = self._drift.line(when, text, message)
+        if events is None and (self._layer_hint is None or self._layer_hint not in text):
+            events = self._drift.line(when, text, message)  # (a layer's line is the layer's to tell)
         if events is not None and not isinstance(events, ParseError):
             self._last_time = when
         return events
