@@ -16,6 +16,7 @@ from typing import Any
 from kvwatch.engines.custom.spec import EngineSpec, FieldSpec, PatternSpec
 from kvwatch.model import Event, LogLine
 from kvwatch.parsers.base import ParseError, ParseResult, ParserSettings
+from kvwatch.parsers.drift import Drift, Shapes
 from kvwatch.times import parse_rfc3339, zone
 
 LOG = logging.getLogger("kvwatch.custom")
@@ -37,9 +38,11 @@ class CustomParser:
         self.last: dict[tuple[str, str, tuple[str, ...]], tuple[float, float]] = {}  # -> (value, time)
         self.time = settings.start
         self.tz = zone(settings.tz)
+        self.drift = Drift(source, spec.name, Shapes(spec.markers))
 
     def parse(self, line: LogLine) -> ParseResult:
-        """The events of every pattern that matches the line; None: no marker, or no pattern matched."""
+        """The events of every pattern that matches the line; None: no marker; a marker line no pattern
+        matched is format drift."""
         text = line.text
         if not any(m in text for m in self.markers):
             return None
@@ -58,7 +61,11 @@ class CustomParser:
             made = self._event(pattern, found.groupdict(), line, out)
             if isinstance(made, ParseError):
                 return made
-        return out if matched or out else None
+        if matched or out:
+            return out
+        # a line holding the engine's marker that none of its patterns matches: the engine's wording
+        # changed (or a pattern misses it), told as format drift at the last line's time
+        return self.drift.line(self.time, text)
 
     def flush(self) -> list[Event]:
         """Nothing is held back."""

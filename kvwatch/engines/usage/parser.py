@@ -50,12 +50,26 @@ from kvwatch.engines.usage.fields import (
 from kvwatch.model import Event, LogLine, UsageRecord
 from kvwatch.parsers.base import ParseError, ParseResult, ParserSettings
 from kvwatch.parsers.clock import LineClock
+from kvwatch.parsers.drift import Drift, key_shape
 
 TIME_KEYS = ("time", "timestamp", "ts", "@timestamp", "created_at", "start_time", "startTime")
 ENTRY_KEYS = ("request_path", "path", "endpoint", "route", "url", "uri")
 MODEL_KEYS = ("model", "model_name")
 STREAM_EVENTS = ("message_start", "content_block_start", "content_block_delta", "content_block_stop", "ping")
 MAX_MODEL = 200  # characters of a model name kept
+#: Every token count's name a format kvwatch reads (or passes over on purpose) uses: a row without usage
+#: holding a `*token*` key of another name is a usage of a shape no known gateway or API writes.
+TOKEN_KEYS = frozenset(
+    {
+        "prompt_tokens", "completion_tokens", "total_tokens", "input_tokens", "output_tokens",
+        "cached_tokens", "cache_tokens", "cache_creation_tokens", "cache_read_input_tokens",
+        "cache_creation_input_tokens", "prompt_cache_hit_tokens", "prompt_cache_miss_tokens",
+        "prompt_tokens_details", "completion_tokens_details", "input_tokens_details",
+        "output_tokens_details", "reasoning_tokens", "audio_tokens", "text_tokens", "image_tokens",
+        "accepted_prediction_tokens", "rejected_prediction_tokens", "max_tokens", "max_completion_tokens",
+        "max_output_tokens", "spend_tokens", "tokens",
+    }
+)  # fmt: skip
 
 
 @dataclass(frozen=True)
@@ -123,6 +137,7 @@ class UsageParser:
         self._entries = frozenset(self.mapping.entries)
         self._last_time: float | None = None
         self._start = settings.start
+        self._drift = Drift(source, "usage")  # rows whose token counts are under names of no known format
 
     def parse(self, line: LogLine) -> ParseResult:
         """One JSON row (possibly after a text prefix) -> at most one UsageRecord."""
@@ -141,7 +156,13 @@ class UsageParser:
             if isinstance(reading, str):
                 self.not_requests[reading] += 1
                 when = line.time if line.time is not None else self._last_time
-                return [UsageSkipped(self.source, self._start if when is None else when, reading)]
+                when = self._start if when is None else when
+                skipped: list[Event] = [UsageSkipped(self.source, when, reading)]
+                if reading == "no_usage":  # token counts under names no format kvwatch reads has: drift
+                    names = unknown_token_keys(obj)
+                    if names:
+                        skipped += self._drift.seen(when, key_shape("usage row", names))
+                return skipped
             record = self._record(obj, reading, line.time)
         except FieldError as err:
             return ParseError(f"usage: {err}")
@@ -340,3 +361,16 @@ def make_parser(source: str, settings: ParserSettings, options: Any) -> UsagePar
     """The parser of one usage log (kvwatch.engines.base.ParserFactory); `options`: the source's
     UsageMapping, if configured."""
     return UsageParser(source, settings, options)
+
+
+def unknown_token_keys(obj: dict[str, Any]) -> list[str]:
+    """The `*token*` keys of a row and of the objects in it (one level down) that no format kvwatch
+    reads names ([] when it holds a known one: a known usage, say with a zero prompt)."""
+    names: list[str] = []
+    for level in (obj, *(value for value in obj.values() if isinstance(value, dict))):
+        for key in level:
+            if "token" in key.lower():
+                if key in TOKEN_KEYS:
+                    return []
+                names.append(key)
+    return names
