@@ -53,17 +53,35 @@ MILLIS = {f"{n:03d}": n / 1e3 for n in range(1000)}
 MICROS = {f"{n:03d}": n / 1e6 for n in range(1000)}
 CONTINUATION = re.compile(r" *(?:prompt eval|eval|total) time = ")
 
-SELECT_LCP = re.compile(r"selected slot by LCP similarity, (?:f_)?sim_best = (\S+) \(.*f_keep = (\S+)")
+SELECT_LCP = re.compile(r"selected slot by LCP similarity, (?:f_)?sim_best = (\S+) \(.*f_keep = ([^\s,]+)")
 SELECT_LCS = re.compile(r"selected slot by lcs similarity, lcs_len = \S+, similarity = (\S+)")
 SELECT_LRU = re.compile(r"selected slot by (?:LRU|lru), t_last = (\S+)")
 SELECT_ID = re.compile(r"selected slot by id \((\S+)\)")
-NEW_PROMPT = re.compile(r"new prompt, .*(?:n_prompt_tokens|task\.n_tokens) = (\S+)")
+NEW_PROMPT = re.compile(r"new prompt, .*(?:n_prompt_tokens|task\.n_tokens) = ([^\s,]+)")
 SEQ_RM = re.compile(r"(?:kv cache rm|memory_seq_rm) \[([^\s,]+), end\)")
 RESTORED = re.compile(r"restored context checkpoint \((?:.*n_past = ([^\s,]+))?")
 PROMPT_EVAL = re.compile(r"prompt eval time = +(\S+) ms / +(\S+) tokens")
 EVAL = re.compile(r"eval time = +(\S+) ms / +(\S+) tokens")
 STOP = re.compile(r"stop processing: (?:n_past|n_tokens) = ([^\s,]+)")
-FOUND = re.compile(r"- found better prompt with f_keep = ([^\s,]+), (?:f_)?sim = (\S+)")
+FOUND = re.compile(r"- found better prompt with f_keep = ([^\s,]+), (?:f_)?sim = ([^\s,]+)")
+
+#: The `key = value` messages of a request read by key (`new prompt, ...`, `stop processing: ...`): the
+#: keys any build printed (server.cpp / server-context.cpp, 2024-2026); another is counted as unknown.
+KEYED = {
+    "new prompt": frozenset({"n_ctx_slot", "n_keep", "n_prompt_tokens", "task.n_tokens", "n_discard"}),
+    "stop processing": frozenset({"n_past", "n_tokens", "truncated"}),
+}
+_KEY = re.compile(r"([\w.]+) = ")
+
+
+def unknown_keys(msg: str) -> tuple[str, list[str]] | None:
+    """(its kind, the keys no build printed) of a keyed message, None for another message."""
+    kind = next((kind for kind in KEYED if msg.startswith(kind)), None)
+    if kind is None:
+        return None
+    known = KEYED[kind]
+    return kind, [key for key in _KEY.findall(msg) if key not in known]
+
 
 #: llama.cpp's lines of the kinds kvwatch reads (kvwatch.parsers.drift): a request's slot message that
 #: names a figure kvwatch reads (its prompt's size, a timing, the pick's f_keep) but begins as none of

@@ -17,6 +17,7 @@ Selection = Literal["lcp", "lru", "id", "unknown"]
 
 #: How every message `_update` reads begins, but memory_seq_rm's (its own word is mid-line).
 READ = frozenset(("new ", "kv c", "rest", "forc", "prom", "eval", "stop", "tota", "fail"))
+_KEYED = frozenset(("new ", "stop"))  # (how the messages read by key begin: see lines.unknown_keys)
 
 
 @dataclass(slots=True)
@@ -238,10 +239,15 @@ class Stream:
         ended = self.update(where, msg)
         if isinstance(ended, ParseError):
             return ended
+        drift = self.drift
         if ended is None:  # begins as a message it reads, but is none of them: reworded, maybe
-            drift = self.drift
             return (drift.line(now, msg) or []) if drift is not None else []
-        return self.finish(where, now, source) if ended else []
+        events = self.finish(where, now, source) if ended else []
+        keyed = ln.unknown_keys(msg) if drift is not None and msg[:4] in _KEYED else None
+        if keyed is not None and keyed[1]:  # read by key: one of no build's is counted
+            assert drift is not None
+            events = events + drift.keys(now, keyed[0], keyed[1], frozenset())
+        return events
 
     def update(self, where: tuple[int, Request], msg: str) -> bool | ParseError | None:
         """Fold a message into the slot's request in progress: True when it ends the request (None:

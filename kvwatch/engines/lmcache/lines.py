@@ -129,13 +129,13 @@ MP_RETRIEVED = re.compile(r"Retrieved (\d+) tokens in (\d+(?:\.\d+)?) seconds\Z"
 # tokens asked for; a miss prints `Retrieved 0 out of N` too (real 0.5.6 engine); `lookup()` prints nothing.
 RETRIEVED = re.compile(
     r"(?:\[req_id=(\S+)\] )?Retrieved (\d+) out of (\d+) required tokens \(from \d+ total tokens\)\. "
-    r"size: (\d+(?:\.\d+)?) gb, cost (\d+(?:\.\d+)?) ms, throughput: \S+ GB/s;\Z"
+    r"size: (\d+(?:\.\d+)?) gb, cost (\d+(?:\.\d+)?) ms, throughput: \S+ GB/s;?\Z"
 )
 # 0.3.6 INFO: `Retrieved %d out of total %d out of total %d tokens. size: %.4f gb, cost %.4f ms,
 # throughput: %.4f GB/s;` (the second number is the required count).
 RETRIEVED_036 = re.compile(
     r"Retrieved (\d+) out of total (\d+) out of total \d+ tokens\. "
-    r"size: (\d+(?:\.\d+)?) gb, cost (\d+(?:\.\d+)?) ms, throughput: \S+ GB/s;\Z"
+    r"size: (\d+(?:\.\d+)?) gb, cost (\d+(?:\.\d+)?) ms, throughput: \S+ GB/s;?\Z"
 )
 # f-string `Retrieved {n} out of {required} out of total {len(tokens)} tokens`: 0.3.0 DEBUG, 0.3.3 INFO
 # (layerwise DEBUG), 0.3.6-0.3.12 layerwise INFO; 0.3.15+ layerwise with `[req_id=%s] `.
