@@ -62,7 +62,7 @@ SEQ_RM = re.compile(r"(?:kv cache rm|memory_seq_rm) \[([^\s,]+), end\)")
 RESTORED = re.compile(r"restored context checkpoint \((?:.*n_past = ([^\s,]+))?")
 PROMPT_EVAL = re.compile(r"prompt eval time = +(\S+) ms / +(\S+) tokens")
 EVAL = re.compile(r"eval time = +(\S+) ms / +(\S+) tokens")
-STOP = re.compile(r"stop processing: (?:n_past|n_tokens) = ([^\s,]+)")
+STOP = re.compile(r"stop processing: (?:.*?, )?(?:n_past|n_tokens) = ([^\s,]+)")
 FOUND = re.compile(r"- found better prompt with f_keep = ([^\s,]+), (?:f_)?sim = ([^\s,]+)")
 
 #: The `key = value` messages of a request read by key (`new prompt, ...`, `stop processing: ...`): the

@@ -39,7 +39,7 @@ from kvwatch.engines.llamacpp import lifecycle as life
 from kvwatch.engines.llamacpp import lines as ln
 from kvwatch.engines.llamacpp import whole as request_whole
 from kvwatch.engines.llamacpp.events import LlamaRequest
-from kvwatch.engines.llamacpp.slots import READ, Request, Stream
+from kvwatch.engines.llamacpp.slots import KEYED, READ, Request, Stream
 from kvwatch.model import Event, LogLine, ServerRestart
 from kvwatch.parsers.base import BlockResult, ParseError, ParseResult, ParserSettings, tally
 from kvwatch.parsers.clock import YearlessClock
@@ -404,8 +404,10 @@ class LlamacppParser:
                             if prefix == "sele" and msg.startswith("selected slot by "):
                                 pass  # a pick, oddly with a task: Stream.slot reads it
                             elif (
-                                prefix not in READ or (prefix == "tota" and not request.stopped)
-                            ) and "memory_seq_rm" not in msg:
+                                (prefix not in READ or (prefix == "tota" and not request.stopped))
+                                and "memory_seq_rm" not in msg
+                                and not ln.SHAPES.drifted(msg)  # (else told: the general path)
+                            ):
                                 # (a request reads `total time` only when `stop processing` came first)
                                 last, pending = stamp, True
                                 recognized += 1
@@ -422,17 +424,20 @@ class LlamacppParser:
                         last, pending = stamp, False
                         result = stream.slot(slot_text, task_text, msg, now, source)
                     else:
-                        ended = stream.update(where, msg)
-                        last, pending = stamp, True  # its clock is a quiet line's, unless it ends
-                        if ended is False or ended is None:
-                            recognized += 1
-                            continue
-                        if ended is True:  # ... the request: it is emitted at this line's time
-                            pending = self._catch_up(stream, last)
-                            assert self._last is not None
-                            result = stream.finish(where, self._last, source)
-                        else:
-                            result = ended
+                        keyed = ln.unknown_keys(msg) if msg[:4] in KEYED else None
+                        ended = None if keyed and keyed[1] else stream.update(where, msg)
+                        # (None: none it reads, or a key of no build: the general path tells it)
+                        if ended is not None:
+                            last, pending = stamp, True  # its clock is a quiet line's, unless it ends
+                            if ended is False:
+                                recognized += 1
+                                continue
+                            if ended is True:  # ... the request: it is emitted at this line's time
+                                pending = self._catch_up(stream, last)
+                                assert self._last is not None
+                                result = stream.finish(where, self._last, source)
+                            else:
+                                result = ended
             if result is _SLOW:
                 if pending:
                     pending = self._catch_up(stream, last)

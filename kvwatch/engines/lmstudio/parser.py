@@ -57,6 +57,7 @@ _READ = (
     "prompt cache disk usage",
     ls.GENERATION,
     *(start for start, _ in ls.CLEARS),
+    *ls.SHAPES.markers,  # (a cache line reworded: told as format drift)
 )
 _WANTED = re.compile("|".join(map(re.escape, _READ)))
 
