@@ -119,6 +119,9 @@ class VllmParser:
         self._markers: re.Pattern[bytes] | None = None  # (its markers as one pattern, for _raw_line)
         self._clock = YearlessClock(settings.year or settings.now_year, settings.tz)
         self._tz = settings.tz
+        # The two commonest records (a stats line, a KV Transfer line) read in one match (_PLAIN_COMMON)
+        # and a flat KV payload read with a float() per value: about a fifth of a replay's CPU each.
+        self._fast = settings.fast_paths
         self._engine = "0"
         self._last_time: float | None = None
         # The startup facts that decide which V0 column is the cache (see _backend)
@@ -189,7 +192,7 @@ class VllmParser:
     def _parse(self, line: LogLine, hint: str | None) -> ParseResult:
         """parse() of a line that is no layer's."""
         text = line.text
-        if "\r" not in text and "\x1b" not in text:
+        if self._fast and "\r" not in text and "\x1b" not in text:
             common = _PLAIN_COMMON.match(text)
             if common is not None:
                 fast = self._common(common, line.time)
@@ -325,8 +328,10 @@ class VllmParser:
                 return None  # (no header, before any record, no figures: a stray line, e.g. a warning)
             return ParseError("vllm: no usable time (bad date, no transport time, no earlier event)")
         events = self._message(message, prefix, when)
-        if events is None and (self._layer_hint is None or self._layer_hint not in text):
-            events = self._drift.line(when, text, message)  # (a layer's line is the layer's to tell)
+        hint = self._layer_hint
+        if events is None and message is not text and (hint is None or hint not in text):
+            # a vLLM record (its header or JSON found) of no known shape; a layer's line is the layer's
+            events = self._drift.line(when, text, message)
         if events is not None and not isinstance(events, ParseError):
             self._last_time = when
         return events
@@ -360,7 +365,7 @@ class VllmParser:
 
     def _kv(self, payload: str, when: float) -> ParseResult:
         try:
-            _, store, load, lookups = read_kv_payload(payload)
+            _, store, load, lookups = read_kv_payload(payload, fast=self._fast)
         except KvPayloadError as err:
             return ParseError(f"vllm KV Transfer: {err}")
         return [VllmKvTransfer(self.source, when, self._engine, store, load, lookups)]
