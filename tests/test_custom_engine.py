@@ -4,6 +4,8 @@ while a real daemon tails the file, the source still flowing."""
 
 from __future__ import annotations
 
+import json
+import re
 from collections.abc import Iterator
 from pathlib import Path
 
@@ -208,3 +210,30 @@ def test_cumulative_numbers_become_increases_and_a_drop_is_a_restart(tmp_path: P
         (101.0, 2 * 1024 * 1024, 0, 15),
         (102.0, 512 * 1024, 3, 4),
     ] == got
+
+
+def test_a_marker_line_no_pattern_matches_is_format_drift(
+    tmp_path: Path, registry: None, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """The kvbm example's lines reworded (`Disk:` as `SSD:`, the engine named: none is recognised by its
+    patterns now): they still hold the engine's marker and no
+    pattern reads them, so format_drift fires naming the configured engine and the sanitised shape;
+    the example as shipped fires none (its golden)."""
+    log = tmp_path / "kvbm.log"
+    log.write_text((EXAMPLES / "kvbm.log").read_text().replace("Disk: ", "SSD: "))
+    argv = [
+        "replay",
+        "--config",
+        str(EXAMPLES / "kvbm.toml"),
+        "--engine",
+        "kvbm",
+        "--format",
+        "json",
+        str(log),
+    ]
+    assert 0 == main(argv)
+    alerts = json.loads(capsys.readouterr().out)["alerts"]
+    [drift] = [a for a in alerts if a["alert"] == "format_drift" and a["state"] == "firing"]
+    assert drift["severity"] == "info" and drift["evidence"]["engine"] == "kvbm"
+    [shape] = drift["evidence"]["shapes"]
+    assert "Cache Hit Rates - Host: N% (N/N), SSD: N% (N/N)" in shape and not re.search(r"\d", shape)

@@ -179,3 +179,22 @@ def test_a_live_daemon_shows_the_engine_auto_chose_and_the_last_line(tmp_path: P
     assert f"stdin stdin auto: vllm up {end:%Y-%m-%d %H:%M:%S}Z (" in page, page
     assert 0 == kv.proc.wait(10)
     kv.err.close()
+
+
+def test_a_live_daemon_shows_format_drift(tmp_path: Path) -> None:
+    """`kvwatch run --stdin` fed a vLLM log whose stats lines were reworded (`Running:` as `Active:`):
+    the page shows the info alert format_drift with the engine and the sanitised shape."""
+    end = datetime.now(timezone.utc).replace(microsecond=0) - timedelta(seconds=30)
+    shifted_sample(tmp_path / "vllm.log", end)
+    read, write = os.pipe()
+    kv = Kvwatch(["--stdin"], tmp_path / "kv.err", stdin=read)
+    os.close(read)
+    with os.fdopen(write, "w") as pipe:
+        pipe.write((tmp_path / "vllm.log").read_text().replace("Running: ", "Active: "))
+        pipe.flush()
+        wait_until(lambda: "format_drift" in text(kv.get("/")[2]), what="format_drift on the page")
+        page = text(kv.get("/")[2])
+    assert "info format_drift" in page and "vllm lines kvwatch does not fully know" in page
+    assert "Active: N reqs" in page
+    assert 0 == kv.proc.wait(10)
+    kv.err.close()

@@ -70,7 +70,7 @@ def lookup_by_key(message: str) -> tuple[tuple[str, str, str | None, str, str], 
 
 #: LMCache's records of the kinds kvwatch reads (kvwatch.parsers.drift): lookups, stores and loads, by
 #: their words; one that reads as none of the shapes above is a reworded record.
-SHAPES = Shapes(("Reqid: ", "Stored ", "Retrieved ", "Storing KV cache", "hit tokens"))
+SHAPES = Shapes(("Reqid: ", "Stored ", "Retrieved ", "Storing KV cache", "hit tokens", " out of "))
 
 # 0.4.7-0.5.6 DEBUG: `Reqid: %s, Chunked KV loading: capped from %d to %d external tokens
 # (max_tokens_per_load=%d)`

@@ -57,19 +57,6 @@ ENTRY_KEYS = ("request_path", "path", "endpoint", "route", "url", "uri")
 MODEL_KEYS = ("model", "model_name")
 STREAM_EVENTS = ("message_start", "content_block_start", "content_block_delta", "content_block_stop", "ping")
 MAX_MODEL = 200  # characters of a model name kept
-#: Every token count's name a format kvwatch reads (or passes over on purpose) uses: a row without usage
-#: holding a `*token*` key of another name is a usage of a shape no known gateway or API writes.
-TOKEN_KEYS = frozenset(
-    {
-        "prompt_tokens", "completion_tokens", "total_tokens", "input_tokens", "output_tokens",
-        "cached_tokens", "cache_tokens", "cache_creation_tokens", "cache_read_input_tokens",
-        "cache_creation_input_tokens", "prompt_cache_hit_tokens", "prompt_cache_miss_tokens",
-        "prompt_tokens_details", "completion_tokens_details", "input_tokens_details",
-        "output_tokens_details", "reasoning_tokens", "audio_tokens", "text_tokens", "image_tokens",
-        "accepted_prediction_tokens", "rejected_prediction_tokens", "max_tokens", "max_completion_tokens",
-        "max_output_tokens", "spend_tokens", "tokens",
-    }
-)  # fmt: skip
 
 
 @dataclass(frozen=True)
@@ -158,10 +145,8 @@ class UsageParser:
                 when = line.time if line.time is not None else self._last_time
                 when = self._start if when is None else when
                 skipped: list[Event] = [UsageSkipped(self.source, when, reading)]
-                if reading == "no_usage":  # token counts under names no format kvwatch reads has: drift
-                    names = unknown_token_keys(obj)
-                    if names:
-                        skipped += self._drift.seen(when, key_shape("usage row", names))
+                if reading == "no_usage":
+                    skipped += self._unread_usage(obj, when)
                 return skipped
             record = self._record(obj, reading, line.time)
         except FieldError as err:
@@ -170,6 +155,16 @@ class UsageParser:
             return ParseError("usage: no usable time (none in the row, no transport time, no earlier row)")
         self._last_time = record.time
         return [record]
+
+    def _unread_usage(self, obj: dict[str, Any], when: float) -> list[Event]:
+        """A row without usage where one is looked for, but with token counts elsewhere: a usage of a
+        shape no gateway or API kvwatch reads writes (drift), told with where its counts are."""
+        if self.mapping.maps_tokens() or _table_row(obj) is not None:
+            return []
+        if find_usage(obj) is not None or find_upstream(obj) is not None:
+            return []  # (a usage read, with a zero prompt)
+        holders = token_holders(obj)
+        return self._drift.seen(when, key_shape("usage row, tokens at", holders)) if holders else []
 
     def flush(self) -> list[Event]:
         """Usage rows are complete on their own: nothing is held back."""
@@ -363,14 +358,13 @@ def make_parser(source: str, settings: ParserSettings, options: Any) -> UsagePar
     return UsageParser(source, settings, options)
 
 
-def unknown_token_keys(obj: dict[str, Any]) -> list[str]:
-    """The `*token*` keys of a row and of the objects in it (one level down) that no format kvwatch
-    reads names ([] when it holds a known one: a known usage, say with a zero prompt)."""
-    names: list[str] = []
-    for level in (obj, *(value for value in obj.values() if isinstance(value, dict))):
-        for key in level:
-            if "token" in key.lower():
-                if key in TOKEN_KEYS:
-                    return []
-                names.append(key)
-    return names
+def token_holders(obj: dict[str, Any], path: str = "", depth: int = 0) -> list[str]:
+    """Where in a row objects hold token counts (`*token*` keys with integer values), as key paths."""
+    found: list[str] = []
+    if any("token" in key.lower() and type(value) is int for key, value in obj.items()):
+        found.append(path or "(top)")
+    if depth < 4:
+        for key, value in obj.items():
+            if isinstance(value, dict):
+                found += token_holders(value, f"{path}.{key}" if path else key, depth + 1)
+    return found[:4]
