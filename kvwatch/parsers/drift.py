@@ -16,7 +16,7 @@ text leaves the parser through it.
 from __future__ import annotations
 
 import re
-from collections.abc import Iterable
+from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field
 
 from kvwatch.model import EngineFact, Event, UnreadFields
@@ -56,13 +56,16 @@ class Shapes:
 
     markers: tuple[str, ...]
     known: re.Pattern[str] | None = None
+    #: whether a text holds a marker: one C call (a parser asks it of lines it passes over, the bulk)
+    marked: Callable[[str], object] = field(init=False, repr=False, compare=False)
+
+    def __post_init__(self) -> None:
+        pattern = re.compile("|".join(map(re.escape, self.markers))) if self.markers else None
+        object.__setattr__(self, "marked", pattern.search if pattern is not None else _never)
 
     def drifted(self, text: str) -> bool:
         """Whether an unread line is one of the engine's kinds, in no shape it knows."""
-        for marker in self.markers:
-            if marker in text:
-                return self.known is None or self.known.search(text) is None
-        return False
+        return self.marked(text) is not None and (self.known is None or self.known.search(text) is None)
 
 
 @dataclass
@@ -111,6 +114,11 @@ def read_fact(key: str) -> tuple[str, str] | None:
         return None
     engine, _, shape = key[len(FACT) :].partition(":")
     return engine, shape
+
+
+def _never(text: str) -> None:
+    """No text holds a marker of none."""
+    return None
 
 
 def _power_of_ten(n: int) -> bool:

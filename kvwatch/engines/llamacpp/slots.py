@@ -231,7 +231,9 @@ class Stream:
             # sampler, progress and graph lines, most of a -lv 4 log: no _update branch reads them
             # (but one naming a figure kvwatch reads is a reworded message: told as format drift)
             drift = self.drift
-            return (drift.line(now, msg) or []) if drift is not None else []
+            if drift is None or drift.shapes is None or drift.shapes.marked(msg) is None:
+                return []
+            return drift.line(now, msg) or []
         return self.apply((slot, request), msg, now, source)
 
     def apply(self, where: tuple[int, Request], msg: str, now: float, source: str) -> ParseResult:
