@@ -4,7 +4,7 @@ A replay is the pipeline run over whole files (kvwatch.replay.driver); everythin
 only makes it sooner, never different: a big file framed and parsed in a forked child while the parent
 runs metrics and detectors (kvwatch.replay.forked), LMCache's records crossing undecoded and read in
 runs (by a compiled loop where one was built), a parser's commonest lines read a quicker way
-(`ParserSettings.fast_paths`: vLLM's stats and KV Transfer lines).
+(`ParserSettings.fast_paths`: vLLM's stats and KV Transfer lines, Ollama's journald prefixes).
 `Speedups` says which are on; the driver asks it and nothing else. With `KVWATCH_REPLAY_PLAIN=1` in the
 environment every one is off: one process, each line framed and parsed on its own, and the output byte
 for byte the same (tests/test_replay_plain.py holds that on every sample).
@@ -85,7 +85,7 @@ def describe() -> str:
         for what, have in built().items()
     )
     return (
-        "replay accelerators: a forked child per big file, LMCache's records read in runs, vLLM's "
-        "commonest lines read in one match; "
+        "replay accelerators: a forked child per big file, LMCache's records read in runs, the "
+        "commonest lines of vLLM and Ollama read a quicker way; "
         f"{compiled}. {SWITCH}=1 turns them all off (same output, slower)"
     )
