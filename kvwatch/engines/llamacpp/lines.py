@@ -72,7 +72,10 @@ KEYED = {
     "stop processing": frozenset({"n_past", "n_tokens", "truncated"}),
 }
 _KEY = re.compile(r"([\w.]+) = ")
-_KEYS_PRINTED = {"new prompt": 3, "stop processing": 2}  # (per line, by the builds since 2024)
+#: How many `key = value` pairs the keyed messages print, by their first four characters (the builds
+#: since 2024): a line with more may hold a key of no build (`unknown_keys` looks), one with as many
+#: cannot (a renamed key garbles the line instead), and is not looked at.
+KEYS_PRINTED = {"new ": 3, "stop": 2}
 
 
 def unknown_keys(msg: str) -> tuple[str, list[str]] | None:
@@ -80,8 +83,6 @@ def unknown_keys(msg: str) -> tuple[str, list[str]] | None:
     kind = next((kind for kind in KEYED if msg.startswith(kind)), None)
     if kind is None:
         return None
-    if msg.count(" = ") <= _KEYS_PRINTED[kind]:
-        return kind, []  # (as many keys as the builds print: a renamed one garbles the line, not this)
     known = KEYED[kind]
     return kind, [key for key in _KEY.findall(msg) if key not in known]
 

@@ -39,7 +39,7 @@ from kvwatch.engines.llamacpp import lifecycle as life
 from kvwatch.engines.llamacpp import lines as ln
 from kvwatch.engines.llamacpp import whole as request_whole
 from kvwatch.engines.llamacpp.events import LlamaRequest
-from kvwatch.engines.llamacpp.slots import KEYED, READ, Request, Stream
+from kvwatch.engines.llamacpp.slots import READ, Request, Stream
 from kvwatch.model import Event, LogLine, ServerRestart
 from kvwatch.parsers.base import BlockResult, ParseError, ParseResult, ParserSettings, tally
 from kvwatch.parsers.clock import YearlessClock
@@ -355,7 +355,7 @@ class LlamacppParser:
         # What every line would test, tested once on the whole block: no ANSI escape or `\r` in any
         # line (else each is tested), no srv line that the general path must read (else each is).
         joined = "".join(texts)
-        marked = ln.SHAPES.marked
+        marked, keys_printed = ln.SHAPES.marked, ln.KEYS_PRINTED
         clean = "\x1b" not in joined and "\r" not in joined
         srv_quiet = not _srv_read(joined)
         stream, ids, requests = self._stream()
@@ -428,7 +428,9 @@ class LlamacppParser:
                         last, pending = stamp, False
                         result = stream.slot(slot_text, task_text, msg, now, source)
                     else:
-                        keyed = ln.unknown_keys(msg) if msg[:4] in KEYED else None
+                        limit = keys_printed.get(prefix)
+                        more = limit is not None and msg.count(" = ") > limit
+                        keyed = ln.unknown_keys(msg) if more else None
                         ended = None if keyed and keyed[1] else stream.update(where, msg)
                         # (None: none it reads, or a key of no build: the general path tells it)
                         if ended is not None:

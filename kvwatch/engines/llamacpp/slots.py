@@ -17,7 +17,6 @@ Selection = Literal["lcp", "lru", "id", "unknown"]
 
 #: How every message `_update` reads begins, but memory_seq_rm's (its own word is mid-line).
 READ = frozenset(("new ", "kv c", "rest", "forc", "prom", "eval", "stop", "tota", "fail"))
-KEYED = frozenset(("new ", "stop"))  # (how the messages read by key begin: see lines.unknown_keys)
 
 
 @dataclass(slots=True)
@@ -245,9 +244,9 @@ class Stream:
         if ended is None:  # begins as a message it reads, but is none of them: reworded, maybe
             return (drift.line(now, msg) or []) if drift is not None else []
         events = self.finish(where, now, source) if ended else []
-        keyed = ln.unknown_keys(msg) if drift is not None and msg[:4] in KEYED else None
-        if keyed is not None and keyed[1]:  # read by key: one of no build's is counted
-            assert drift is not None
+        limit = ln.KEYS_PRINTED.get(msg[:4])
+        keyed = ln.unknown_keys(msg) if limit is not None and msg.count(" = ") > limit else None
+        if keyed is not None and keyed[1] and drift is not None:  # read by key: one of no build's counted
             events = events + drift.keys(now, keyed[0], keyed[1], frozenset())
         return events
 
