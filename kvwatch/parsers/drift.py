@@ -16,7 +16,7 @@ text leaves the parser through it.
 from __future__ import annotations
 
 import re
-from collections.abc import Callable, Iterable
+from collections.abc import Iterable
 from dataclasses import dataclass, field
 
 from kvwatch.model import EngineFact, Event, UnreadFields
@@ -56,20 +56,14 @@ class Shapes:
 
     markers: tuple[str, ...]
     known: re.Pattern[str] | None = None
-    #: the marker a text holds, else None (a parser asks it of lines it passes over, the bulk of a log:
-    #: a few substring tests cost a third of one regex search over them)
-    marked: Callable[[str], str | None] = field(init=False, repr=False, compare=False)
 
-    def __post_init__(self) -> None:
-        markers = self.markers
-
-        def marked(text: str) -> str | None:
-            for marker in markers:
-                if marker in text:
-                    return marker
-            return None
-
-        object.__setattr__(self, "marked", marked)
+    def marked(self, text: str) -> str | None:
+        """The marker `text` holds, else None (a parser asks it of lines it passes over, the bulk of a
+        log: a few substring tests cost a third of one regex search over them)."""
+        for marker in self.markers:
+            if marker in text:
+                return marker
+        return None
 
     def drifted(self, text: str) -> bool:
         """Whether an unread line is one of the engine's kinds, in no shape it knows."""
