@@ -31,7 +31,7 @@ from kvwatch.engines.lmstudio.events import (
 from kvwatch.model import EngineFact, Event, LogLine
 from kvwatch.parsers.base import BlockResult, ParseError, ParseResult, ParserSettings
 from kvwatch.parsers.clock import LineClock
-from kvwatch.parsers.drift import Drift, sanitise
+from kvwatch.parsers.drift import Drift
 from kvwatch.parsers.text import strip_ansi
 from kvwatch.sources.scanner import Scanner
 from kvwatch.times import zone
@@ -367,11 +367,14 @@ class LmstudioParser:
                 return [LmstudioCacheEvent(self.source, now, "clear", reason=reason)]
         if "prompt cache disk usage" in body:
             values = ls.pairs(body)
-            if any(key not in values for key in ls.DISK_REQUIRED):  # a key renamed: a line of no release
-                return self._drift.seen(now, sanitise(body))
+            unknown = self._drift.keys(now, "disk usage", values, ls.DISK_KEYS)
+            if any(key not in values for key in ls.DISK_REQUIRED):
+                if unknown:
+                    return unknown  # a key renamed (an unknown one in its place): a line of no release
+                raise ls.GarbledError("a torn `disk usage` line")
             used, cap = ls.decimal(values, "used_mib") * ls.MIB, ls.decimal(values, "cap_mib") * ls.MIB
             disk = LmstudioDiskUsage(self.source, now, used, cap, ls.integer(values, "records"))
-            return [disk, *self._drift.keys(now, "disk usage", values, ls.DISK_KEYS)]
+            return [disk, *unknown]
         if body.startswith(ls.GENERATION):
             return self._generation(now)
         return self._drift.line(now, body) or []
@@ -391,13 +394,16 @@ class LmstudioParser:
             return self._record(int(match[2]), int(match[1]), "mlx", None)
         if body.startswith("Prompt cache restore: "):
             values = ls.pairs(body)
-            if any(key not in values for key in ls.RESTORE_KEYS):  # a key renamed: a line of no release
-                return self._drift.seen(now, sanitise(body))
+            unknown = self._drift.keys(now, "restore", values, ls.RESTORE_KEYS)
+            if any(key not in values for key in ls.RESTORE_KEYS):
+                if unknown:
+                    return unknown  # a key renamed (an unknown one in its place): a line of no release
+                raise ls.GarbledError("a torn `restore` line")
             cached = ls.integer(values, "cached_tokens")
             uncached = ls.integer(values, "uncached_tokens", signed=True)
             efficiency = ls.decimal(values, "lifetime_efficiency", "%") / 100
             record = self._record(cached + uncached + 1, cached, "mlx-vision", efficiency)
-            return [*record, *self._drift.keys(now, "restore", values, ls.RESTORE_KEYS)]
+            return [*record, *unknown]
         return self._drift.line(now, body) or []
 
     def _label(self) -> str:

@@ -456,10 +456,10 @@ class OllamaParser:
         now = self._now(parse_rfc3339(record.time) if record.time else wall)
         required = ol.REQUIRED.get(msg)
         if required is not None:
-            if any(key not in attrs for key in required):  # a key renamed: a record of no release
-                return self._drift.seen(now, ol.record_shape(record))
-            read = self._request(msg, attrs, now)
             unknown = self._drift.keys(now, msg, attrs, ol.KNOWN[msg])  # (read for the keys it knows)
+            if unknown and any(key not in attrs for key in required):
+                return unknown  # a key renamed (an unknown one in its place): a record of no release
+            read = self._request(msg, attrs, now)
             return read + unknown if unknown else read
         return self._other(record, now)
 

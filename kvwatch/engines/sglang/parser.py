@@ -306,9 +306,8 @@ class SglangParser:
             lines.integer(f.get(k)) for k in ("#new-seq", "#new-token", "#cached-token")
         )
         if seqs is None or computed is None or cached is None:
-            if any(key not in f for key in ("#new-seq", "#new-token", "#cached-token")):
-                # a key renamed: a prefill line of no release, told (format drift), not an error
-                return unread or self._drift.seen(when, sanitise(message))
+            if unread and any(key not in f for key in ("#new-seq", "#new-token", "#cached-token")):
+                return unread  # a key renamed (an unknown one in its place): told as drift, not an error
             return ParseError("sglang prefill batch: #new-seq, #new-token or #cached-token unreadable")
         family = lines.prefill_family(found)
         batch = SglangPrefill(

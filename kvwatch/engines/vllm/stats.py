@@ -34,7 +34,8 @@ LABELS = frozenset(
         "Deferred", "KV fetch", "Corrupted",
     }
 )  # fmt: skip
-#: What a stats line must say: without one of these it is a shape no release printed (drift).
+#: What a stats line must say (and `Waiting`, V0: `Pending`): without one it is a shape no release printed
+#: (drift) or a torn line.
 REQUIRED = ("Avg prompt throughput", "Avg generation throughput", "Running")
 
 #: vLLM's lines of the kinds kvwatch reads (kvwatch.parsers.drift): the stats loggers' records
@@ -160,15 +161,23 @@ def parse_stats(
     source: str, time: float, message: str, v0_column: str = "GPU", unknown: list[str] | None = None
 ) -> VllmStats | ParseError | None:
     """Parse a stats message (after the log header) into one engine's interval; None when it lacks a
-    label every release prints (a shape of no release: drift, not an error).
+    label every release prints and has one no release printed (a shape of no release: drift, not an
+    error; without one in its place, a torn line: an error).
 
     `v0_column` is the V0 line's column that holds the engine's KV cache (GPU, or CPU: see above);
     `unknown`, when given, receives the labels no release printed (the line is read for the others).
     """
     engine, body = engine_label(message)
     fields = _fields(body.rstrip("."))
-    if any(label not in fields for label in REQUIRED):
-        return None
+    if any(label not in fields for label in REQUIRED) or (
+        "Waiting" not in fields and "Pending" not in fields
+    ):
+        # a label renamed (one no release printed in its place) is drift; none in its place, a torn line
+        return (
+            None
+            if unknown_labels(fields)
+            else ParseError("vllm stats: a label every release prints is missing")
+        )
     if unknown is not None:
         unknown += unknown_labels(fields)
     v0 = "Swapped" in fields or "Pending" in fields
