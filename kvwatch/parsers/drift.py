@@ -8,9 +8,9 @@ shapes it knows of them, read or passed over on purpose. A parser keeps one `Dri
 it about the lines it could not read (`line`) and the keys it does not know on the lines it read
 (`keys`): each such line gives an `UnreadFields` event (counted per engine and sanitised shape by
 `kvwatch_unknown_fields_total`), and the first one of a shape, then its 10th, 100th, ... give the
-source's fact `unread:<engine>:<shape>` (the count so far), which `format_drift` reads. A shape holds names and
-punctuation only: digits and quoted text are masked and it is cut short, so no number and no prompt
-text leaves the parser through it.
+source's fact `unread:<engine>:<shape>` (the count so far), which `format_drift` reads. A shape holds
+names and punctuation only: words holding a digit and quoted text are masked and it is cut short, so
+no number, id or prompt text leaves the parser through it.
 """
 
 from __future__ import annotations
