@@ -179,3 +179,29 @@ def test_a_live_daemon_shows_the_engine_auto_chose_and_the_last_line(tmp_path: P
     assert f"stdin stdin auto: vllm up {end:%Y-%m-%d %H:%M:%S}Z (" in page, page
     assert 0 == kv.proc.wait(10)
     kv.err.close()
+
+
+def test_a_probes_runs_read_as_times_and_one_run_per_line() -> None:
+    """probe_prefix_miss's `runs`: each run on its own line, its `at` a UTC time (not Unix seconds with
+    thousands separators), its requests each in parentheses."""
+    runs = [
+        {"at": NOW - 20, "cached_share": 0.0, "verdict": "not reused",
+         "requests": [{"prompt_tokens": 7635, "cached_tokens": 0},
+                      {"prompt_tokens": 7678, "cached_tokens": 0}]},
+        {"at": NOW, "cached_share": 0.0, "verdict": "not reused", "requests": []},
+    ]  # fmt: skip
+    shown = evidence_value("runs", runs)
+    first, second = shown.split("\n")
+    assert first == (
+        "at: 2026-12-01 21:03:02Z; cached_share: 0; verdict: not reused; requests: "
+        "(prompt_tokens: 7,635; cached_tokens: 0), (prompt_tokens: 7,678; cached_tokens: 0)"
+    )
+    assert second.startswith("at: 2026-12-01 21:03:22Z;")
+
+
+def test_a_dead_engine_is_said_beside_its_source() -> None:
+    """A source whose engine_start_failed fires reads `up` (its log) and `engine down` (its engine)."""
+    dead = alert(alert="engine_start_failed", labels={"source": "vllm"}, severity="critical")
+    page = text(landing_page("1", [row(), row("other")], [(dead, False)], NOW))
+    assert "vllm file vllm up engine down" in page
+    assert "other file vllm up 2026" in page

@@ -166,7 +166,7 @@ def test_the_request_id_verdict_names_a_per_request_value_not_the_billing_header
     plain = judge(Usage(1000, 0), Usage(1050, 1000))
     verdict = judge(Usage(1040, 0), Usage(1090, 0), "request-id", plain)
     assert "not reused" == verdict.kind
-    assert "Request id: <nonce>" in verdict.cause and "0 tokens before it" in verdict.cause
+    assert "Request id: <nonce> line" in verdict.cause and "0 tokens before it" in verdict.cause
     assert "after the cached prefix" in verdict.fix
 
 

@@ -38,7 +38,7 @@ HEADER_FIX = (
     "/v1/messages only (an OpenAI-compatible proxy in between defeats that)."
 )
 REQUEST_ID_CAUSE = (
-    "A per-request value at the head of the system prompt (the probe's `Request id: <nonce>` line) reaches "
+    "A per-request value at the head of the system prompt (the probe's Request id: <nonce> line) reaches "
     "the engine unchanged: the prefix breaks at the nonce, so only the {cached} tokens before it are reused "
     "and the rest is prefilled again on every request. A request id or timestamp a client or gateway adds "
     "there does the same, and so does Claude Code's x-anthropic-billing-header line where nothing strips "
