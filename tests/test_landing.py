@@ -205,3 +205,25 @@ def test_a_dead_engine_is_said_beside_its_source() -> None:
     page = text(landing_page("1", [row(), row("other")], [(dead, False)], NOW))
     assert "vllm file vllm up engine down" in page
     assert "other file vllm up 2026" in page
+
+
+def test_probes_show_their_last_run_and_verdict() -> None:
+    """Configured probes get a table: endpoint, last run, verdict (a failed run's outcome in red), share,
+    and a link to a firing probe_prefix_miss; no probes, no table."""
+    from kvwatch.web.landing import ProbeRow
+
+    probes = [
+        ProbeRow("billing", "http://127.0.0.1:8000/v1/messages", NOW - 20, "ok",
+                 "reused: 7552 of 7634 prefix tokens cached", 0.989, False),
+        ProbeRow("request-id", "http://127.0.0.1:8000/v1/chat/completions (nonce_form request-id)", NOW - 5,
+                 "ok", "not reused: 0 of 7634 prefix tokens cached", 0.0, True),
+        ProbeRow("gateway", "https://gw.example/v1", None, "", "", None, False),
+    ]  # fmt: skip
+    page = text(landing_page("1", [row()], [], NOW, probes=probes))
+    assert (
+        "billing http://127.0.0.1:8000/v1/messages 2026-12-01 21:03:02Z (20 s ago) "
+        "reused: 7552 of 7634 prefix tokens cached 98.9%"
+    ) in page
+    assert "not reused: 0 of 7634 prefix tokens cached probe_prefix_miss firing 0.0%" in page
+    assert "gateway https://gw.example/v1 not run yet" in page
+    assert "Probes" not in text(landing_page("1", [row()], [], NOW))

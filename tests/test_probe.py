@@ -184,7 +184,7 @@ def test_probe_config_nonce_form_is_checked_with_field_and_reason(tmp_path: Path
     with pytest.raises(ConfigError) as bad:
         load('nonce_form = "cch"\n')
     assert [
-        "probe[0].nonce_form: must be one of billing-header, request-id (got \"cch\")"
+        'probe[0].nonce_form: must be one of billing-header, request-id (got "cch")'
     ] == bad.value.problems
     with pytest.raises(ConfigError) as moot:
         load('nonce_form = "request-id"\nattribution_header = false\n')

@@ -274,6 +274,7 @@ def test_probe_nonce_forms_on_both_apis(tmp_path: Path, real: Real) -> None:
         wait_until(lambda: len(query(url, expr)) == 2, 30, "Prometheus scraped both alerts")
         status, _, page = daemon.get("/")
         assert status == 200 and "probe_prefix_miss" in page
+        assert "/v1/chat/completions (nonce_form request-id)" in page and "probe_prefix_miss firing" in page
     finally:
         stop_prometheus(prometheus)
         daemon.stop()

@@ -60,6 +60,31 @@ class SourceRow:
     errors: int
 
 
+@dataclass(frozen=True, slots=True)
+class ProbeRow:
+    """What the page shows of one `[[probe]]`: where (no user, no query), its last run and verdict."""
+
+    name: str
+    endpoint: str
+    last_at: float | None
+    outcome: str
+    verdict: str
+    share: float | None
+    firing: bool
+
+
+def _probe_row(row: ProbeRow, now: float) -> str:
+    """One `<tr>` of the probes table."""
+    last = "not run yet" if row.last_at is None else when(row.last_at, now)
+    outcome = "" if row.outcome in ("", "ok") else f"<span class='down'>{escape(row.outcome)}</span> "
+    verdict = outcome + escape(row.verdict)
+    if row.firing:
+        verdict += " <a class='firing' href='#alerts'>probe_prefix_miss firing</a>"
+    share = "" if row.share is None else f"{row.share:.1%}"
+    cells = [escape(row.name), escape(row.endpoint), escape(last), verdict]
+    return "<tr>" + "".join(f"<td>{cell}</td>" for cell in cells) + f"<td class='n'>{share}</td></tr>"
+
+
 def ago(seconds: float) -> str:
     """A wall-clock distance, e.g. `12 s ago`, `5 min ago`, `3 h ago`, `2 d ago` (`in 4 s` if ahead)."""
     if seconds < 0:
@@ -158,6 +183,19 @@ def alert_card(alert: Alert, status: str) -> str:
     )
 
 
+def _probes(probes: Sequence[ProbeRow], now: float) -> str:
+    """The probes table ("" without probes)."""
+    if not probes:
+        return ""
+    head = "".join(f"<th>{name}</th>" for name in ("probe", "endpoint", "last run", "last verdict"))
+    rows = "".join(_probe_row(row, now) for row in probes)
+    return (
+        f"<h2 id='probes'>Probes</h2><table><tr>{head}<th class='n'>cached share</th></tr>{rows}</table>"
+        "<p class='muted'>Each probe sends a synthetic conversation twice and reads whether its prefix "
+        "came back cached (docs/probe.md); the share is of its last deciding follow-up.</p>"
+    )
+
+
 def ordered(alerts: Sequence[tuple[Alert, bool]]) -> list[tuple[Alert, bool]]:
     """The (alert, silenced) pairs as a person reads them: the notified ones first, then the silenced;
     each by severity (critical first), then newest first (what just started is what a person comes
@@ -182,9 +220,11 @@ def landing_page(
     refresh: int = REFRESH,
     *,
     charts: str = "",
+    probes: Sequence[ProbeRow] = (),
 ) -> str:
-    """The HTML of `/`: sources, the firing (alert, silenced) pairs, links, then `charts` (the sources'
-    recent windows, kvwatch.forensic.live); reloads every `refresh` s."""
+    """The HTML of `/`: sources, the firing (alert, silenced) pairs, links, the `[[probe]]`s' last runs
+    (when any is configured), then `charts` (the sources' recent windows, kvwatch.forensic.live);
+    reloads every `refresh` s."""
     up = sum(row.up for row in sources)
     cards = "".join(_alert(alert, silenced, now) for alert, silenced in ordered(alerts))
     down = {a.labels.get("source") for a, _ in alerts if a.alert == "engine_start_failed"}
@@ -209,5 +249,5 @@ def landing_page(
         f"Rendered {stamp}; reloads every {refresh:d} s.</p>"
         f"<h2 id='alerts'>Firing alerts</h2>{cards or '<p class=ok>no alert firing</p>'}"
         f"<h2 id='sources'>Sources</h2><table><tr>{head}</tr>{rows}</table>"
-        f"{charts}</body></html>\n"
+        f"{_probes(probes, now)}{charts}</body></html>\n"
     )
