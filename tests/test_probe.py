@@ -205,3 +205,20 @@ def test_cli_nonce_form_is_refused_without_the_header_conversation(
     )
     assert 2 == status
     assert "--nonce-form has no effect with --no-attribution-header" in capsys.readouterr().err
+
+
+def test_a_probe_removed_by_a_reload_lets_go_of_its_alert() -> None:
+    """Reload (Probes.replace): every probe's held findings are cleared, the removed one's too (its
+    probe_prefix_miss resolves instead of firing on with nothing probing)."""
+    from kvwatch.config.types import ProbeConfig
+    from kvwatch.daemon.probes import Probes
+    from kvwatch.probe.run import ProbeSpec
+
+    def entry(name: str) -> tuple[ProbeConfig, ProbeSpec]:
+        return ProbeConfig(name, "http://127.0.0.1:9/v1"), ProbeSpec("http://127.0.0.1:9/v1")
+
+    held: list[tuple[str, list[object]]] = []
+    probes = Probes([entry("kept"), entry("gone")], Settings, lambda name, found: held.append((name, found)))
+    probes.replace([entry("kept"), entry("new")])
+    assert sorted(held) == [("gone", []), ("kept", []), ("new", [])]
+    assert sorted(probes.states) == ["kept", "new"]

@@ -109,10 +109,11 @@ class Probes:
             for probe, _ in self.probes:
                 self.scheduler.remove_job(f"probe:{probe.name}")
         with self.lock:
+            removed = [p.name for p, _ in self.probes if p.name not in {q.name for q, _ in probes}]
             self.probes = list(probes)
             self.states = {p.name: self.states.get(p.name, ProbeState()) for p, _ in self.probes}
-        for probe, _ in self.probes:
-            self.hold(probe.name, [])
+        for name in [*(probe.name for probe, _ in self.probes), *removed]:
+            self.hold(name, [])  # (a removed probe's firing alert resolves: nothing probes there any more)
         if self.scheduler is not None:
             self.schedule(self.scheduler)
 

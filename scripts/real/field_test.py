@@ -14,7 +14,8 @@ It prints kvwatch's landing page address and says what each phase should show th
    `probe_prefix_miss` (probe `request-id`) fire, the `billing` probe stays quiet;
 3. killed: the engine core SIGKILLed: `engine_start_failed` (critical) fires;
 4. restarted: vLLM started again and the `request-id` probe removed by a reload; healthy traffic:
-   `engine_start_failed` and `prefix_hit_rate_low` resolve.
+   `engine_start_failed` resolves (`prefix_hit_rate_low` too, if the kill had not ended it), and so does
+   the removed probe's `probe_prefix_miss`: nothing fires.
 
 With `--screenshots DIR` headless Chromium saves the landing page at each phase as `DIR/N-phase.png`.
 It stops everything it started on the way out (Ctrl-C included). The vLLM install (~3.5 GB) is cached
@@ -195,6 +196,9 @@ def main() -> int:
                 raise SystemExit(f"[field-test] restart phase: still firing {sorted(firing(url))}")
             rounds += 1
             traffic.conversation(engine.url, f"R{rounds}", 6)
+        # (a restarted engine starts from a cold cache: kvwatch's window starts again at its first stats line)
+        wait(lambda: re.search(r"^kvwatch_vllm_prefix_cache_hit_ratio\{", metrics(url), re.M), 120,
+             "the restart's first stats line read")  # fmt: skip
         time.sleep(6)
         say(f"  firing: {sorted(firing(url)) or 'nothing'}")
         screenshot(url, shots, "4-restarted")
