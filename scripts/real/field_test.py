@@ -128,6 +128,8 @@ def main() -> int:
         engine.start()
         say("starting vLLM (1-5 minutes on a busy CPU) ...")
         engine.wait_healthy()
+        # (an empty cache before any probe runs: a reset between a probe's two requests would read as a miss)
+        engine.post("/reset_prefix_cache", {})
         port = vllm_server.free_port()
         config = work / "kvwatch.toml"
         config.write_text(config_text(work, engine.log, engine.url, False))
@@ -149,7 +151,6 @@ def main() -> int:
         say(f"kvwatch's landing page: {url}/")
 
         say("1 healthy: 16 agent turns over a stable prompt ...")
-        engine.post("/reset_prefix_cache", {})
         sent = traffic.conversation(engine.url, "A", 8) + traffic.conversation(engine.url, "B", 8)
         say(f"  cached tokens per turn: {[s.cached_tokens for s in sent]}")
         ran = re.compile(r'kvwatch_probe_runs_total\{[^}]*outcome="ok"[^}]*probe="billing"[^}]*\} [1-9]')
@@ -163,7 +164,6 @@ def main() -> int:
         say("2 nonce: a request id heading the system prompt; the request-id probe added (SIGHUP) ...")
         config.write_text(config_text(work, engine.log, engine.url, True))
         kvwatch.send_signal(signal.SIGHUP)
-        engine.post("/reset_prefix_cache", {})
         wanted = {("prefix_hit_rate_low", "vllm"), ("probe_prefix_miss", "request-id")}
         rounds = 0
         deadline = time.monotonic() + 400
