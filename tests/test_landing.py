@@ -141,6 +141,7 @@ def test_evidence_values_are_formatted_for_reading() -> None:
         ("enabled", True, "true"),
         ("missing", None, "null"),
         ("excluded_kv_groups", "EAGLE/MTP [2]", "EAGLE/MTP [2]"),
+        ("cause", "", "none"),
     ]
     assert [want for _, _, want in cases] == [evidence_value(key, value) for key, value, _ in cases]
 

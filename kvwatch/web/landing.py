@@ -126,6 +126,8 @@ def evidence_value(key: str, value: Any, depth: int = 0) -> str:
     record in parentheses."""
     if isinstance(value, bool) or value is None:
         return json.dumps(value)
+    if value == "":
+        return "none"  # (an empty cell reads as a value the page failed to show)
     if isinstance(value, int | float):
         if "bytes" in key:
             text = number(value) + " B"
