@@ -4,10 +4,10 @@ LM Studio is closed source: the wording is read from its logs pasted in public i
 (lmstudio-ai/lmstudio-bug-tracker), in `lines.MAIN`'s framing `[2025-07-24 18:18:21.836] [error] msg`:
 
 - a load that failed: a record on the load endpoint, `[LMSInternal][Client=LM Studio][Endpoint=loadModel]
-  Error in channel handler: Error: ...` (0.3.9, #417: `Error: Error loading model.`; 0.3.x of 2025-07,
-  #790, and of 2025-08, #914: `Error: Received load-error`; 0.3.x of 2025-03 and 0.3.24, #484 and #927:
-  `Error: Model loading aborted due to insufficient system resources. ...`), `[Endpoint=
-  multiplexedLoadModel]` in 0.4.2 (#1492); a JavaScript stack follows, `    at ...` lines;
+  Error in channel handler: Error: ...` (0.3.9, #417, 2025-02: `Error: Error loading model.`; #790,
+  2025-07, and #914, 2025-08, versions not stated: `Error: Received load-error`; 0.3.24-beta, #927, and
+  #484, 2025-03, version not stated: `Error: Model loading aborted due to insufficient system resources.
+  ...`), `[Endpoint=multiplexedLoadModel]` in 0.4.2 (#1492, 2026-02); a JavaScript stack follows;
 - its root cause, where the stack names one: `- Caused By: Error: Failed to load model` (#790, #1492),
   `- Caused By: TypeError: Cannot read properties of undefined (reading 'find')` (#914).
 
