@@ -11,6 +11,8 @@ from __future__ import annotations
 
 from pathlib import Path
 
+import pytest
+
 from kvwatch.detectors import engine_start_failed
 from kvwatch.engines import FACTS
 from kvwatch.engines.llamacpp.parser import LlamacppParser
@@ -325,13 +327,16 @@ def test_lmstudio_failed_model_loads_name_the_root_cause() -> None:
 
 def test_lmstudio_serving_again_resolves_a_failed_load() -> None:
     """A chat completion after the failure (the next load served): EngineReady, and no finding; a second
-    failed load after serving is a failed start again, not a crash."""
+    failed load after serving is a failed start again, not a crash; a load tried again that fails again
+    is said in its own words."""
     recovered = parsed("lmstudio", [*LMSTUDIO_042, LMSTUDIO_SERVES])
     assert isinstance(lifecycle(recovered)[-1], EngineReady)
     assert findings(recovered) == []
     again = lifecycle(parsed("lmstudio", [*LMSTUDIO_042, LMSTUDIO_SERVES, *LMSTUDIO_0324]))
     assert isinstance(again[-1], EngineFailed) and again[-1].phase == "startup"
     assert len(lifecycle(parsed("lmstudio", [LMSTUDIO_SERVES, LMSTUDIO_SERVES]))) == 0
+    retried = lifecycle(parsed("lmstudio", [*LMSTUDIO_042, *LMSTUDIO_0324]))  # (tried again, failed again)
+    assert isinstance(retried[-1], EngineFailed) and "insufficient system resources" in retried[-1].error
 
 
 def test_real_capture_startup_facts_read_right() -> None:
@@ -371,3 +376,19 @@ def test_sglang_shutdown_it_was_told_to_do_is_no_failure() -> None:
     states = lifecycle(parsed("sglang", killed))
     assert isinstance(states[-1], EngineFailed) and states[-1].phase == "crash"
     assert "crashed with exit code -9" in states[-1].error
+
+
+def test_lmstudio_main_log_replayed_fires_engine_start_failed(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """`kvwatch replay --engine lmstudio` of the 0.4.2 main.log excerpt (read in blocks, its lines picked by
+    the parser's markers): engine_start_failed fires, naming the stack's root cause."""
+    from kvwatch import cli
+
+    log = tmp_path / "main.log"
+    log.write_text("\n".join(LMSTUDIO_042) + "\n")
+    assert 0 == cli.main(["replay", "--engine", "lmstudio", str(log)])
+    out = capsys.readouterr().out
+    assert (
+        "firing   critical engine_start_failed  LM Studio failed to start: Error: Failed to load model" in out
+    )

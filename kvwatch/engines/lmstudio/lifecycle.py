@@ -37,8 +37,7 @@ def lifecycle(source: str) -> Lifecycle:
 def load_line(life: Lifecycle, tags: list[str], body: str, when: float) -> list[Event]:
     """The lifecycle events of one message (its tags and body): a failed load, its root cause, or none."""
     if body.startswith(FAILED) and not LOAD_ENDPOINTS.isdisjoint(tags):
-        if not life.failing:
-            life.restart()  # (a new load: it never served)
+        life.restart()  # (each failure is a load of its own, tried again: the newest one's words are said)
         return life.line(body, when) or []
     if body.startswith(CAUSED_BY) and life.failing:
         return life.line(body[len(CAUSED_BY) :], when) or []

@@ -48,6 +48,9 @@ MARKERS: tuple[str, ...] = (
     "Prompt tokens to decode",
     "prompt cache disk usage",
     "Running chat completion",
+    # the app's main.log: a failed model load and its root cause (lifecycle.py)
+    "Error in channel handler",
+    "Caused By",
 )
 #: What a message's body starts with when `load_line` reads it (main.log's failed loads).
 LIFE_STARTS = (*FAILED, CAUSED_BY)
