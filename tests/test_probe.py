@@ -222,3 +222,17 @@ def test_a_probe_removed_by_a_reload_lets_go_of_its_alert() -> None:
     probes.replace([entry("kept"), entry("new")])
     assert sorted(held) == [("gone", []), ("kept", []), ("new", [])]
     assert sorted(probes.states) == ["kept", "new"]
+
+
+def test_cli_nonce_form_applies_to_a_configured_probe(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """`kvwatch probe --config PATH --nonce-form request-id` runs the configured probe with that form
+    (here against a closed port: the run fails, the report says which form it used)."""
+    from kvwatch import cli
+
+    config = tmp_path / "kvwatch.toml"
+    config.write_text('[[probe]]\nname = "v"\nurl = "http://127.0.0.1:9/v1"\nmodel = "m"\ntimeout = 5\n')
+    status = cli.main(["probe", "--config", str(config), "--nonce-form", "request-id", "--format", "json"])
+    report = json.loads(capsys.readouterr().out)
+    assert (status, report["outcome"], report["nonce_form"]) == (2, "connection_error", "request-id")
