@@ -292,12 +292,11 @@ LMSTUDIO_0324 = [
     "    at async Object.handler (/Applications/LM Studio.app/Contents/Resources/app/.webpack/main/index.js:353:46249)",
 ]
 #: LM Studio 0.3.9 (Build 6), Windows 11, its main.log as pasted in
-#: https://github.com/lmstudio-ai/lmstudio-bug-tracker/issues/417 (2025-02-08): the runtime exited.
+#: https://github.com/lmstudio-ai/lmstudio-bug-tracker/issues/417 (2025-02-08): the runtime exited (its stack's
+#: frames with the user's install path left out).
 LMSTUDIO_039 = [
     "[2025-02-08 01:29:29.905] [error] [LMSInternal][Client=LM Studio][Endpoint=loadModel] Error in channel handler: Error: Error loading model.",
-    "    at _0x16bb54._0x4cda16 (C:\\Program Files\\LM Studio\\resources\\app\\.webpack\\main\\index.js:24:297592)",
     "    at _0x16bb54.emit (node:events:519:28)",
-    "    at _0x16bb54.onChildExit (C:\\Program Files\\LM Studio\\resources\\app\\.webpack\\main\\index.js:24:243875)",
 ]
 #: LM Studio serving again (0.3.18's one-line framing, lmstudio-bug-tracker#778, as tests/wild/ holds it).
 LMSTUDIO_SERVES = (
