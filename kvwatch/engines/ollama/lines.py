@@ -33,6 +33,10 @@ MODEL = re.compile(r"--model[ =](\S+)")
 #: The MLX runner's per-request line (x/mlxrunner/prefix_cache.go) pasted without its slog framing
 #: (ollama#18267): `cache hit total=23169  matched=21742  cached=16383   left=6786`.
 BARE_CACHE = re.compile(r"cache (hit|miss) +total=\d+ +matched=\d+ +cached=\d+ +left=\d+")
+#: Ollama 0.1.x's lines through Go's standard logger (log.LstdFlags | log.Lshortfile, local time, no
+#: zone): `2023/12/24 23:48:35 llama.go:459: error starting llama runner: llama runner process has
+#: terminated` (ollama#1703, v0.1.17: llm/llama.go), `routes.go:1014: Listening on ... (version 0.1.17)`.
+GOLOG = re.compile(r"(\d{4})/(\d\d)/(\d\d) (\d\d):(\d\d):(\d\d) [\w.-]+\.go:\d+: (.*)")
 # `Listening on 127.0.0.1:11434 (version 0.30.1)`
 VERSION = re.compile(r"\(version ([^\s)]+)\)")
 # `server config env="map[... OLLAMA_DEBUG:INFO ...]"` (a level since 0.5-ish, a bool before)

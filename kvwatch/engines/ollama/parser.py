@@ -43,7 +43,7 @@ from kvwatch.parsers.text import strip_ansi
 from kvwatch.times import parse_rfc3339
 
 #: Ollama's own markers; its parser adds those of the engine it reuses.
-MARKERS = ("time=", "[GIN] ", "cache hit ", "cache miss ")
+MARKERS = ("time=", "[GIN] ", "cache hit ", "cache miss ", "llama runner", "Listening on ")
 #: Distinct model labels per source; later models are counted as "other".
 MAX_MODELS = 8
 _SLOT = re.compile(r"slot +\S*: id +(\S+) \| task (\S+) \|")
@@ -422,6 +422,8 @@ class OllamaParser:
             elif text.startswith("cache ") and ol.BARE_CACHE.match(text):
                 msg = text[: text.index(" total=")]
                 return self._slog(ol.Record("", "INFO", msg, ol.attributes(text)), wall)
+            elif text[:2] in ("20", "19") and (golog := ol.GOLOG.match(text)) is not None:
+                return self._golog(golog, wall)
             return self._runner_line(text, wall)
         except ol.GarbledError as exc:
             return ParseError(f"ollama: {exc}")
@@ -497,6 +499,22 @@ class OllamaParser:
             return [EngineFact(self.source, now, "ollama_debug", setting[1] if setting else "unset")]
         error = attrs.get("error")
         lived = self._life.line(f"{msg}: {error}" if error else msg, now)
+        return [] if lived is None else lived
+
+    def _golog(self, match: re.Match[str], wall: float | None) -> ParseResult:
+        """Ollama 0.1.x's Go `log` line (ol.GOLOG): its start and its runner's start or death."""
+        msg = match[7]
+        if not msg.startswith("Listening on ") and "llama runner" not in msg:
+            return None  # (its other lines say nothing kvwatch reads)
+        if wall is None:
+            year, month, day, hour, minute, second = map(int, match.group(1, 2, 3, 4, 5, 6))
+            wall = self._clock.dated(year, month, day, (hour, minute, second))  # (local time, as gin's)
+            if wall is None:
+                return ParseError("ollama: a Go log line's date does not exist")
+        now = self._now(wall)
+        if msg.startswith("Listening on "):
+            return self._restart(now, msg)
+        lived = self._life.line(msg, now)
         return [] if lived is None else lived
 
     def _restart(self, now: float, msg: str) -> list[Event]:
