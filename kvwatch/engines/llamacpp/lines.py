@@ -1,9 +1,10 @@
 """The shapes of llama-server output: the envelope around a message, and the messages we read.
 
 An envelope is whatever wraps llama.cpp's own text: a `--log-jsonl` object, a journald/syslog or ISO
-prefix (after `docker compose logs`' `service  | `, llama.cpp#23206), the router's `[port] ` prefix, ANSI colour, and `--log-prefix`/`--log-timestamps`
-(`M.SS.mmm.uuu L `, time since process start, minutes unbounded). Messages are matched on their text
-only, never on the function column or the level letter (both changed across builds).
+prefix (after `docker compose logs`' `service  | `, llama.cpp#23206), the router's `[port] ` prefix,
+ANSI colour, and `--log-prefix`/`--log-timestamps` (`M.SS.mmm.uuu L `, time since process start,
+minutes unbounded). Messages are matched on their text only, never on the function column or the level
+letter (both changed across builds).
 """
 
 from __future__ import annotations

@@ -7,6 +7,7 @@ level TRACE below DEBUG), server/routes.go (gin.Default(): gin's defaultLogForma
 
 from __future__ import annotations
 
+import json
 import re
 from dataclasses import dataclass
 
@@ -41,6 +42,21 @@ GOLOG = re.compile(r"(\d{4})/(\d\d)/(\d\d) (\d\d):(\d\d):(\d\d) [\w.-]+\.go:\d+:
 VERSION = re.compile(r"\(version ([^\s)]+)\)")
 # `server config env="map[... OLLAMA_DEBUG:INFO ...]"` (a level since 0.5-ish, a bool before)
 DEBUG_SETTING = re.compile(r"OLLAMA_DEBUG:([^\s\]]*)")
+
+
+def unwrap_pino(text: str) -> tuple[str, float | None] | None:
+    """The Ollama line a pino JSON record carries, and the record's time (seconds), else None. Msty runs
+    Ollama and logs each of its lines as the `msg` of a record with its own `time` (ms since the epoch):
+    `{"level":30,"time":1752516972752,"pid":10104,"hostname":"h","msg":"[GIN] ... \\n"}` (ollama#11418)."""
+    try:
+        record = json.loads(text)
+    except ValueError:
+        return None
+    if not isinstance(record, dict) or not isinstance(msg := record.get("msg"), str) or "pid" not in record:
+        return None
+    millis = record.get("time")
+    wall = millis / 1000 if isinstance(millis, int) and not isinstance(millis, bool) and millis > 0 else None
+    return msg.rstrip("\r\n"), wall
 
 
 class GarbledError(ValueError):

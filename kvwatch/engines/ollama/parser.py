@@ -148,6 +148,8 @@ def looks_like(sample: str) -> bool:
     hits = ours = theirs = 0
     for line in sample.splitlines()[:2000]:
         text = line
+        if text.startswith('{"level":') and (carried := ol.unwrap_pino(text)) is not None:
+            text = carried[0]  # (Msty's pino records)
         journal = ol.JOURNAL.match(text)
         if journal is not None:
             if journal[6] == "ollama":
@@ -412,6 +414,12 @@ class OllamaParser:
 
     def _body(self, text: str, wall: float | None) -> ParseResult:
         """A line after its journald prefix, at `wall`."""
+        if text.startswith('{"level":'):
+            carried = ol.unwrap_pino(text)
+            if carried is None or carried[0].startswith('{"level":'):
+                return None
+            inner, own = carried
+            return self._body(inner, wall if wall is not None else own)
         try:
             if text.startswith("time="):
                 record = ol.read_slog(text)
