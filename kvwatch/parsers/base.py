@@ -32,7 +32,7 @@ ParseResult = list[Event] | ParseError | None
 
 
 class BlockResult(NamedTuple):
-    """What `parse` made of each line of a block, added up (a parser's optional `parse_block`)."""
+    """What `parse` made of each line of many, added up (a parser's optional `parse_entries`)."""
 
     events: list[Event]
     recognized: int
@@ -63,6 +63,9 @@ class ParserSettings:
     now_year: int = 2026
     tz: str = "UTC"
     start: float = DEFAULT_START  # where relative timestamps (llama.cpp) begin
+    #: A parser may read its commonest lines a quicker way, with the same result; False: every line the
+    #: general way (replay's `KVWATCH_REPLAY_PLAIN=1`, see kvwatch.replay.speedups).
+    fast_paths: bool = True
 
 
 class Parser(Protocol):
@@ -82,24 +85,6 @@ class Parser(Protocol):
 
 
 # What a parser may also be, each a small capability its callers test with isinstance.
-
-
-@runtime_checkable
-class TextParser(Protocol):
-    """Reads a dense plain read whole (replay's `kvwatch.sources.framing.Block`)."""
-
-    def parse_text(self, text: str) -> BlockResult:
-        """Exactly `parse` over the lines of `text` (each ending in `\\n`, no transport time), counted up."""
-        ...
-
-
-@runtime_checkable
-class BlockParser(Protocol):
-    """Reads many lines of a plain read in one call (replay's Block, for a parser without parse_text)."""
-
-    def parse_block(self, texts: list[str]) -> BlockResult:
-        """Exactly `parse` over LogLine(source, text, None) for each text in order, counted up."""
-        ...
 
 
 @runtime_checkable
