@@ -143,3 +143,18 @@ def test_an_unfinished_request_counts_its_forced_reprocessing_and_lru_pick_not_i
     assert value(report, "kvwatch_llamacpp_full_reprocess_total") == 1
     assert value(report, "kvwatch_llamacpp_lru_selections_total") == 1
     assert value(report, "kvwatch_llamacpp_requests_total") == 0
+
+
+def test_an_ollama_runner_request_cut_off_counts_its_forced_reprocessing(tmp_path: Path) -> None:
+    """Under Ollama, a runner's request the input ends in the middle of still counts its forced full
+    re-processing (kvwatch_ollama_full_reprocess_total), not as a request."""
+    text = (
+        'time=2026-08-01T07:02:30.000Z level=INFO source=server.go:1 msg="starting llama-server"'
+        ' cmd="/usr/bin/llama-server --model /m/blobs/sha256-1 --port 40001"\n'
+        "slot   operator(): id  0 | task 75 | forcing full prompt re-processing due to lack of cache data\n"
+        "slot   operator(): id  0 | task 75 | cached n_tokens = 0, memory_seq_rm [0, end)\n"
+        '[GIN] 2026/08/01 - 07:02:38 | 200 |      36.318µs |       127.0.0.1 | HEAD     "/"\n'
+    )
+    report = replay(tmp_path, text, "--engine", "ollama")
+    assert value(report, "kvwatch_ollama_full_reprocess_total") == 1
+    assert value(report, "kvwatch_ollama_requests_total") == 0

@@ -32,9 +32,9 @@ from functools import partial
 from typing import Any, Literal
 
 from kvwatch.engines import markers_of, reused_parser
-from kvwatch.engines.llamacpp.events import LlamaRequest
+from kvwatch.engines.llamacpp.events import LlamaCutOff, LlamaRequest
 from kvwatch.engines.ollama import lines as ol
-from kvwatch.engines.ollama.events import OllamaAccess, OllamaCacheEvent, OllamaRequest
+from kvwatch.engines.ollama.events import OllamaAccess, OllamaCacheEvent, OllamaCutOff, OllamaRequest
 from kvwatch.engines.ollama.lifecycle import lifecycle
 from kvwatch.model import EngineFact, Event, LogLine, ServerRestart
 from kvwatch.parsers.base import ParseError, Parser, ParseResult, ParserSettings
@@ -233,10 +233,16 @@ class OllamaParser:
             return ParseError(f"ollama: {exc}")
 
     def flush(self) -> list[Event]:
-        """End of input: the runners' requests in progress were cut off (dropped)."""
-        for parser in self._runners.values():
-            parser.flush()
-        return []
+        """End of input: the runners' requests released without timings become records; of those cut
+        off in progress, a forced full re-processing still counts (the rest is dropped)."""
+        events: list[Event] = []
+        for runner, parser in self._runners.items():
+            for event in parser.flush():
+                if isinstance(event, LlamaRequest):
+                    events += self._from_llama(event, runner)
+                elif isinstance(event, LlamaCutOff) and event.full_reprocess:
+                    events.append(OllamaCutOff(self.source, self._now(event.time), self._label(runner)))
+        return events
 
     def _now(self, when: float | None) -> float:
         """Event time: the line's own, never before the last one (else the last, else the start)."""
