@@ -158,3 +158,19 @@ def test_an_ollama_runner_request_cut_off_counts_its_forced_reprocessing(tmp_pat
     report = replay(tmp_path, text, "--engine", "ollama")
     assert value(report, "kvwatch_ollama_full_reprocess_total") == 1
     assert value(report, "kvwatch_ollama_requests_total") == 0
+
+
+def test_ollama_gin_local_time_takes_the_offset_slog_printed(tmp_path: Path) -> None:
+    """gin prints local time without a zone: with no `tz` set it is placed by the offset of slog's
+    `time=` (+02:00 here), not read as UTC two hours later."""
+    text = (
+        'time=2025-07-16T20:07:57.610+02:00 level=ERROR source=sched.go:489 msg="error loading llama'
+        ' server" error="llama runner process has terminated: exit status 2"\n'
+        '[GIN] 2025/07/16 - 20:07:58 | 500 |    720.9988ms |       127.0.0.1 | POST     "/api/generate"\n'
+    )
+    log = tmp_path / "excerpt.log"
+    log.write_text(text, encoding="utf-8")
+    out = io.StringIO()
+    with contextlib.redirect_stdout(out):
+        main(["replay", "--year", "2026", str(log)])
+    assert "events 2025-07-16T18:07:57.61Z .. 2025-07-16T18:07:58Z" in out.getvalue(), out.getvalue()

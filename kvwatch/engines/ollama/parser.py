@@ -152,6 +152,10 @@ class OllamaParser:
         self.markers = markers
         self._reused = reused
         self._clock = YearlessClock(settings.year or settings.now_year, settings.tz)
+        # gin and Go's log print local time without a zone; slog's `time=` carries the zone's offset.
+        # With no `tz` configured, the last offset slog printed places them (0 until one is seen).
+        self._learn = settings.tz == "UTC"
+        self._local = 0.0
         self._life = lifecycle(source)  # whether its model runner came up or died (engine_start_failed)
         self._runners: dict[str, Parser] = {}
         self._runner = ""  # the runner that started last
@@ -263,6 +267,8 @@ class OllamaParser:
     def _slog(self, record: ol.Record, wall: float | None) -> ParseResult:
         msg, attrs = record.msg, record.attrs
         now = self._now(parse_rfc3339(record.time) if record.time else wall)
+        if self._learn and record.time:
+            self._local = _offset(record.time, self._local)
         if msg in ("cache hit", "cache miss"):
             total, cached = ol.number(attrs, "total"), ol.number(attrs, "cached")
             matched = ol.number(attrs, "matched")
@@ -321,6 +327,7 @@ class OllamaParser:
             wall = self._clock.dated(year, month, day, (hour, minute, second))  # (local time, as gin's)
             if wall is None:
                 return ParseError("ollama: a Go log line's date does not exist")
+            wall -= self._local
         now = self._now(wall)
         if msg.startswith("Listening on "):
             return self._restart(now, msg)
@@ -353,7 +360,7 @@ class OllamaParser:
             when = self._clock.dated(year, month, day, (hour, minute, second))  # (gin prints its year)
             if when is None:
                 return ParseError("ollama: [GIN] date does not exist")
-            now = self._now(when)
+            now = self._now(when - self._local)
         access = OllamaAccess(self.source, now, int(status), ol.duration(match[8]), match[10], match[11])
         events: list[Event] = [access]
         if access.method == "POST" and access.path.endswith(GENERATION):
@@ -451,6 +458,17 @@ class OllamaParser:
             runner=runner, model=self._label(runner), derived=event.derived,
         )  # fmt: skip
         return self._record(record)
+
+
+def _offset(stamp: str, known: float) -> float:
+    """The UTC offset in seconds that an RFC 3339 `stamp` ends in (`Z`: 0), else `known`."""
+    if stamp[-1:] == "Z":
+        return 0.0
+    sign, hours, colon, minutes = stamp[-6:-5], stamp[-5:-3], stamp[-3:-2], stamp[-2:]
+    if sign in ("+", "-") and colon == ":" and hours.isdecimal() and minutes.isdecimal():
+        offset = int(hours) * 3600 + int(minutes) * 60
+        return float(-offset if sign == "-" else offset)
+    return known
 
 
 def make_parser(source: str, settings: ParserSettings, options: Any) -> OllamaParser:
