@@ -60,6 +60,7 @@ FIRES = {
     "tests/wild/heldout/ollama-0.6.6-msty-pino-json.log": {"engine_start_failed"},
     "tests/wild/heldout/vllm-0.19-kvcached-enginecore-failed.log": {"engine_start_failed"},
     "tests/wild/heldout/vllm-xpu-enginecore-failed.log": {"engine_start_failed"},
+    "tests/wild/heldout/late-sglang-lmcache-scheduler-exception.log": {"engine_start_failed"},
     # the Spyre plugin's engine printed no stats line for 390 s with a request running (21:43:12 ->
     # 21:49:42): `no_signal`'s documented "silent while busy" case, as the lines show it
     "tests/wild/vllm-plugin-spyre-stats-rising.log": {"no_signal"},

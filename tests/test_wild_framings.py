@@ -174,3 +174,20 @@ def test_ollama_gin_local_time_takes_the_offset_slog_printed(tmp_path: Path) -> 
     with contextlib.redirect_stdout(out):
         main(["replay", "--year", "2026", str(log)])
     assert "events 2025-07-16T18:07:57.61Z .. 2025-07-16T18:07:58Z" in out.getvalue(), out.getvalue()
+
+
+def test_sglang_scheduler_dying_after_a_batch_is_a_crash(tmp_path: Path) -> None:
+    """An SGLang batch line proves the server served: its scheduler's death after it is a crash, named
+    by the traceback's last exception."""
+    text = (
+        "[2025-06-26 02:16:20 TP0] Decode batch. #running-req: 1, #token: 2102, token usage: 0.51,"
+        " cuda graph: True, gen throughput (token/s): 93.51, #queue-req: 0\n"
+        "[2025-06-26 02:16:20 TP0] Scheduler hit an exception: Traceback (most recent call last):\n"
+        '  File "scheduler.py", line 254, in match_prefix_lmcache\n'
+        '    raise ValueError("Failed to allocate token prealloc indices")\n'
+        "ValueError: Failed to allocate token prealloc indices\n"
+    )
+    report = replay(tmp_path, text)
+    alert = report["alerts"][0]
+    assert (alert["alert"], alert["evidence"]["phase"]) == ("engine_start_failed", "crash")
+    assert alert["evidence"]["error"] == "ValueError: Failed to allocate token prealloc indices"
