@@ -15,7 +15,7 @@ from kvwatch.model import LogLine
 from kvwatch.replay import files as wholefile
 from kvwatch.replay.files import batches, open_log, source_name
 from kvwatch.sources.docker_json import DOCKER_SPLIT, decode_entry, simple_entry, split_logs_t
-from kvwatch.sources.framing import Batch, Framer, Malformed, sniff
+from kvwatch.sources.framing import Batch, Block, Framer, Malformed, sniff
 from kvwatch.sources.linecap import clip_bytes
 from kvwatch.times import parse_rfc3339
 
@@ -31,10 +31,11 @@ def moby(log: str, time: str = "2026-08-18T01:22:08.5Z", stream: str = "stdout")
 
 
 def expand(items: Iterable[Batch]) -> Iterator[Batch]:
-    """The items, a line without a marker (a dense read hands every line on) as one skipped line."""
+    """A Block as the lines it stands for: a LogLine where a marker is, else one skipped line."""
     for item in items:
-        if isinstance(item, LogLine) and not any(m in item.text for m in MARKERS):
-            yield 1
+        if isinstance(item, Block):
+            for text in item.texts:
+                yield LogLine("s", text) if any(m in text for m in MARKERS) else 1
         else:
             yield item
 

@@ -2,12 +2,13 @@
 random cuts of them give byte for byte the same output with every accelerator off (KVWATCH_REPLAY_PLAIN=1),
 with the defaults, and with every accelerator forced on however small the file.
 
-This is the one "fast path equals plain path" harness: the fast paths (LMCache's records read in runs,
-by the compiled loop where built) and the forked stages are each held to the plain path, one line at a
-time in one process, here.
+This is the one "fast path equals plain path" harness: a parser's fast paths (a dense read parsed whole,
+LMCache's records read in runs, by the compiled loop where built) and the forked stages are each held to
+the plain path, one line at a time in one process, here.
 """
 
 # Lines of the formats are kept whole, however long.
+# ruff: noqa: E501
 
 from __future__ import annotations
 
@@ -25,9 +26,11 @@ from corpora import SAMPLES, sample_logs
 from test_golden import golden_of
 
 from kvwatch.cli import main
+from kvwatch.engines import make_parser, names
+from kvwatch.model import Event, LogLine
 from kvwatch.output.exposition import golden_lines
 from kvwatch.output.text import render
-from kvwatch.parsers.base import ParserSettings
+from kvwatch.parsers.base import BlockParser, BlockResult, Parser, ParserSettings, TextParser, tally
 from kvwatch.replay import plan, replay
 from kvwatch.replay.speedups import PLAIN, SWITCH, Speedups, describe
 
@@ -261,3 +264,186 @@ def test_generated_dense_logs_give_the_same_every_way(kind: str, tmp_path: Path)
         path.write_bytes(body)
         plain = replayed(path, PLAIN)
         assert plain == replayed(path, Speedups()) == replayed(path, EAGER), name
+
+
+def block_engines() -> list[str]:
+    """The engines whose parser reads a dense read whole (parse_text) or many lines in one call
+    (parse_block): replay's block fast paths."""
+    return [
+        name for name in names() if isinstance(make_parser(name, "src", SETTINGS), (TextParser, BlockParser))
+    ]
+
+
+def by_lines(parser: Parser, texts: list[str]) -> tuple[BlockResult, list[Event]]:
+    """`parse` of each line, counted up, and what `flush` gives at the end: the plain path."""
+    return tally(parser.parse(LogLine("src", text, None)) for text in texts), parser.flush()
+
+
+def by_cuts(parser: Parser, texts: list[str], rng: random.Random) -> tuple[BlockResult, list[Event]]:
+    """The same lines cut at random into runs (one line, a few, hundreds, the rest), each read the way
+    replay may read it: as one text, as a list, or line by line (a read that was not dense); state
+    carries across the cuts."""
+    events: list[Event] = []
+    recognized = errors = start = 0
+    while start < len(texts):
+        stop = start + rng.choice((1, 2, 7, 50, 400, len(texts)))
+        run, way = texts[start:stop], rng.random()
+        if isinstance(parser, TextParser) and way < 0.45:
+            got = parser.parse_text("".join(text + "\n" for text in run))
+        elif isinstance(parser, BlockParser) and way < 0.9:
+            got = parser.parse_block(run)
+        else:
+            got = tally(parser.parse(LogLine("src", text, None)) for text in run)
+        events += got.events
+        recognized += got.recognized
+        errors += got.errors
+        start = stop
+    return BlockResult(events, recognized, errors), parser.flush()
+
+
+@pytest.mark.parametrize("engine", block_engines())
+@pytest.mark.parametrize("log", sample_logs(), ids=lambda p: p.name)
+def test_block_reads_cut_at_random_give_what_each_line_gives(engine: str, log: Path) -> None:
+    """Each block-reading parser over every sample and mutated copies of it, cut into reads at random
+    (a cut may fall between a record's header and its message), gives the events, the recognised and
+    refused lines, and the held-back events at the end that parsing each line gives."""
+    rng = random.Random(f"{engine} {log.name}")
+    data = text_of(log)
+    for copy in (data, mutated(data, 5), mutated(data, 6)):
+        texts = copy.decode("utf-8", "replace").split("\n")[:-1]
+        plain = by_lines(make_parser(engine, "src", SETTINGS), texts)
+        for _ in range(3):
+            assert plain == by_cuts(make_parser(engine, "src", SETTINGS), texts, rng)
+
+
+@pytest.mark.parametrize("engine", block_engines())
+@pytest.mark.parametrize("kind", ["llamacpp", "lmstudio", "ollama"])
+def test_block_reads_of_generated_dense_logs_give_what_each_line_gives(engine: str, kind: str) -> None:
+    """The same over a generated dense log of each kind and mutated copies of it."""
+    rng = random.Random(f"{engine} {kind}")
+    data = generated(kind, 8)
+    for copy in (data, mutated(data, 9)):
+        texts = copy.decode().split("\n")[:-1]
+        plain = by_lines(make_parser(engine, "src", SETTINGS), texts)
+        assert plain[0].recognized or engine != kind
+        assert plain == by_cuts(make_parser(engine, "src", SETTINGS), texts, rng)
+
+
+#: Lines spliced into damaged copies, of every block-reading engine's formats: starts, restarts, bare
+#: and torn headers and timing lines, odd numbers and digits of other scripts, CR, ANSI escapes, foreign
+#: text, empty lines (each engine's parser meets the others' lines too).
+ODD = [
+    # llama.cpp
+    "0.00.910.000 I srv          init: initializing, n_slots = 4, n_ctx_slot = 32768",
+    "0.01.060.000 I srv          init: listening on http://0.0.0.0:8080",
+    "9.59.999.999 I srv          load:  - found better prompt with f_keep = 0.900, sim = 0.950",
+    "0.00.000.001 I srv  get_availabl: updating prompt cache",
+    "10.00.000.000 I srv  get_availabl: updating prompt cache",
+    "0.05.335.419 I slot print_timing: id  0 | task 1 | ",
+    "0.05.335.419 I slot print_timing: id  0 | task 1 |",
+    "0.05.335.420 I slot print_timing: id  0 | task 1 | \t n_gen =    64, memory_seq_rm [5, end)",
+    "0.05.335.421 I slot print_timing: id  1 | task x7 | n_gen =    64",
+    "0.05.335.422 I slot print_timing: id  0 | task 1 | total time =  x ms",
+    "0.05.335.423 I slot   operator(): id  0 | task 1 | cached n_tokens = 5, memory_seq_rm [zz, end)",
+    "0.05.335.424 W slot print_timing: id  3 | task -1 | idle slot save",
+    "0.05.335.425 I slot print_timing: id  0 | task 1 | n_gen = 1\r",
+    "\x1b[32m0.05.335.426 I slot print_timing: id  0 | task 1 | n_gen = 1\x1b[0m",
+    "0.0\u0665.335.427 I srv  get_availabl: updating prompt cache",
+    "0.05.3\u0663\u0663.427 I slot print_timing: id  0 | task 1 | n_gen = 1",
+    "   prompt eval time =     950.28 ms /  2487 tokens",
+    "       eval time =    1599.14 ms /    64 tokens",
+    "      total time =    2549.42 ms /  2598 tokens",
+    '{"type":"log","time":5335428,"level":"I","msg":"slot print_timing: id  0 | task 1 | n_gen = 2"}',
+    "ggml_cuda_init: found 1 CUDA devices",
+    "",
+    # LM Studio
+    "2026-06-10 09:00:07 [DEBUG]",
+    "2026-06-10 09:00:07  [TRACE]",
+    "2026-06-10 09:00:07  [INFO]  ",
+    "2026-02-30 10:00:00  [INFO]",
+    "2026-06-10 08:00:00  [INFO]",  # the clock going back
+    "2027-01-01 00:00:00  [WARN]",
+    " [cache_wrapper][INFO]: Prompt cache: using 5/10 tokens from cache",
+    " [cache_wrapper][INFO]: Prompt cache: using x/10 tokens from cache",
+    " [qwen/qwen3-8b] Running chat completion on conversation with 3 messages.",
+    " [qwen/qwen3-8b] Streaming response...",
+    " [modèle/é] Running chat completion on conversation with 1 messages.",
+    " [cache_wrapper][INFO]: Prompt cache: using 7/9 tokens from cache — déjà",
+    " [cache_wrapper][INFO]: Trimmed 12 tokens from the prompt cache",
+    " [cache_wrapper][INFO]: Tried to trim '5' tokens from the prompt cache, but it is not trimmable. Clearing the cache instead.",
+    "Cache reuse summary: 939/939 of prompt (100%), 939 prefix, 0 non-prefix",
+    "Total prompt tokens: 939",
+    "Looking for non-prefix contiguous prompt sequences of size >= 256 to reuse from cache",
+    "[2025-07-19 20:33:33][DEBUG] [cache_wrapper][INFO]: Prompt cache: using 3/4 tokens from cache",
+    "[2025-07-19 20:33:34][INFO] [qwen/qwen3-8b] Running chat completion on conversation with 2 messages.",
+    "\x1b[32m2026-06-10 09:00:08  [INFO]\x1b[0m",
+    " [cache_wrapper][INFO]: Prompt cache: using 1/2 tokens from cache\r",
+    "2026-06-10 09:00:09  [INFO]\r",
+    " Finished streaming response",
+    "no record",
+    "",
+    " ",
+    # Ollama under journald
+    'Jun 10 09:00:00 gpu-ws ollama[2231]: time=2026-06-10T09:00:00.000Z level=INFO source=routes.go:2008 msg="Listening on 127.0.0.1:11434 (version 0.30.2)"',
+    'Jun 10 10:00:00 gpu-ws ollama[2231]: time=2026-06-10T10:00:00.000Z level=INFO source=llama_server.go:433 msg="starting llama-server" cmd="/usr/local/lib/ollama/llama-server --model /x/blobs/sha256-0123456789abcdef --port 39555"',
+    "Jun 10 10:00:01 gpu-ws ollama[2231]: slot   operator(): id  0 | task 7 | n_gen = 3",
+    "Jun 10 10:00:01 gpu-ws ollama[2231]: slot   operator(): id  0 | task 7 |",
+    "Jun 10 10:00:01 gpu-ws ollama[2231]: slot   operator(): id  0 | task 7 | cached n_tokens = 5, memory_seq_rm [zz, end)",
+    "Jun 10 10:00:01 gpu-ws ollama[2231]: slot   operator(): id  x | task 7 | n_gen = 3",
+    "Jun 10 10:00:01 gpu-ws ollama[2231]: slot   operator(): id  1 | task -1 | new slot, n_ctx = 32768",
+    "Jun 10 10:00:01 gpu-ws ollama[2231]: srv  update_slots: all slots are idle",
+    "Jun 10 08:59:59 gpu-ws ollama[2231]: slot print_timing: id  0 | task 3 | n_gen = 100, t_gen = 2.63 s, 38.00 t/s",
+    "Foo 10 10:00:01 gpu-ws ollama[2231]: slot print_timing: id  0 | task 3 | n_gen = 100",
+    "Jun 10 10:00:01 gpu-ws ollama[2231]: slot print_timing: id  0 | task 3 | n_gen = 100\r",
+    "\x1b[1mJun 10 10:00:01 gpu-ws ollama[2231]: slot print_timing: id  0 | task 3 | n_gen = 1\x1b[0m",
+    "slot print_timing: id  0 | task 3 | n_gen = 100, t_gen = 2.63 s, 38.00 t/s",
+    'Jun 10 10:00:02 gpu-ws ollama[2231]: [GIN] 2026/06/10 - 10:00:02 | 200 |     1.5s |       127.0.0.1 | POST     "/api/chat"',
+    "Jun 10 10:00:02 gpu-ws ollama[2231]: [GIN] torn",
+    "Jun 10 10:00:02 gpu-ws ollama[2231]: slot   operator(): id  0 | task 3 | prompt processing, n_tokens = 5 — ünïcode",
+    "Jun 10 10:00:02 gpu-ws ollama[2231]: ",
+    "",
+]
+
+
+def damaged(texts: list[str], rng: random.Random) -> list[str]:
+    """The lines with a few dozen random changes: neighbours swapped, lines dropped, repeated (maybe of
+    another request), odd lines spliced in, a restart (the log's head again), lines torn short or
+    given a CR, a blank, an escape or a non-ASCII character at the end."""
+    out = list(texts)
+    for _ in range(rng.randint(1, 40)):
+        i = rng.randrange(len(out))
+        kind = rng.randrange(7)
+        if kind == 0 and i + 1 < len(out):
+            out[i], out[i + 1] = out[i + 1], out[i]
+        elif kind == 1:
+            del out[i]
+        elif kind == 2:
+            out.insert(i, out[rng.randrange(len(out))])
+        elif kind == 3:
+            out.insert(i, rng.choice(ODD))
+        elif kind == 4:
+            out[i] = out[i][: rng.randrange(len(out[i]) + 1)]
+        elif kind == 5:
+            out[i:i] = texts[:20]
+        else:
+            out[i] = out[i] + rng.choice(("\r", " ", "\x1b[0m", "é"))
+        if not out:
+            out = [rng.choice(ODD)]
+    return out
+
+
+@pytest.mark.parametrize("engine", block_engines())
+@pytest.mark.parametrize("seed", range(12))
+def test_damaged_logs_cut_at_random_give_what_each_line_gives(engine: str, seed: int) -> None:
+    """Damaged copies of generated dense logs and of samples, cut into reads at random, give what
+    parsing each line gives, refused lines included."""
+    rng = random.Random(seed)
+    logs = sample_logs()
+    if seed % 2:
+        base = generated(("llamacpp", "lmstudio", "ollama")[seed % 3], seed).decode().split("\n")[:-1]
+    else:
+        base = text_of(logs[seed * 7 % len(logs)]).decode("utf-8", "replace").split("\n")[:-1]
+    for _ in range(8):
+        texts = damaged(base, rng)
+        plain = by_lines(make_parser(engine, "src", SETTINGS), texts)
+        assert plain == by_cuts(make_parser(engine, "src", SETTINGS), texts, rng)

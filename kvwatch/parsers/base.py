@@ -32,7 +32,7 @@ ParseResult = list[Event] | ParseError | None
 
 
 class BlockResult(NamedTuple):
-    """What `parse` made of each line of many, added up (a parser's optional `parse_entries`)."""
+    """What `parse` made of each line of a block, added up (a parser's optional `parse_block`)."""
 
     events: list[Event]
     recognized: int
@@ -85,6 +85,24 @@ class Parser(Protocol):
 
 
 # What a parser may also be, each a small capability its callers test with isinstance.
+
+
+@runtime_checkable
+class TextParser(Protocol):
+    """Reads a dense plain read whole (replay's `kvwatch.sources.framing.Block`)."""
+
+    def parse_text(self, text: str) -> BlockResult:
+        """Exactly `parse` over the lines of `text` (each ending in `\\n`, no transport time), counted up."""
+        ...
+
+
+@runtime_checkable
+class BlockParser(Protocol):
+    """Reads many lines of a plain read in one call (replay's Block, for a parser without parse_text)."""
+
+    def parse_block(self, texts: list[str]) -> BlockResult:
+        """Exactly `parse` over LogLine(source, text, None) for each text in order, counted up."""
+        ...
 
 
 @runtime_checkable

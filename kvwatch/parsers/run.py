@@ -7,9 +7,18 @@ big file in a child before those are even imported.
 from __future__ import annotations
 
 from kvwatch.model import Event, LogLine, SourceCounts
-from kvwatch.parsers.base import EntriesParser, Holding, ParseError, Parser, ParseResult
+from kvwatch.parsers.base import (
+    BlockParser,
+    EntriesParser,
+    Holding,
+    ParseError,
+    Parser,
+    ParseResult,
+    TextParser,
+    tally,
+)
 from kvwatch.parsers.skips import SkipLog
-from kvwatch.sources.framing import Batch, Entries, Malformed
+from kvwatch.sources.framing import Batch, Block, Entries, Malformed
 from kvwatch.sources.scanner import LineFilter
 
 
@@ -45,6 +54,8 @@ class SourceRun:
             if self.skips is not None:
                 self.skips.no_marker(batch)
             return []
+        if isinstance(batch, Block):
+            return self._take_block(batch)
         if isinstance(batch, Entries):
             return self._take_entries(batch)
         counts.lines += 1
@@ -62,6 +73,33 @@ class SourceRun:
         if self.skips is not None:
             self._unused(result, batch.text)
         return []
+
+    def _take_block(self, block: Block) -> list[Event]:
+        # The same counting as take(), in one loop (or in the parser's own): a block is thousands of lines.
+        if self.skips is not None:  # each line's verdict is wanted: no block parser, whose are summed
+            events: list[Event] = []
+            for text in block.texts:
+                events += self.take(LogLine(self.source, text, None))
+            return events
+        parser = self.parser
+        if isinstance(parser, TextParser):
+            events, recognized, errors = parser.parse_text(block.text)
+            lines = block.text.count("\n")
+        else:
+            texts = block.texts
+            if isinstance(parser, BlockParser):
+                events, recognized, errors = parser.parse_block(texts)
+            else:
+                source = self.source
+                events, recognized, errors = tally(
+                    map(self.parser.parse, [LogLine(source, t, None) for t in texts])
+                )
+            lines = len(texts)
+        counts = self.counts
+        counts.lines += lines
+        counts.recognized += recognized
+        counts.errors += errors
+        return events
 
     def _take_entries(self, entries: Entries) -> list[Event]:
         # (only a parser with a raw marker, an EntriesParser, is handed them: replay's)

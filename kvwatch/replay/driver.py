@@ -301,7 +301,9 @@ def _framer(item: ReplayInput, framing: Framing, run: SourceRun, speedups: Speed
     and the replay reads raw runs)."""
     parser = run.parser
     raw_marker = parser.raw_marker if speedups.raw_runs and isinstance(parser, EntriesParser) else None
-    return Framer(item.source, framing, run.parser.markers, MAX_LINE, raw_marker=raw_marker)
+    return Framer(
+        item.source, framing, run.parser.markers, MAX_LINE, raw_marker=raw_marker, blocks=speedups.blocks
+    )
 
 
 def replay(

@@ -2,9 +2,10 @@
 
 A replay is the pipeline run over whole files (kvwatch.replay.driver); everything else in this package
 only makes it sooner, never different: a big file framed and parsed in a forked child while the parent
-runs metrics and detectors (kvwatch.replay.forked), LMCache's records crossing undecoded and read in
-runs (by a compiled loop where one was built), a parser's commonest lines read a quicker way
-(`ParserSettings.fast_paths`: vLLM's stats and KV Transfer lines).
+runs metrics and detectors (kvwatch.replay.forked), a dense read handed to the parser as one text,
+LMCache's records crossing undecoded and read in runs (by a compiled loop where one was built), a
+parser's commonest lines read a quicker way (`ParserSettings.fast_paths`: vLLM's stats and KV Transfer
+lines, Ollama's journald prefixes).
 `Speedups` says which are on; the driver asks it and nothing else. With `KVWATCH_REPLAY_PLAIN=1` in the
 environment every one is off: one process, each line framed and parsed on its own, and the output byte
 for byte the same (tests/test_replay_plain.py holds that on every sample).
@@ -34,6 +35,8 @@ class Speedups:
     fork_bytes: int | None = 32 << 20
     #: The same for a dense plain log (nearly every line parsed), whose child pays sooner.
     dense_fork_bytes: int | None = 8 << 20
+    #: A dense plain read goes to the parser as one text (its parse_text or parse_block).
+    blocks: bool = True
     #: LMCache's records in a json-file log cross to the parser undecoded, read in runs.
     raw_runs: bool = True
     #: Parsers read their commonest lines a quicker way (kvwatch.parsers.base.ParserSettings.fast_paths).
@@ -46,7 +49,9 @@ class Speedups:
 
 
 #: Every accelerator off: what `KVWATCH_REPLAY_PLAIN=1` gives.
-PLAIN = Speedups(fork_bytes=None, dense_fork_bytes=None, raw_runs=False, parser_fast_paths=False)
+PLAIN = Speedups(
+    fork_bytes=None, dense_fork_bytes=None, blocks=False, raw_runs=False, parser_fast_paths=False
+)
 
 
 def chosen() -> Speedups:
@@ -85,7 +90,7 @@ def describe() -> str:
         for what, have in built().items()
     )
     return (
-        "replay accelerators: a forked child per big file, LMCache's records read in runs, vLLM's "
-        "commonest lines read in one match; "
+        "replay accelerators: a forked child per big file, dense reads parsed whole, LMCache's records "
+        "read in runs, the commonest lines of vLLM and Ollama read a quicker way; "
         f"{compiled}. {SWITCH}=1 turns them all off (same output, slower)"
     )

@@ -3,9 +3,9 @@
 A framer has two entry points that give the same answers: `feed(raw)` for one physical line (the live
 tailers) and `chunk(data)` for a block of whole lines (replay). Both apply the parser's markers to the raw
 bytes first, so lines that cannot matter cost a count, not a decode or an object. They yield `Batch`
-items: an int (that many lines that cannot match), a LogLine (one line to parse), or Malformed; or
-Entries (a json-file read whose commonest lines go to the parser undecoded, for it to read from their
-bytes).
+items: an int (that many lines that cannot match), a LogLine (one line to parse), or Malformed; a
+Block (a dense plain read), or Entries (a json-file read whose commonest lines go to the parser
+undecoded, for it to read from their bytes).
 """
 
 from __future__ import annotations
@@ -38,6 +38,21 @@ class Malformed:
 
 
 @dataclass(frozen=True, slots=True)
+class Block:
+    """The decoded lines of a plain-text read, every one to be parsed (when nearly all hold a marker):
+    one text, each line ending in `\\n` (without the `\\r` before it), not split until asked."""
+
+    text: str
+
+    @property
+    def texts(self) -> list[str]:
+        """The lines, without their `\\n`."""
+        texts = self.text.split("\n")
+        texts.pop()
+        return texts
+
+
+@dataclass(frozen=True, slots=True)
 class Entries:
     """A docker json-file read whose every line is one complete entry, for a parser that reads some lines
     from their bytes (`Framer(raw_marker=...)`, `parse_entries`): its `lines`, and its marker lines in
@@ -50,7 +65,7 @@ class Entries:
     items: list[LogLine | Malformed | bytes]
 
 
-Batch = int | LogLine | Malformed | Entries
+Batch = int | LogLine | Malformed | Block | Entries
 
 #: How much of a file's head tells its framing (sniff) and its engine.
 HEAD = 64 << 10
@@ -189,10 +204,12 @@ class Framer:
         max_line: int,
         *,
         raw_marker: str | None = None,
+        blocks: bool = True,
     ) -> None:
         """`raw_marker`: one of the markers, whose json-file lines the parser reads from their bytes (it has
         `parse_entries`): given, a json-file read of complete entries comes as one Entries, where the
-        lines on which it is the first marker come undecoded, in runs."""
+        lines on which it is the first marker come undecoded, in runs. `blocks`: a plain read where nearly
+        every line holds a marker comes as one Block (False: each of its lines as a LogLine)."""
         self.source = source
         self.framing = framing
         self._pattern = marker_pattern(markers)
@@ -211,6 +228,7 @@ class Framer:
         if raw_marker is not None and self._scanner is not None and framing == "docker-json":
             self._raw = self._scanner.patterns.index(raw_marker.encode("ascii"))
         self._dense: bool | None = None  # decided on the first chunk
+        self._blocks = blocks
         # A Kubernetes container's log (kvwatch.sources.cri) is framed line by line there.
         self._cri = CriFramer(source, self._pattern, max_line) if framing == "cri" else None
 
@@ -277,12 +295,9 @@ class Framer:
             # Nearly every line matters: decode the read once; the parser turns away the rest.
             # (`\\n` is never part of a UTF-8 sequence, so this decodes each line as feed() would.)
             text = str(memoryview(data)[start:stop], "utf-8", "replace")
-            if data.find(b"\r\n", start, stop) >= 0:
-                text = text.replace("\r\n", "\n")
-            texts = text.split("\n")
-            texts.pop()
-            source = self.source
-            return [LogLine(source, each, None) for each in texts]
+            carriage = data.find(b"\r\n", start, stop) >= 0
+            block = Block(text.replace("\r\n", "\n") if carriage else text)
+            return [block] if self._blocks else [LogLine(self.source, each, None) for each in block.texts]
         if self._cri is not None:
             if self._dense:  # (as a dense plain log's: every line to the parser)
                 self._cri.every_line()

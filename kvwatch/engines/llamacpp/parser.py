@@ -31,20 +31,31 @@ mode (`[port] ` prefix): each child process is a stream of its own, with its own
 from __future__ import annotations
 
 import re
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from typing import Any
 
 from kvwatch.engines.llamacpp import legacy as lg
 from kvwatch.engines.llamacpp import lifecycle as life
 from kvwatch.engines.llamacpp import lines as ln
-from kvwatch.engines.llamacpp.slots import Stream
+from kvwatch.engines.llamacpp import whole as request_whole
+from kvwatch.engines.llamacpp.events import LlamaRequest
+from kvwatch.engines.llamacpp.slots import READ, Request, Stream
 from kvwatch.model import Event, LogLine, ServerRestart
-from kvwatch.parsers.base import ParseError, ParseResult, ParserSettings
+from kvwatch.parsers.base import BlockResult, ParseError, ParseResult, ParserSettings, tally
 from kvwatch.parsers.clock import YearlessClock
 
 #: The first letters of a 2024 `server_log` line (INFO, DEBUG, VERB, WARN, ERR).
 _LEGACY_START = frozenset("IDVWE")
 _round_us = ln.round_us  # (a global: `_stamped` runs once a line)
+#: The head of a slot line up to its `id`: `slot <func>:` (see `untagged_run`), and those seen.
+_FUNC = re.compile(r"slot +\S*:")
+_FUNCS: set[str] = set()
+#: srv lines that only move the clock (`untagged_srv`'s test), as seen.
+_QUIET_SRV: set[str] = set()
+#: The first words of a message of a request in progress that `Stream.slot` reads (or of an empty one).
+_LOUD = READ | {"sele", ""}
+#: `untagged_run`'s request when it follows none.
+_NO_REQUEST = Request(-1)
 #: `LlamacppParser._plain`'s answer for a line that takes the general path (compared by identity).
 _SLOW = ParseError("llamacpp: not a plain slot or srv line")
 
@@ -146,6 +157,163 @@ class LlamacppParser:
         except ln.GarbledError as exc:
             return ParseError(f"llamacpp: {exc}")
 
+    def untagged_run(
+        self,
+        lines: list[str],
+        start: int,
+        prefix: str,
+        wall: float,
+        *,
+        mine: Callable[[str], bool],
+        srv: bool,
+        mine_task: Callable[[int, int], bool] | None = None,
+    ) -> tuple[list[Event], int, int, int] | None:
+        """`untagged_slot` or `untagged_srv` of `lines[start]` read from after `prefix`, and of the lines
+        after it that start with `prefix` too and are this parser's: a slot line that `mine` says is
+        (asked of its text after the prefix; or `mine_task` of its slot and task, where the line's are
+        ASCII digits, if given: the same answer), a srv line when `srv` says they all are. A slot line of
+        the slot and task of a line before it (the first one too), while that task is in progress on
+        the slot, is taken without asking: the caller's router sends it to a runner with the task in
+        progress, the first such one, which this parser is. All at transport time `wall`; the
+        caller knows that no line holds an ANSI escape or `\\r` (Ollama's runner output in a block).
+        A run that starts with a request's pick, its lines as b9452 writes them, reads that request in
+        one match (kvwatch.engines.llamacpp.whole).
+
+        Returns their events, lines recognised, lines in error, and the index of the first line not
+        read; None when the first line is not one `untagged_slot` or `untagged_srv` takes (`parse`
+        must read it). Lines of other kinds end the run: the caller reads them."""
+        stream = self._streams.get(None)
+        if stream is None or stream.stamped:
+            return None
+        skip = len(prefix)
+        first = lines[start]
+        begin = start + 1
+        whole = None
+        if first.startswith("slot ", skip) and first.find("| task -1 | selected slot by ", skip) > 0:
+            clock = wall if self._last is None or wall >= self._last else self._last  # (as _untagged's)
+            whole = request_whole.read(
+                stream, lines, start, prefix, clock, self.source, mine, placed=True, mine_task=mine_task
+            )
+            if whole is not None:
+                self._last = clock
+        match = None
+        if whole is None and first.startswith("slot ", skip):
+            match = ln.SLOT.match(first, skip)
+        result: ParseResult
+        if whole is not None:  # a request read whole from its pick: go on after its last line
+            result, taken = whole
+            begin = start + taken
+        elif match is not None:
+            result = self._untagged(stream, match, wall)
+        else:
+            result = self.untagged_srv(first[skip:], wall) if first.startswith("srv ", skip) else None
+            if result is None:
+                return None
+        header = stream.timing is not None  # a bare timing header: its `timing` stays
+        events: list[Event] = result if isinstance(result, list) else []
+        errors = 0 if isinstance(result, list) else 1  # (every line read gives a list or a ParseError)
+        # The rest at the first line's time: `_last` is at least `wall` now and stays where it is.
+        now = self._last
+        assert now is not None
+        source, funcs, requests = self.source, _FUNCS, stream.requests
+        # The task followed without asking: its tag (` id  0 | task 5 |`), slot, request and texts.
+        tag, slot, request, ids = "", -1, _NO_REQUEST, ("", "")
+        if match is not None:
+            tag, slot, request, ids = _follow(stream, match)
+        cut = len(tag)
+        for index in range(begin, len(lines)):
+            line = lines[index]
+            at = line.find(tag, skip) if cut else -1
+            if at > 0 and line.startswith(prefix) and ((func := line[skip:at]) in funcs or _known_func(func)):
+                # `slot <func>:` and the tag: SLOT reads its slot and task (a line of that shape
+                # has one reading) and its message after the tag. What Stream.slot does with a
+                # line of the request in progress, written out.
+                msg = line[at + cut :].strip()
+                four = msg[:4]
+                if "memory_seq_rm" not in msg and (
+                    four not in _LOUD or (four == "tota" and not request.stopped)
+                ):
+                    header = False
+                    continue  # quiet (`total time` ends only a request stopped before it)
+                stream.timing = None
+                if four != "sele" and msg:
+                    result = stream.apply((slot, request), msg, now, source)
+                else:
+                    result = stream.slot(ids[0], ids[1], msg, now, source)  # (a bare header, a pick)
+                header = not msg
+                if requests.get(slot) is not request:
+                    tag, cut = "", 0  # the request ended: a later line of its task is placed anew
+            elif not line.startswith(prefix):
+                break
+            elif line.startswith("slot ", skip):
+                body = line[skip:]
+                match = ln.SLOT.match(body)
+                if match is None or not mine(body):
+                    break
+                result = self._untagged(stream, match, wall)
+                header = stream.timing is not None
+                tag, slot, request, ids = _follow(stream, match)
+                cut = len(tag)
+            elif srv and line.startswith("srv ", skip):
+                body = line[skip:]
+                if body not in _QUIET_SRV:  # (the same few srv lines come back word for word)
+                    if _srv_read(body) or not ln.SRV.match(body):
+                        break
+                    if len(_QUIET_SRV) > 4096:
+                        _QUIET_SRV.clear()
+                    _QUIET_SRV.add(body)
+                header = False  # (untagged_srv: the clock is already at `wall`, `timing` is dropped)
+                continue
+            else:
+                break
+            if isinstance(result, list):
+                events += result
+            else:
+                errors += 1
+        else:
+            index = len(lines)
+        if not header:
+            stream.timing = None
+        return events, index - start - errors, errors, index
+
+    #: A request read whole from its pick (`untagged_request`): the pattern's text, to build on.
+    request_pattern = request_whole.REQUEST.pattern
+
+    def untagged_request(
+        self, found: re.Match[str], wall: float, owns: Callable[[int, int], bool]
+    ) -> LlamaRequest | None:
+        """`untagged_run` of lines (all under the caller's prefix) from a request's pick to its `stop
+        processing`, where a pattern that starts as `request_pattern` with one space before `selected
+        slot by` matched them (at most `WINDOW` lines): their record, else None (nothing changed): the
+        lines are not all read so. `owns`: `mine_task`, asked of the task's first line."""
+        stream = self._streams.get(None)
+        if stream is None or stream.stamped:
+            return None
+        # (a line holds the prefix and more than `slot x: id`: no more lines than that fit the window)
+        window = request_whole.WINDOW
+        if found.end("late") - found.start() > window * (found.end("p") - found.start() + 10) and (
+            request_whole.lines_of(found) > window
+        ):
+            return None
+        clock = wall if self._last is None or wall >= self._last else self._last  # (as untagged_run's)
+        record = request_whole.take(stream, found, clock, self.source, owns)
+        if record is not None:
+            self._last = clock
+        return record
+
+    @staticmethod
+    def quiet_srv(body: str) -> bool:
+        """Whether `untagged_run` reads a srv line (without envelope) of its run as one that only moves
+        the clock (else it ends the run)."""
+        if body in _QUIET_SRV:
+            return True
+        if _srv_read(body) or not ln.SRV.match(body):
+            return False
+        if len(_QUIET_SRV) > 4096:
+            _QUIET_SRV.clear()
+        _QUIET_SRV.add(body)
+        return True
+
     def slot_task(self, slot: int) -> tuple[int, bool]:
         """A slot of the untagged stream: its newest task id (-1: none yet) and whether it is in progress.
         Who embeds several servers' untagged output (Ollama) tells their lines apart by it."""
@@ -162,6 +330,137 @@ class LlamacppParser:
     def parse(self, line: LogLine) -> ParseResult:
         """The events of one line; [] for a recognised line with none; None for a foreign line."""
         return self._read(line.text, line)
+
+    def parse_block(self, texts: list[str]) -> BlockResult:
+        """`parse` over many lines of a plain file (no transport time), without a LogLine per line."""
+        # A -lv 4 log is nearly all plain slot/srv lines, half of them quiet: their only effect is to
+        # move the clock (progress, sampler, graph and prompt-cache lines, each a line of its slot's
+        # request in progress or of no request). This is the replay's inner loop: `_plain` and
+        # `Stream.slot` written out, quiet lines applied in place; a line it cannot prove takes the
+        # general path as in parse().
+        #
+        # The clock of quiet lines is kept as text: `last` is the stamp of the last plain line applied,
+        # and a stamp of the same width sorts as its number does, so `stamp >= last` is `_plain`'s
+        # in-order check without the arithmetic. What quiet lines do to the stream and to `_last` is
+        # done once, before any other line is applied (`_catch_up`).
+        recognized = 0  # quiet lines and messages read without a result to tally
+        results: list[ParseResult] = []  # the other lines' (their events in order)
+        match = ln.PLAIN.match
+        source = self.source
+        # What every line would test, tested once on the whole block: no ANSI escape or `\r` in any
+        # line (else each is tested), no srv line that the general path must read (else each is).
+        joined = "".join(texts)
+        clean = "\x1b" not in joined and "\r" not in joined
+        srv_quiet = not _srv_read(joined)
+        stream, ids, requests = self._stream()
+        last = ""  # "": the stream's clock is not known as a stamp
+        pending = False  # quiet lines since the last _catch_up
+        for text in texts:
+            found = match(text)
+            result: ParseResult = _SLOW
+            if found is None and not any(marker in text for marker in MARKERS):
+                # what the general path does with a line it cannot read (the sampler's tab-indented
+                # params, model info), without a LogLine: catch up, None, clock unknown as a stamp
+                if pending:
+                    pending = self._catch_up(stream, last)
+                results.append(None)
+                last = ""
+                continue
+            if (
+                found is not None
+                and stream is not None
+                and (clean or ("\x1b" not in text and text[-1] != "\r"))
+            ):
+                stamp, slot_text, task_text, msg = found.groups()
+                rel = None
+                if not (len(stamp) == len(last) and stamp >= last):
+                    if pending:
+                        pending = self._catch_up(stream, last)
+                    rel = self._rel(stamp)
+                if rel is not None and rel < stream.last_rel:
+                    pass  # the clock went back (a restart): the general path
+                elif slot_text is None or task_text is None:  # srv (not _srv_read(text), inline)
+                    if srv_quiet or not _srv_read(text):
+                        last, pending = stamp, True
+                        recognized += 1
+                        continue
+                else:
+                    # Stream.slot's checks written out: quiet, a message its request reads, or other.
+                    # (`msg` comes without its leading whitespace, as strip() takes it: its first words
+                    # are the stripped message's, and a trailing space can only make a `new ` that no
+                    # _update branch reads. Trailing whitespace goes before a method reads it.)
+                    slot, task = ids.get(slot_text), ids.get(task_text)
+                    where = None
+                    if slot is not None and task is not None and msg:
+                        if task < 0:  # startup, idle-slot and sampler lines of no request; a pick
+                            if not msg.startswith("selected slot by "):
+                                last, pending = stamp, True
+                                recognized += 1
+                                continue
+                        elif (request := requests.get(slot)) is not None and request.task == task:
+                            prefix = msg[:4]  # a line of its request in progress: read or quiet
+                            if prefix == "sele" and msg.startswith("selected slot by "):
+                                pass  # a pick, oddly with a task: Stream.slot reads it
+                            elif (
+                                prefix not in READ or (prefix == "tota" and not request.stopped)
+                            ) and "memory_seq_rm" not in msg:
+                                # (a request reads `total time` only when `stop processing` came first)
+                                last, pending = stamp, True
+                                recognized += 1
+                                continue
+                            else:
+                                where = slot, request
+                    msg = msg.rstrip()
+                    if where is None:  # ids first seen, a bare timing header, a pick, a new request...
+                        # (`_stamped` need not catch up first: this line's time is past the quiet ones')
+                        if rel is None:
+                            rel = self._rel(stamp)
+                        now = self._stamped(stream, rel)
+                        stream.timing = None
+                        last, pending = stamp, False
+                        result = stream.slot(slot_text, task_text, msg, now, source)
+                    else:
+                        ended = stream.update(where, msg)
+                        last, pending = stamp, True  # its clock is a quiet line's, unless it ends
+                        if ended is False:
+                            recognized += 1
+                            continue
+                        if ended is True:  # ... the request: it is emitted at this line's time
+                            pending = self._catch_up(stream, last)
+                            assert self._last is not None
+                            result = stream.finish(where, self._last, source)
+                        else:
+                            result = ended
+            if result is _SLOW:
+                if pending:
+                    pending = self._catch_up(stream, last)
+                result = self._parse_lines(LogLine(source, text, None))
+                stream, ids, requests = self._stream()
+                last = ""
+            results.append(result)
+        if pending:
+            self._catch_up(stream, last)
+        events, others, errors = tally(results)
+        return BlockResult(events, recognized + others, errors)
+
+    def _stream(self) -> tuple[Stream | None, dict[str, int], dict[int, Request]]:
+        """The plain stream (None until it is anchored), its id cache and its requests in progress."""
+        # (The general path may replace them: a restart resets the stream, so parse_block asks again.)
+        stream = self._streams.get(None)
+        if stream is None or stream.anchor is None:
+            return None, {}, {}
+        return stream, stream.ids, stream.requests
+
+    def _catch_up(self, stream: Stream | None, stamp: str) -> bool:
+        """What `_stamped` and `_plain` did for each quiet line up to the one stamped `stamp`, at once.
+
+        Their times are round(anchor + rel) for non-decreasing rel, so `_last` after all of them is
+        its value after the last one: max(_last, round(anchor + rel)). Returns False (none pending).
+        """
+        assert stream is not None
+        self._stamped(stream, self._rel(stamp))
+        stream.timing = None
+        return False
 
     def untagged_srv(self, body: str, wall: float | None) -> ParseResult:
         """`parse` of a srv line without envelope (as `untagged_slot`) that only moves the clock, at
@@ -328,6 +627,29 @@ class LlamacppParser:
             now = last
         self._last = now
         return now
+
+
+def _follow(stream: Stream, match: re.Match[str]) -> tuple[str, int, Request, tuple[str, str]]:
+    """`untagged_run`'s task to follow after a slot line (its SLOT match): the line's tag, slot,
+    request and id texts while its task is in progress on the slot (as `slot_task` tells), else ""."""
+    slot_text, task_text = match[1], match[2]
+    if slot_text.isdecimal() and task_text.isdecimal():
+        slot, task = int(slot_text), int(task_text)
+        request = stream.requests.get(slot)
+        if request is not None and request.task == task and task >= stream.finished.get(slot, -1):
+            head = match.string[match.start() : match.start(3)]
+            return head[head.find(": id") + 1 :], slot, request, (slot_text, task_text)
+    return "", -1, _NO_REQUEST, ("", "")
+
+
+def _known_func(func: str) -> bool:
+    """Whether a slot line's head before its tag is `slot <func>:` (remembered in `_FUNCS` when it is)."""
+    if not _FUNC.fullmatch(func):
+        return False
+    if len(_FUNCS) > 4096:
+        _FUNCS.clear()
+    _FUNCS.add(func)
+    return True
 
 
 def _srv_read(text: str) -> bool:

@@ -16,7 +16,9 @@ no cache line since reading began set the fact `blind`; the first DEBUG record o
 from __future__ import annotations
 
 import re
+from collections.abc import Iterable
 from datetime import datetime, timezone
+from functools import lru_cache
 from typing import Any
 
 from kvwatch.engines.lmstudio import lines as ls
@@ -27,9 +29,10 @@ from kvwatch.engines.lmstudio.events import (
     LmstudioRequest,
 )
 from kvwatch.model import EngineFact, Event, LogLine
-from kvwatch.parsers.base import ParseError, ParseResult, ParserSettings
+from kvwatch.parsers.base import BlockResult, ParseError, ParseResult, ParserSettings
 from kvwatch.parsers.clock import LineClock
 from kvwatch.parsers.text import strip_ansi
+from kvwatch.sources.scanner import Scanner
 from kvwatch.times import zone
 
 MARKERS: tuple[str, ...] = (
@@ -45,6 +48,63 @@ MARKERS: tuple[str, ...] = (
     "prompt cache disk usage",
     "Running chat completion",
 )
+#: What a message must hold for `_body` to read anything in it (parse_block skips the others).
+_READ = (
+    "Prompt cache",
+    "Cache reuse summary",
+    "Trimmed ",
+    "prompt cache disk usage",
+    ls.GENERATION,
+    *(start for start, _ in ls.CLEARS),
+)
+_WANTED = re.compile("|".join(map(re.escape, _READ)))
+
+
+_STAMP_TEXT = "[0-9]{4}-[0-9][0-9]-[0-9][0-9] [0-9][0-9]:[0-9][0-9]:[0-9][0-9]"
+_LEVELS = "DEBUG|INFO|WARN|WARNING|ERROR"
+
+
+def _runs(levels: str) -> re.Pattern[str]:
+    """Two-line records of one second (the stamp, then `\\1`), each of a level in `levels`: in a
+    stretch where no message holds anything to read, lines whose whole effect is the time."""
+    record = rf" +\[(?:{levels})\]\n [^\n]*\n"
+    return re.compile(rf"({_STAMP_TEXT}){record}(?:\1{record})*")
+
+
+#: parse_block's runs, before the first DEBUG record (which may clear `blind`) and after.
+_RUNS = (_runs("INFO|WARN|WARNING|ERROR"), _runs(_LEVELS))
+#: A two-line record: its header's stamp and level, and its message (groups 1-3); for the commonest
+#: two, also mlx-engine's cache line's numbers (4, 5), or LM Studio's model tag of a chat completion (6).
+_RECORD = re.compile(
+    rf"({_STAMP_TEXT}) +\[({_LEVELS})\]\n "
+    r"((?:\[cache_wrapper\]\[INFO\]: Prompt cache: using ([0-9]+)/([0-9]+) tokens from cache"
+    rf"|\[([^\[\]\n]{{1,200}})\] {ls.GENERATION})?[^\n]*)\n"
+)
+#: `_RECORD` and the run of its second after it (as `_RUNS`), before the first DEBUG record and after.
+_RECORD_RUNS = tuple(
+    re.compile(rf"{_RECORD.pattern}(?:\1 +\[(?:{levels})\]\n [^\n]*\n)*")
+    for levels in ("INFO|WARN|WARNING|ERROR", _LEVELS)
+)
+_SCANNER = Scanner(_READ)
+
+
+def _read_lines(text: str) -> list[int]:
+    """Where runs must stop: the start of the line before each line of `text` holding something `_body`
+    reads (its record's header, if it is a message), in order."""
+    if text.isascii():  # (a character is a byte: the bytes' offsets are the text's)
+        found: Iterable[int] = (at for _, at, _ in _SCANNER.hits(text.encode("ascii")))
+    else:
+        found = (match.start() for match in _WANTED.finditer(text))
+    starts: list[int] = []
+    line_end, rfind, find = -1, text.rfind, text.find
+    for at in found:
+        if at > line_end:
+            before = rfind("\n", 0, at)  # (the end of the line before, if any)
+            starts.append(rfind("\n", 0, before) + 1 if before > 0 else 0)
+            line_end = find("\n", at)
+    return starts
+
+
 #: Distinct model labels per source; later models are counted as "other".
 MAX_MODELS = 8
 #: Chat completions without a DEBUG record or cache line before the source is judged blind.
@@ -66,6 +126,12 @@ def _write_time(when: float) -> str:
 
 #: The header's `YYYY-MM-DD HH:MM:SS` (`kvwatch demo` rewrites it; the samples are in UTC).
 CLOCK = LineClock(_STAMP, _read_time, _write_time, first_only=True)
+
+
+@lru_cache(maxsize=64)
+def _model_tag(tag: str) -> str:
+    """The model id of a chat completion's one tag (`model_of`, remembered: a log names few models)."""
+    return ls.model_of([tag])
 
 
 def looks_like(sample: str) -> bool:
@@ -109,6 +175,90 @@ class LmstudioParser:
     def parse(self, line: LogLine) -> ParseResult:
         """The events of one line; [] for a recognised line with none; None for a foreign line."""
         return self._parse_text(line.text)
+
+    def parse_block(self, texts: list[str]) -> BlockResult:
+        """`parse` over many lines of a plain file, without a LogLine per line."""
+        return self.parse_text("".join(text + "\n" for text in texts))
+
+    def parse_text(self, text: str) -> BlockResult:
+        """`parse` over each line of `text` (whole lines, each ending in `\\n`), reading the block at
+        once: one regex match takes a run of records of one second whose messages hold nothing to read
+        (`_RUNS`: their only effect is the time), another a record's header with its message (`_RECORD`:
+        the message is read as `parse` reads it, the two commonest from the match's own groups); the
+        lines holding something to read are found first, in one pass (`_read_lines`), and no run goes
+        past them. Any other line is parsed as `parse` parses it."""
+        if "【" in text:
+            text = ls.ascii_brackets(text)
+        events: list[Event] = []
+        recognized = errors = 0
+        elsewhere = 0  # lines not in a run (every line of a run is recognised: counted at the end)
+        parse, find = self._parse_text, text.index
+        pos, end = 0, len(text)
+        clean = "\x1b" not in text and "\r" not in text
+        starts = _read_lines(text) if clean else []
+        starts.append(end)
+        index, ahead = 0, starts[0]  # where the next run must stop
+        runs, record = _RUNS[self._seen_debug].match, _RECORD.match
+        record_run = _RECORD_RUNS[self._seen_debug].match
+        while pos < end:
+            if clean:
+                while ahead < pos:
+                    index += 1
+                    ahead = starts[index]
+                run = runs(text, pos, ahead) if pos < ahead else None
+                if run is not None:
+                    stamp = run[1]  # (`_epoch`'s remembered stamp, looked at here: most runs have it)
+                    when = self._stamp[1] if stamp == self._stamp[0] else self._epoch(stamp)
+                    if when is not None:
+                        self._last = max(when, self._last) if self._open else when
+                        self._open, self._header = True, False
+                        pos = run.end()
+                        continue
+                # (the run after the record stops where the next one would: at the first stop past it)
+                after = ahead if ahead > pos else starts[index + 1] if index + 1 < len(starts) else end
+                found = record_run(text, pos, after) or record(text, pos)
+                if found is not None:
+                    stamp, level, message, cached, prompt, model = found.groups()
+                    when = (
+                        None
+                        if level == "DEBUG" and not self._seen_debug  # (the first DEBUG: `_start` reads it)
+                        else self._stamp[1]
+                        if stamp == self._stamp[0]
+                        else self._epoch(stamp)
+                    )
+                    # what `_start` does with the header, then `_parse_text` with the message line
+                    if when is not None:
+                        self._last = max(when, self._last) if self._open else when
+                        self._open, self._header = True, False
+                        recognized += 1
+                        elsewhere += 2  # (the run after it is counted with the others)
+                        pos = found.end()
+                        if cached is not None and found.end(3) - found.end(5) == 18:  # (nothing after it)
+                            result: ParseResult = self._using(int(prompt), int(cached))
+                        elif model is not None and "prompt cache disk usage" not in message:
+                            self._model = _model_tag(model)
+                            result = self._generation(self._last)
+                        else:
+                            result = self._message(message)
+                        if isinstance(result, list):
+                            recognized += 1
+                            events += result
+                        else:
+                            errors += 1
+                        continue
+            stop = find("\n", pos)
+            result = parse(text[pos:stop])
+            pos = stop + 1
+            elsewhere += 1
+            if isinstance(result, list):
+                recognized += 1
+                events += result
+                runs = _RUNS[self._seen_debug].match  # (it may have been the first DEBUG record)
+                record_run = _RECORD_RUNS[self._seen_debug].match
+            elif result is not None:
+                errors += 1
+        recognized += text.count("\n") - elsewhere
+        return BlockResult(events, recognized, errors)
 
     def flush(self) -> list[Event]:
         """End of input: nothing is held across lines but the current record's time."""

@@ -29,7 +29,7 @@ import re
 from collections.abc import Callable
 from datetime import datetime, timezone
 from functools import partial
-from typing import Any, Literal
+from typing import Any, Literal, Protocol
 
 from kvwatch.engines import markers_of, reused_parser
 from kvwatch.engines.llamacpp.events import LlamaCutOff, LlamaRequest
@@ -37,7 +37,7 @@ from kvwatch.engines.ollama import lines as ol
 from kvwatch.engines.ollama.events import OllamaAccess, OllamaCacheEvent, OllamaCutOff, OllamaRequest
 from kvwatch.engines.ollama.lifecycle import lifecycle
 from kvwatch.model import EngineFact, Event, LogLine, ServerRestart
-from kvwatch.parsers.base import ParseError, Parser, ParseResult, ParserSettings
+from kvwatch.parsers.base import BlockResult, ParseError, Parser, ParseResult, ParserSettings, tally
 from kvwatch.parsers.clock import LineClock, YearlessClock
 from kvwatch.parsers.text import strip_ansi
 from kvwatch.times import parse_rfc3339
@@ -58,6 +58,24 @@ GENERATION = (
 )
 #: Generation requests without any cache line before the source is judged blind.
 BLIND_AFTER = 2
+#: A slot line's (slot, task), the runner it went to, and how many runners there were after it.
+_Routed = tuple[tuple[str, str], str, int] | None
+
+
+class _Run(Protocol):
+    """A reused parser's `untagged_run` (see the llama.cpp parser)."""
+
+    def __call__(
+        self,
+        lines: list[str],
+        start: int,
+        prefix: str,
+        wall: float,
+        *,
+        mine: Callable[[str], bool],
+        srv: bool,
+        mine_task: Callable[[int, int], bool],
+    ) -> tuple[list[Event], int, int, int] | None: ...
 
 
 EventKind = Literal["clear", "failed_restore", "context_shift", "eviction", "fork"]
@@ -69,6 +87,25 @@ _EVENTS: dict[str, EventKind] = {
     "evicting cache slot": "eviction",
     "forking cache slot": "fork",
 }
+
+
+#: Patterns of `_train`, per runner parser's `request_pattern`.
+_TRAINS: dict[str, re.Pattern[str]] = {}
+#: A pick as `untagged_run` tests for it (one space before `selected`), and as its request pattern reads it.
+_PICK, _PICK_READ = r"\| task -1 \| selected slot by ", r"\| task -1 \| +selected slot by "
+
+
+def _train_pattern(parser: Parser | None) -> Callable[[str, int], re.Match[str] | None] | None:
+    """`_train`'s match: a runner's request read whole (its parser's `request_pattern`), then the srv
+    lines after it and its `[GIN]` line under the same prefix; None for a parser without one."""
+    pattern: str | None = getattr(parser, "request_pattern", None)
+    if pattern is None or _PICK_READ not in pattern:
+        return None
+    train = _TRAINS.get(pattern)
+    if train is None:
+        tail = r"(?P<srv>(?:(?P=p)srv [^\n]*\n)*)(?:(?P=p)(?P<gin>\[GIN\] [^\n]*)\n)?"
+        train = _TRAINS[pattern] = re.compile(pattern.replace(_PICK_READ, _PICK, 1) + tail)
+    return train.match
 
 
 def _next_second(text: str, held: str, end: int) -> bool:
@@ -170,21 +207,189 @@ class OllamaParser:
         self._exact = 0
         self._blind = ""
         self._prefix: tuple[str, float | None] = ("", None)  # the last journald prefix and its time
+        self._fast = settings.fast_paths  # (whether `_journal` reads a prefix from the last one's)
 
     def parse(self, line: LogLine) -> ParseResult:
         """The events of one line; [] for a recognised line with none; None for a foreign line."""
         return self._parse_text(line.text, line.time)
+
+    def parse_block(self, texts: list[str]) -> BlockResult:
+        """`parse` over many lines of a plain file (no transport time), without a LogLine per line."""
+        parse = self._parse_text
+        return tally([parse(text, None) for text in texts])
+
+    def parse_text(self, text: str) -> BlockResult:
+        """`parse` over each line of `text` (whole lines, each ending in `\\n`; no transport time). A line
+        with the journald prefix `_journal` remembers (the lines of one second share it) is read from
+        after it. A runner's line goes to the runner `parse` would send it to (`_route`), with the
+        lines after it of the same prefix that go there too (its `untagged_run`: slot lines `_owner`
+        gives it, those of a task in progress there without asking; its srv lines when it started
+        last). Any other line is parsed as `parse` parses it."""
+        lines = text.split("\n")
+        lines.pop()
+        if "\x1b" in text or "\r" in text:
+            return self.parse_block(lines)
+        events: list[Event] = []
+        recognized = errors = 0
+        body_of, runners = self._body, self._runners
+        routed: _Routed = None
+        index, count = 0, len(lines)
+        synced = at = 0  # a line index and where its line starts in `text` (see _train)
+        while index < count:
+            line = lines[index]
+            prefix, wall = self._prefix
+            end = line.find("]: ", 16, 200)
+            if end > 0 and line[: end + 3] == prefix:  # (what _journal does with the prefix it holds)
+                body = line[end + 3 :]
+            elif line[:1].isupper():
+                body, wall = self._journal(line, None)
+                prefix = self._prefix[0] if len(body) < len(line) else ""
+            else:
+                body, wall, prefix = line, None, ""
+            result: ParseResult = None
+            head = body[:5]
+            if head == "slot " and prefix and "| task -1 | selected slot by " in body:
+                at += sum(map(len, lines[synced:index])) + index - synced
+                synced = index
+                taken, stop, wrong = self._train(text, at)
+                if stop > at:
+                    read = text.count("\n", at, stop)
+                    recognized += read - wrong
+                    errors += wrong
+                    events += taken
+                    index = synced = index + read
+                    at, routed = stop, None
+                    continue
+            if prefix and (head == "slot " or head[:4] == "srv "):
+                runner, tag = self._route(body, routed) if head == "slot " else (self._runner, None)
+                parser = runners.get(runner)
+                if parser is None:
+                    parser = self._new_runner(runner)
+                run: _Run | None = getattr(parser, "untagged_run", None)
+                when = wall if wall is not None else self._last
+                # (`prefix` is what the `]: ` test above finds in a line that starts with it)
+                if run is not None and when is not None and prefix.find("]: ", 16, 200) == len(prefix) - 3:
+                    # The runner takes the lines after this one that _owner would give it. Those of this
+                    # line's task while it is in progress there it takes without asking: _owner gives
+                    # it this line knowing every runner, or there is no other (a runner made for this
+                    # line has no stream yet: the run does not start), and only its state changes.
+                    mine, srv = partial(self._owns, runner), runner == self._runner
+                    task = partial(self._owns_task, runner)
+                    got = run(lines, index, prefix, when, mine=mine, srv=srv, mine_task=task)
+                    if got is not None:
+                        found, more, wrong, index = got
+                        recognized += more
+                        errors += wrong
+                        for event in found:
+                            if isinstance(event, LlamaRequest):
+                                events += self._from_llama(event, runner)
+                        routed = None
+                        continue
+                try:
+                    result = self._runner_line(body, wall, runner)
+                except ol.GarbledError as exc:
+                    result = ParseError(f"ollama: {exc}")
+                routed = (tag, runner, len(runners)) if tag is not None else None
+            else:
+                result, routed = body_of(body, wall), None
+            index += 1
+            if isinstance(result, list):
+                recognized += 1
+                if result:
+                    events += result
+            elif result is not None:
+                errors += 1
+        return BlockResult(events, recognized, errors)
+
+    def _train(self, text: str, at: int) -> tuple[list[Event], int, int]:
+        """What `parse_text`'s loop makes of the lines of `text` from `at` (a pick's line start under a
+        journald prefix) for as long as they come as requests b9452 writes, one prefix a request:
+        each request's pick to `stop processing` read by the runner that started last in one match (its
+        `untagged_request`, as its `untagged_run` reads them), the srv lines after it that its run
+        takes, then its `[GIN]` line. Returns the events, where the lines read end (`at`: none), and
+        how many of them were in error. A line it does not read so ends it, before any change."""
+        events: list[Event] = []
+        errors = 0
+        runners, body_of = self._runners, self._body
+        match = _train_pattern(runners.get(self._runner))
+        while match is not None and (found := match(text, at)) is not None:
+            prefix = found["p"]
+            if prefix.find("]: ", 16, 200) != len(prefix) - 3 or not prefix[:1].isupper():
+                break  # (parse_text would not hand the pick to the runner's run)
+            held, wall = self._prefix
+            if prefix != held:
+                body, wall = self._journal(prefix, None)  # (what parse_text does first with the pick)
+                if body:
+                    break
+            runner = self._runner  # (`_route` of a pick: its task is not a number)
+            parser = runners.get(runner)
+            request = getattr(parser, "untagged_request", None)
+            if wall is None or request is None:
+                break
+            record = request(found, wall, self._owns_last)
+            if record is None:
+                break
+            events += self._from_llama(record, runner)
+            srv = found["srv"]
+            if srv:
+                quiet = parser.quiet_srv  # type: ignore[union-attr]  # (a parser with untagged_request)
+                skip = len(prefix)
+                for line in srv.split("\n")[:-1]:
+                    if not quiet(line[skip:]):
+                        at = found.end("late")  # (the srv lines are read as parse_text reads them)
+                        return events, at, errors
+            gin = found["gin"]
+            if gin is None:
+                at = found.end("srv")
+                continue
+            result = body_of(gin, wall)
+            if isinstance(result, list):
+                events += result
+            elif result is not None:
+                errors += 1
+            at = found.end()
+        return events, at, errors
 
     def _new_runner(self, name: str) -> Parser:
         """A runner's parser, made on its first line."""
         parser = self._runners[name] = self._reused()
         return parser
 
+    def _owns(self, runner: str, text: str) -> bool:
+        """Whether `_owner` gives a line to this runner."""
+        return self._owner(text) == runner
+
+    def _owns_last(self, slot: int, task: int) -> bool:
+        """`_owns_task` of the runner that started last (the runner then, not when a run began)."""
+        return self._owns_task(self._runner, slot, task)
+
+    def _owns_task(self, runner: str, slot: int, task: int) -> bool:
+        """Whether `_owner` gives a slot line of this slot and task (ASCII digits) to this runner."""
+        return (self._owner_of(slot, task) if len(self._runners) >= 2 else self._runner) == runner
+
+    def _route(self, text: str, routed: _Routed) -> tuple[str, tuple[str, str] | None]:
+        """The runner of a slot line (`_owner`'s answer), and its (slot, task) when `_owner` chose by it;
+        `routed`: where the line just before went, if it was one whose runner `_owner` chose among
+        several by its task."""
+        runners = self._runners
+        match = _SLOT.match(text) if len(runners) >= 2 else None
+        if match is None or not match[1].isdecimal() or not match[2].isdecimal():
+            return self._runner, None  # (`_owner` answers the runner that started last)
+        tag = match[1], match[2]
+        if routed is not None and routed[0] == tag and routed[2] == len(runners):
+            # The runner `_owner` chose for the line before, unless another had the task in progress
+            # then (it would have been chosen): this one has it in progress now, so it is chosen again.
+            parser = runners.get(routed[1])
+            tasks: Callable[[int], tuple[int, bool]] | None = getattr(parser, "slot_task", None)
+            if tasks is not None and tasks(int(tag[0])) == (int(tag[1]), True):
+                return routed[1], tag
+        return self._owner_of(int(tag[0]), int(tag[1])), tag
+
     def _journal(self, text: str, transport: float | None) -> tuple[str, float | None]:
         """Strip journald's prefix; its time. The prefix of the last line is remembered: the lines of
         one second share it, and the clock's answer for it (without a transport time) is the same."""
         end = text.find("]: ", 16, 200)
-        if end > 0 and transport is None:
+        if end > 0 and transport is None and self._fast:
             held = self._prefix[0]
             if text[: end + 3] == held:
                 return text[end + 3 :], self._prefix[1]
