@@ -34,4 +34,15 @@ class LlamaRequest:
     derived: bool = False
 
 
+@dataclass(slots=True)
+class LlamaCutOff:
+    """A request, or a slot pick waiting for its task, that the input ended before it finished: what its
+    lines had already shown, counted although no record will come (not a completed request)."""
+
+    source: str
+    time: float
+    full_reprocess: bool
+    lru: bool
+
+
 pickle_by_fields(globals())

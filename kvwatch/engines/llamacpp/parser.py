@@ -80,6 +80,8 @@ def looks_like(sample: str) -> bool:
             body = env.body
             if ln.SLOT.match(body) or ln.SRV.match(body) or _legacy_line(body):
                 hits += 1
+            elif life.names_engine(body):
+                hits += 2
     return hits >= 2
 
 
