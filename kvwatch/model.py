@@ -20,11 +20,14 @@ AlertState = Literal["firing", "resolved"]
 # as much (it sets each field through object.__setattr__). Nothing changes a LogLine once made.
 @dataclass(slots=True)
 class LogLine:
-    """One logical log line of a source, without its line ending; `time` is the transport's, if any."""
+    """One logical log line of a source, without its line ending; `time` is the transport's, if any;
+    `origin` the process that wrote it where the transport names one apart from the text (journald's
+    `SYSLOG_IDENTIFIER[_PID]`): one source can carry several processes' lines."""
 
     source: str
     text: str
     time: float | None = None
+    origin: str | None = None
 
 
 # ---------------------------------------------------------------------------------------------
