@@ -1,4 +1,4 @@
-"""llama-server sample makers: one module per era that cannot be built here; two real captures in a journal."""
+"""llama-server sample makers: one module per era that cannot be built here; two captures in a journal."""
 
 from __future__ import annotations
 
