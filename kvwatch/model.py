@@ -67,7 +67,8 @@ class OffloadCounters:
 
     `store_bytes` / `load_bytes` are 0 when the engine's line lacks one of its byte counts, and None
     when it carries no byte counts at all (a connector that reports none: unknown, not zero);
-    `lookups` is None where not reported.
+    `lookups` is None where not reported. A connector that counts KV blocks, not bytes, gives
+    `store_blocks` / `load_blocks` instead (None: the line counts no blocks; 0: none this interval).
     """
 
     source: str
@@ -76,6 +77,8 @@ class OffloadCounters:
     store_bytes: int | None
     load_bytes: int | None
     lookups: int | None
+    store_blocks: int | None = None
+    load_blocks: int | None = None
 
 
 @dataclass(slots=True)

@@ -49,6 +49,7 @@ FIRES = {
     "samples/vllm-real-offload-native.log": {"engine_start_failed"},
     "samples/vllm-real-offload-simple.log": {"engine_start_failed"},
     "samples/vllm-real-run.log": {"engine_start_failed"},
+    "samples/vllm-simplecpu-write-only.log": {"write_only_offload"},
     "samples/vllm-write-only-offload.log": {"write_only_offload"},
 }
 

@@ -13,6 +13,7 @@ from scripts.samples.vllm import (
     multiconnector,
     readback,
     rotated,
+    simple_cpu,
     v0,
     write_only,
 )
@@ -29,6 +30,7 @@ MAKERS: tuple[ModuleType, ...] = (
     docker,
     rotated,
     multiconnector,
+    simple_cpu,
 )
 
 
