@@ -1,0 +1,83 @@
+"""Makes samples/wild-lmcache-in-sglang.log, samples/wild-lmcache-2024-store-skips.log, samples/wild-ollama-journald-tag.log, samples/wild-sglang-0.1-one-line.log (+ .golden)."""  # noqa: E501
+
+from __future__ import annotations
+
+import json
+from dataclasses import dataclass
+from pathlib import Path
+
+from scripts.samples.made import Made
+
+WILD = Path(__file__).resolve().parents[3] / "tests" / "wild"
+
+
+@dataclass(frozen=True)
+class Excerpt:
+    """One sample: the real excerpt it is, and the class of lines it stands for."""
+
+    sample: str
+    excerpt: str
+    what: str
+
+
+EXCERPTS = (
+    Excerpt(
+        "wild-lmcache-in-sglang.log",
+        "lmcache-in-sglang",
+        "LMCache carried by SGLang (its SGLang adapter's `LMCache retrieve started: lookup=…, offset=…, "
+        "retrieve N new tokens` and `Stored N out of total M tokens` among SGLang's batch lines): a layer "
+        "declared once, read in any carrier, without `--engine`",
+    ),
+    Excerpt(
+        "wild-lmcache-2024-store-skips.log",
+        "lmcache-2024-store-skips",
+        "LMCache's 2024 integration (`lmcache_vllm`): `DEBUG LMCache: Store skips N tokens and then stores "
+        "M tokens [time] -- …/vllm_adapter.py:565`, `Injected token number: N`",
+    ),
+    Excerpt(
+        "wild-ollama-journald-tag.log",
+        "ollama-journald-llama-server-start",
+        "a log whose only lines come from journald's `ollama[PID]:` tag (here anonymised to `ollama[]:` "
+        "with an empty host) is Ollama's, though every message is its bundled llama-server's",
+    ),
+    Excerpt(
+        "wild-sglang-0.1-one-line.log",
+        "sglang-0.1-one-line",
+        "one line, pasted bare, of an unambiguous shape names the engine: SGLang before 0.1.14's `new fill "
+        "batch. #seq: N. #cached_token: N. #new_token: N. … tree_cache_hit_rate: X%.`",
+    ),
+)
+
+HEADER = """# Samples of line classes first met in public excerpts (`wild-*.log`)
+
+Each of these samples is a real log excerpt that someone pasted into a public GitHub thread, line for
+line: the one kept in `tests/wild/` (the corpus `tests/test_wild.py` scores), copied here so that the
+class of lines it stands for has a sample and a golden like every other (named `wild-` first, so the
+tests that mutate each engine's own samples leave these few lines alone) (`python -m scripts.samples`,
+maker `scripts/samples/wild/excerpts.py`; `tests/wild/README.md` says how the excerpts were taken).
+The source, version and truth below are the excerpt's `truth.json`.
+
+"""
+
+
+def section(excerpt: Excerpt) -> str:
+    """One sample's README section, from its excerpt's truth."""
+    truth = json.loads((WILD / f"{excerpt.excerpt}.truth.json").read_text(encoding="utf-8"))
+    failure = "shows a cache failure" if truth["lines_show_failure"] else "shows no cache failure"
+    return (
+        f"## `{excerpt.sample}`\n\n"
+        f"**Class:** {excerpt.what}.\n\n"
+        f"- source: {truth['source']} (`tests/wild/{excerpt.excerpt}.log`)\n"
+        f"- version: {truth['version']}\n"
+        f"- truth: the excerpt {failure}; {truth['note']}\n"
+    )
+
+
+def make() -> list[Made]:
+    """The samples and samples/README.wild.md."""
+    made = [
+        Made(e.sample, (WILD / f"{e.excerpt}.log").read_bytes(), f"{e.sample}: tests/wild/{e.excerpt}.log")
+        for e in EXCERPTS
+    ]
+    readme = HEADER + "\n".join(section(e) for e in EXCERPTS)
+    return [*made, Made("README.wild.md", readme.encode("utf-8"))]
