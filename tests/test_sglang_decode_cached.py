@@ -1,4 +1,4 @@
-"""SGLang main's `Decode batch, #running-req: N, #cached-token: M, ...`: a snapshot, apart from prefill."""
+"""SGLang's new cached-token keys: main's decode `#cached-token` (a snapshot), PR #26976's prefill tiers."""
 
 from __future__ import annotations
 
@@ -78,3 +78,17 @@ def test_the_real_run_in_main_shape_gives_the_real_runs_figures() -> None:
     gauge = 'kvwatch_sglang_decode_cached_tokens{engine="0",source="X"} 0'
     assert gauge in main_shape
     assert [line for line in main_shape if line != gauge] == golden("sglang-0.5.23-real-healthy")
+
+
+def test_the_real_run_with_pr_26976_tier_keys_gives_the_real_runs_figures() -> None:
+    """samples/sglang-pr26976-tier-keys.log (0.5.23's capture with `#cached-token-device/-host` on every
+    prefill line) replays to the capture's own golden: the keys are known, nothing is dropped."""
+
+    def golden(name: str) -> list[str]:
+        return (SAMPLES / f"{name}.golden").read_text(encoding="utf-8").replace(name, "X").splitlines()
+
+    assert golden("sglang-pr26976-tier-keys") == golden("sglang-0.5.23-real-healthy")
+    text = (SAMPLES / "sglang-pr26976-tier-keys.log").read_text(encoding="utf-8")
+    got = events(*text.splitlines())
+    assert not [e for e in got if isinstance(e, UnreadFields)]
+    assert sum(isinstance(e, SglangPrefill) for e in got) == text.count("#cached-token-device")

@@ -5,9 +5,9 @@ from __future__ import annotations
 from types import ModuleType
 
 from scripts.samples.made import Made
-from scripts.samples.sglang import decode_cached, families, problems
+from scripts.samples.sglang import families, problems, reshaped
 
-MAKERS: tuple[ModuleType, ...] = (families, problems, decode_cached)
+MAKERS: tuple[ModuleType, ...] = (families, problems, reshaped)
 
 
 def make() -> list[Made]:
