@@ -46,6 +46,7 @@ FIRES = {
     "samples/sglang-v0-5-23-hicache-unused.log": {"hicache_storage_unused"},
     "samples/usage-anthropic-double.log": {"usage_double_counting"},
     "samples/usage-newapi.log": {"hit_rate_gap", "pinned_cache_length"},
+    "samples/vllm-0.34-offload-failures.log": {"offload_retrieve_failed"},
     "samples/vllm-real-offload-native.log": {"engine_start_failed"},
     "samples/vllm-real-offload-simple.log": {"engine_start_failed"},
     "samples/vllm-real-run.log": {"engine_start_failed"},

@@ -11,6 +11,7 @@ from scripts.samples.vllm import (
     docker,
     dp_ansi,
     multiconnector,
+    offload_failures,
     readback,
     rotated,
     simple_cpu,
@@ -31,6 +32,7 @@ MAKERS: tuple[ModuleType, ...] = (
     rotated,
     multiconnector,
     simple_cpu,
+    offload_failures,
 )
 
 
