@@ -9,19 +9,16 @@ from collections.abc import Mapping
 from urllib.parse import urlsplit
 
 from kvwatch.config.alerting import detector_settings
-from kvwatch.config.types import (
-    Config,
+from kvwatch.config.types import Config, NotifierConfig, ProbeConfig, SilenceConfig
+from kvwatch.notify.secrets import MASK
+from kvwatch.sources.settings import (
     DockerSettings,
     FileSettings,
     JournaldSettings,
-    NotifierConfig,
     PodsSettings,
-    ProbeConfig,
-    SilenceConfig,
     SourceConfig,
     SqlSettings,
 )
-from kvwatch.notify.secrets import MASK
 
 
 def summarize(config: Config) -> str:
