@@ -1,4 +1,4 @@
-"""Makes samples/wild-lmcache-in-sglang.log, samples/wild-lmcache-2024-store-skips.log, samples/wild-ollama-journald-tag.log, samples/wild-sglang-0.1-one-line.log (+ .golden)."""  # noqa: E501
+"""Makes samples/wild-lmcache-in-sglang.log, samples/wild-ollama-2024-gin-year.log, samples/wild-ollama-journald-tag.log, samples/wild-sglang-0.1-one-line.log (+ .golden)."""  # noqa: E501
 
 from __future__ import annotations
 
@@ -29,10 +29,10 @@ EXCERPTS = (
         "declared once, read in any carrier, without `--engine`",
     ),
     Excerpt(
-        "wild-lmcache-2024-store-skips.log",
-        "lmcache-2024-store-skips",
-        "LMCache's 2024 integration (`lmcache_vllm`): `DEBUG LMCache: Store skips N tokens and then stores "
-        "M tokens [time] -- …/vllm_adapter.py:565`, `Injected token number: N`",
+        "wild-ollama-2024-gin-year.log",
+        "ollama-2024-gin-year",
+        "Ollama's access lines `[GIN] 2024/11/14 - 09:35:29 | 200 | …` keep their own year (not the "
+        "current one), among the 2024 cgo runner's lines",
     ),
     Excerpt(
         "wild-ollama-journald-tag.log",
@@ -53,7 +53,9 @@ HEADER = """# Samples of line classes first met in public excerpts (`wild-*.log`
 Each of these samples is a real log excerpt that someone pasted into a public GitHub thread, line for
 line: the one kept in `tests/wild/` (the corpus `tests/test_wild.py` scores), copied here so that the
 class of lines it stands for has a sample and a golden like every other (named `wild-` first, so the
-tests that mutate each engine's own samples leave these few lines alone) (`python -m scripts.samples`,
+tests that mutate each engine's own samples leave these few lines alone). An excerpt whose lines name
+no engine (LMCache 2024's `Store skips`, read under `--engine lmcache`) has no sample: a sample is a log
+kvwatch tells the engine of (`python -m scripts.samples`,
 maker `scripts/samples/wild/excerpts.py`; `tests/wild/README.md` says how the excerpts were taken).
 The source, version and truth below are the excerpt's `truth.json`.
 
