@@ -98,3 +98,13 @@ def test_a_saved_state_keeps_each_server_stream() -> None:
             events += result
     events += second.flush()
     assert figures([e for e in events if isinstance(e, LlamaRequest)]) == whole
+
+
+def test_replay_text_names_each_request_s_server(capsys) -> None:  # type: ignore[no-untyped-def]
+    """`kvwatch replay`'s request table notes the server of each request of a journal of several."""
+    from kvwatch.cli import main
+
+    assert 0 == main(["replay", "--year", "2026", str(JOURNAL)])
+    rows = [line for line in capsys.readouterr().out.splitlines() if " lru " in line or " lcp " in line]
+    assert len(rows) == 20
+    assert {row.rsplit("server=", 1)[1] for row in rows} == set(SERVERS)
