@@ -1,4 +1,4 @@
-"""Makes samples/wild-lmcache-in-sglang.log, samples/wild-ollama-2024-gin-year.log, samples/wild-ollama-journald-tag.log, samples/wild-sglang-0.1-one-line.log (+ .golden)."""  # noqa: E501
+"""Makes samples/wild-lmcache-in-sglang.log, samples/wild-ollama-2024-gin-year.log, samples/wild-sglang-0.1-one-line.log (+ .golden)."""  # noqa: E501
 
 from __future__ import annotations
 
@@ -35,12 +35,6 @@ EXCERPTS = (
         "current one), among the 2024 cgo runner's lines",
     ),
     Excerpt(
-        "wild-ollama-journald-tag.log",
-        "ollama-journald-llama-server-start",
-        "a log whose only lines come from journald's `ollama[PID]:` tag (here anonymised to `ollama[]:` "
-        "with an empty host) is Ollama's, though every message is its bundled llama-server's",
-    ),
-    Excerpt(
         "wild-sglang-0.1-one-line.log",
         "sglang-0.1-one-line",
         "one line, pasted bare, of an unambiguous shape names the engine: SGLang before 0.1.14's `new fill "
@@ -55,7 +49,8 @@ line: the one kept in `tests/wild/` (the corpus `tests/test_wild.py` scores), co
 class of lines it stands for has a sample and a golden like every other (named `wild-` first, so the
 tests that mutate each engine's own samples leave these few lines alone). An excerpt whose lines name
 no engine (LMCache 2024's `Store skips`, read under `--engine lmcache`) has no sample: a sample is a log
-kvwatch tells the engine of (`python -m scripts.samples`,
+kvwatch tells the engine of and reads something in (Ollama's journald start-up lines alone, read for
+their engine only, are the ollama-0.29 samples' framing already) (`python -m scripts.samples`,
 maker `scripts/samples/wild/excerpts.py`; `tests/wild/README.md` says how the excerpts were taken).
 The source, version and truth below are the excerpt's `truth.json`.
 
