@@ -46,13 +46,15 @@ HEADER = """# Samples of line classes first met in public excerpts (`wild-*.log`
 
 Each of these samples is a real log excerpt that someone pasted into a public GitHub thread, line for
 line: the one kept in `tests/wild/` (the corpus `tests/test_wild.py` scores), copied here so that the
-class of lines it stands for has a sample and a golden like every other (named `wild-` first, so the
-tests that mutate each engine's own samples leave these few lines alone). An excerpt whose lines name
-no engine (LMCache 2024's `Store skips`, read under `--engine lmcache`) has no sample: a sample is a log
-kvwatch tells the engine of and reads something in (Ollama's journald start-up lines alone, read for
-their engine only, are the ollama-0.29 samples' framing already) (`python -m scripts.samples`,
-maker `scripts/samples/wild/excerpts.py`; `tests/wild/README.md` says how the excerpts were taken).
-The source, version and truth below are the excerpt's `truth.json`.
+class of lines it stands for has a sample and a golden like every other. Made by `python -m
+scripts.samples` (maker `scripts/samples/wild/excerpts.py`); `tests/wild/README.md` says how the excerpts
+were taken, and the source, version and truth below are each excerpt's `truth.json`. The names start with
+`wild-`, so the tests that mutate each engine's own samples leave these few lines alone.
+
+Not every excerpt makes a sample: a sample is a log whose engine kvwatch tells and in which it reads
+something. LMCache 2024's `Store skips` lines name no engine (they are read under `--engine lmcache`), and
+Ollama's journald start-up lines alone are read for their engine only (the ollama-0.29 samples have that
+framing already).
 
 """
 
