@@ -46,9 +46,11 @@ FIRES = {
     "samples/sglang-v0-5-23-hicache-unused.log": {"hicache_storage_unused"},
     "samples/usage-anthropic-double.log": {"usage_double_counting"},
     "samples/usage-newapi.log": {"hit_rate_gap", "pinned_cache_length"},
+    "samples/vllm-0.34-offload-failures.log": {"offload_retrieve_failed"},
     "samples/vllm-real-offload-native.log": {"engine_start_failed"},
     "samples/vllm-real-offload-simple.log": {"engine_start_failed"},
     "samples/vllm-real-run.log": {"engine_start_failed"},
+    "samples/vllm-simplecpu-write-only.log": {"write_only_offload"},
     "samples/vllm-write-only-offload.log": {"write_only_offload"},
     # real excerpts whose own lines show the engine dying at start (each truth file says how)
     "tests/wild/llamacpp-2023-unable-to-load-model.log": {"engine_start_failed"},

@@ -14,7 +14,8 @@ class LlamaRequest:
     """One llama.cpp request joined from its slot lines.
 
     Token counts are None when the log did not show them; `derived` marks counts inferred from the
-    timing lines at default verbosity (less exact than `memory_seq_rm`).
+    timing lines at default verbosity (less exact than `memory_seq_rm`). `server` names the process
+    (and router port) that served it where one source carries several (a journal's `name[pid]`).
     """
 
     source: str
@@ -32,6 +33,7 @@ class LlamaRequest:
     checkpoint_restores: int = 0
     prompt_eval_seconds: float | None = None
     derived: bool = False
+    server: str | int | None = None
 
 
 @dataclass(slots=True)

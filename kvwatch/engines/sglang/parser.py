@@ -304,8 +304,11 @@ class SglangParser:
             throughput = lines.number(f.get("gen throughput (token/s)"))
             queued = lines.integer(f.get("#queue-req"))
             family = lines.decode_family(found)
+            cached = lines.integer(f.get("#cached-token"))  # (a snapshot: see SglangDecode)
             return [
-                SglangDecode(self.source, when, engine, family, running, queued, tokens, usage, throughput),
+                SglangDecode(
+                    self.source, when, engine, family, running, queued, tokens, usage, throughput, cached
+                ),
                 *unread,
             ]
         seqs, computed, cached = (
