@@ -20,11 +20,14 @@ AlertState = Literal["firing", "resolved"]
 # as much (it sets each field through object.__setattr__). Nothing changes a LogLine once made.
 @dataclass(slots=True)
 class LogLine:
-    """One logical log line of a source, without its line ending; `time` is the transport's, if any."""
+    """One logical log line of a source, without its line ending; `time` is the transport's, if any;
+    `origin` the process that wrote it where the transport names one apart from the text (journald's
+    `SYSLOG_IDENTIFIER[_PID]`): one source can carry several processes' lines."""
 
     source: str
     text: str
     time: float | None = None
+    origin: str | None = None
 
 
 # ---------------------------------------------------------------------------------------------
@@ -64,7 +67,8 @@ class OffloadCounters:
 
     `store_bytes` / `load_bytes` are 0 when the engine's line lacks one of its byte counts, and None
     when it carries no byte counts at all (a connector that reports none: unknown, not zero);
-    `lookups` is None where not reported.
+    `lookups` is None where not reported. A connector that counts KV blocks, not bytes, gives
+    `store_blocks` / `load_blocks` instead (None: the line counts no blocks; 0: none this interval).
     """
 
     source: str
@@ -73,6 +77,8 @@ class OffloadCounters:
     store_bytes: int | None
     load_bytes: int | None
     lookups: int | None
+    store_blocks: int | None = None
+    load_blocks: int | None = None
 
 
 @dataclass(slots=True)

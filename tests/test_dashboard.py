@@ -41,8 +41,6 @@ from prometheus_helpers import (
     wait_for,
 )
 
-from kvwatch.engines import ENGINES
-
 ROOT = Path(__file__).resolve().parents[1]
 DASHBOARD = ROOT / "grafana" / "kvwatch.json"
 CHUNKS = 4
@@ -162,13 +160,6 @@ def chunks(data: bytes, count: int) -> list[bytes]:
     return [b"".join(lines[i * size : (i + 1) * size]) for i in range(count)]
 
 
-def engine_of(name: str) -> str:
-    """The engine a sample is for, from its name's prefix."""
-    prefix = name.split("-", maxsplit=1)[0]
-    assert prefix in ENGINES, name
-    return prefix
-
-
 def shared_chars(one: str, two: str) -> int:
     """How many leading characters `one` and `two` have in common."""
     return sum(1 for _ in itertools.takewhile(lambda pair: pair[0] == pair[1], zip(one, two, strict=False)))
@@ -244,7 +235,7 @@ def config_text(tmp_path: Path, names: list[str], port: int, probe_url: str) -> 
         lines += [
             "[[source]]",
             f'name = "{name}"',
-            f'engine = "{engine_of(name)}"',
+            'engine = "auto"',  # (as a user would leave it: each sample's engine is found by its lines)
             'type = "file"',
             f'path = "{tmp_path / "logs" / (name + ".log")}"',
             'start_at = "beginning"',

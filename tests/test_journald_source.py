@@ -114,6 +114,24 @@ def test_reads_a_unit_from_the_beginning(tmp_path: Path) -> None:
         source.close()
 
 
+def test_each_line_names_the_process_that_wrote_it(tmp_path: Path) -> None:
+    """Two processes of one unit: each line's origin is its SYSLOG_IDENTIFIER[_PID], none without them."""
+    journal = Journal()
+    unit = {"_SYSTEMD_UNIT": "llama.service"}
+    entries = [
+        journal.entry("slot a", SYSLOG_IDENTIFIER="llama-server", _PID="4101", **unit),
+        journal.entry("slot b", SYSLOG_IDENTIFIER="llama-server", _PID="4377", **unit),
+        journal.entry("slot c", **unit),
+    ]
+    write(tmp_path / "a.journal", entries)
+    source = JournaldSource("gpu0", unit="llama.service", file=tmp_path / "a.journal", start_at="beginning")
+    try:
+        got = collect(source, 3)
+        assert ["llama-server[4101]", "llama-server[4377]", None] == [line.origin for line in got]
+    finally:
+        source.close()
+
+
 def test_follows_a_new_journal_file_in_the_directory(tmp_path: Path) -> None:
     """With `--directory`, entries in a journal file created later are followed."""
     journal = Journal()
@@ -313,7 +331,7 @@ def test_command_line() -> None:
         "--no-pager",
         "--all",
         "--merge",
-        "--output-fields=MESSAGE,CONTAINER_PARTIAL_MESSAGE,CONTAINER_ID_FULL,PRIORITY",
+        "--output-fields=MESSAGE,CONTAINER_PARTIAL_MESSAGE,CONTAINER_ID_FULL,PRIORITY,SYSLOG_IDENTIFIER,_PID",
         f"--file={os.path.abspath('x.journal')}",
         "--lines=0",
         "CONTAINER_NAME=vllm",

@@ -46,10 +46,26 @@ FIRES = {
     "samples/sglang-v0-5-23-hicache-unused.log": {"hicache_storage_unused"},
     "samples/usage-anthropic-double.log": {"usage_double_counting"},
     "samples/usage-newapi.log": {"hit_rate_gap", "pinned_cache_length"},
+    "samples/vllm-0.34-offload-failures.log": {"offload_retrieve_failed"},
     "samples/vllm-real-offload-native.log": {"engine_start_failed"},
     "samples/vllm-real-offload-simple.log": {"engine_start_failed"},
     "samples/vllm-real-run.log": {"engine_start_failed"},
+    "samples/vllm-simplecpu-write-only.log": {"write_only_offload"},
     "samples/vllm-write-only-offload.log": {"write_only_offload"},
+    # real excerpts whose own lines show the engine dying at start (each truth file says how)
+    "tests/wild/llamacpp-2023-unable-to-load-model.log": {"engine_start_failed"},
+    "tests/wild/ollama-0.3.6-runner-signal-terminated.log": {"engine_start_failed"},
+    "tests/wild/ollama-0.9.6-runner-exit-status-2.log": {"engine_start_failed"},
+    "tests/wild/ollama-2023-journald-error-starting-runner.log": {"engine_start_failed"},
+    "tests/wild/vllm-0.8-enginecore-failed-kv-init.log": {"engine_start_failed"},
+    "tests/wild/vllm-pp-enginecore-failed.log": {"engine_start_failed"},
+    "tests/wild/heldout/ollama-0.6.6-msty-pino-json.log": {"engine_start_failed"},
+    "tests/wild/heldout/vllm-0.19-kvcached-enginecore-failed.log": {"engine_start_failed"},
+    "tests/wild/heldout/vllm-xpu-enginecore-failed.log": {"engine_start_failed"},
+    "tests/wild/heldout/late-sglang-lmcache-scheduler-exception.log": {"engine_start_failed"},
+    # the Spyre plugin's engine printed no stats line for 390 s with a request running (21:43:12 ->
+    # 21:49:42): `no_signal`'s documented "silent while busy" case, as the lines show it
+    "tests/wild/vllm-plugin-spyre-stats-rising.log": {"no_signal"},
 }
 
 

@@ -16,6 +16,7 @@ from kvwatch.model import Severity
 from kvwatch.notify.runbook import RUNBOOK_BASE_URL
 from kvwatch.notify.secrets import Secret, SecretError, load_secret
 from kvwatch.notify.transport import Transport, basic_authorization, host_trust_store
+from kvwatch.probe.conversation import NonceForm
 from kvwatch.sources.settings import SourceConfig
 
 NotifierType = Literal["slack", "webhook", "alertmanager"]
@@ -145,6 +146,7 @@ class ProbeConfig:
     prefix_tokens: int = 4096
     stream: bool = False
     attribution_header: bool = True
+    nonce_form: NonceForm = "billing-header"
     timeout: int = 60
     ca_file: Path | None = None
     api_key_env: str | None = None

@@ -132,7 +132,9 @@ def _probe(probe: ProbeConfig) -> str:
         f"{probe.name}: {url} api={probe.api or 'auto'} model={probe.model or 'auto'} "
         f"every {probe.interval} s (jitter {probe.jitter} s) prefix_tokens={probe.prefix_tokens} "
         f"stream={str(probe.stream).lower()} "
-        f"attribution_header={str(probe.attribution_header).lower()} timeout={probe.timeout} s {key}{headers}"
+        f"attribution_header={str(probe.attribution_header).lower()}"
+        f"{f' nonce_form={probe.nonce_form}' if probe.attribution_header else ''} "
+        f"timeout={probe.timeout} s {key}{headers}"
     )
 
 

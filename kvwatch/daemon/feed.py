@@ -298,7 +298,7 @@ def _is_bytes(item: Framed) -> bool:
 
 def _stamped(line: LogLine, read_at: float) -> LogLine:
     """The line with `read_at` as its transport time."""
-    return LogLine(line.source, line.text, read_at)
+    return LogLine(line.source, line.text, read_at, line.origin)
 
 
 def _backoff(failures: int) -> float:

@@ -3,7 +3,9 @@
 Per engine, over its last `min_intervals` stats intervals with prefill flowing (within the windows'
 horizon): KV lines with byte counts (unknown is not zero: a connector that reports no bytes is never
 judged), stored bytes at least `min_store_bytes`, no bytes loaded, and the External prefix cache hit
-rate 0.0% on every line that reports it. Idle time changes nothing (there is no new evidence), so the
+rate 0.0% on every line that reports it. A connector that counts KV blocks instead of bytes (vLLM's
+SimpleCPUOffloadConnector) is judged the same way in its unit: at least `min_store_blocks` blocks stored
+(or being stored) and none loaded back. Idle time changes nothing (there is no new evidence), so the
 alert resolves when loads appear or External rises above 0, not when traffic pauses.
 
 An external tier that logs its lookups and stores in tokens (an offload layer, e.g. LMCache: its byte
@@ -19,7 +21,7 @@ from dataclasses import dataclass
 from itertools import takewhile
 
 from kvwatch.model import Finding
-from kvwatch.windows.window import EngineWindow, SourceWindow, Windows, ordered
+from kvwatch.windows.window import EngineWindow, KvPoint, SourceWindow, StatsPoint, Windows, ordered
 
 CAUSE_HYBRID = (
     "The startup log shows KV groups excluded from offloading ({groups}). vLLM's OffloadingConnector "
@@ -39,6 +41,12 @@ FIX = (
     "the rest), or turn the offload off (drop --kv-offloading-size / the OffloadingConnector "
     "kv_transfer_config): it pins host RAM and spends PCIe bandwidth for nothing. Success looks like "
     "kvwatch_vllm_kv_offload_load_bytes_total > 0 or an External prefix cache hit rate above 0%."
+)
+FIX_BLOCKS = (
+    "Take the upstream fix for the connector's lookup, or turn the offload off (drop "
+    "--kv-offloading-size, VLLM_USE_SIMPLE_KV_OFFLOAD or the SimpleCPUOffloadConnector "
+    "kv_transfer_config): it pins host RAM and spends PCIe bandwidth for nothing. Success looks like "
+    "kvwatch_vllm_kv_offload_load_blocks_total > 0 or an External prefix cache hit rate above 0%."
 )
 
 
@@ -64,6 +72,7 @@ class Settings:
     enabled: bool = True
     min_intervals: int = 24
     min_store_bytes: float = 1e9
+    min_store_blocks: int = 64
     min_prompt_throughput: float = 1.0
     min_lookups: int = 24
     min_store_tokens: int = 20_000
@@ -113,7 +122,7 @@ def _cleared(eng: EngineWindow, cfg: Settings) -> bool:
     for kv in reversed(eng.kv):
         if kv.time < oldest:
             break
-        if kv.load > 0:  # byte counts are never negative
+        if kv.load > 0 or kv.load_blocks > 0:  # byte and block counts are never negative
             return True
     for point in reversed(eng.stats):
         if point.time < oldest:
@@ -132,7 +141,7 @@ def _clear(eng: EngineWindow, cfg: Settings) -> bool:
     exactly when the newer of those two marks is at or after it: so only the stats points after that
     mark are counted, and a healthy tier has a few of them (not `min_intervals`, nor the KV walk)."""
     loaded, external = eng.loaded, eng.external
-    if eng.disorder or (loaded is not None and loaded.load <= 0):  # (negative bytes took a load back)
+    if eng.disorder or (loaded is not None and loaded.load <= 0 and loaded.load_blocks <= 0):  # (taken back)
         return _cleared(eng, cfg)
     if cfg.min_intervals < 1:
         return False
@@ -170,15 +179,20 @@ def _judge(
     # The KV line of an interval is logged right after its stats line, at the same second.
     oldest = busy[0][0]
     stats = list(takewhile(lambda s: s.time >= oldest, reversed(eng.stats)))  # (newest first)
-    kv = [k for k in takewhile(lambda k: k.time >= oldest, reversed(eng.kv)) if k.counted]
+    kv = [k for k in takewhile(lambda k: k.time >= oldest, reversed(eng.kv)) if k.counted or k.block_lines]
     if not kv:
         return None
     stored = sum(k.store for k in kv)
-    loaded = sum(k.load for k in kv)
+    loaded = sum(k.load for k in kv) + sum(k.load_blocks for k in kv)
+    blocks = sum(k.store_blocks for k in kv)
     external = sum(s.external_lines for s in stats)
     hit = any(s.external_lines and s.external_max > 0 for s in stats)
-    if stored < cfg.min_store_bytes or loaded > 0 or hit:
+    if loaded > 0 or hit:
         return None
+    if stored < cfg.min_store_bytes:
+        if blocks < cfg.min_store_blocks or not any(k.block_lines for k in kv):
+            return None
+        return _blocks_finding(source, engine, eng=eng, win=win, busy=busy, stats=stats, kv=kv)
     lookups = [k.lookups for k in kv if k.lookup_lines]
     usage = next((s.usage_last for s in stats if s.usage_last is not None), None)
     groups = win.facts.get("offload_excluded_groups")
@@ -209,6 +223,48 @@ def _judge(
         ),
         cause=CAUSE_HYBRID.format(groups=groups) if groups else CAUSE_UNKNOWN,
         fix=FIX,
+        evidence={k: v for k, v in evidence.items() if v is not None},
+    )
+
+
+def _blocks_finding(
+    source: str,
+    engine: str,
+    *,
+    eng: EngineWindow,
+    win: SourceWindow,
+    busy: list[tuple[float, float]],
+    stats: list[StatsPoint],
+    kv: list[KvPoint],
+) -> Finding:
+    """_judge's finding for a connector that counts blocks (its verdict already taken)."""
+    blocks = sum(k.store_blocks for k in kv)
+    external = sum(s.external_lines for s in stats)
+    groups = win.facts.get("offload_excluded_groups")
+    evidence = {
+        "busy_intervals": len(busy),
+        "span_seconds": round(busy[-1][0] - busy[0][0], 1),
+        "stored_blocks_window": blocks,
+        "stored_blocks_total": eng.store_blocks_total,
+        "loaded_blocks_window": 0,
+        "loaded_blocks_total": eng.load_blocks_total,
+        "external_hit_rate": "0.0% on every line" if external else "not reported",
+        "external_lines": external,
+        "prompt_throughput_mean": round(sum(prompt for _, prompt in busy) / len(busy), 1),
+        "connector": win.facts.get("connector"),
+        "vllm_version": win.facts.get("version"),
+        "excluded_kv_groups": groups,
+    }
+    return Finding(
+        alert="write_only_offload",
+        labels=(("source", source), ("engine", engine)),
+        severity="warning",
+        summary=(
+            f"KV offload stored {blocks} KV blocks over the last {len(busy)} busy stats intervals and "
+            "loaded none back"
+        ),
+        cause=CAUSE_HYBRID.format(groups=groups) if groups else CAUSE_UNKNOWN,
+        fix=FIX_BLOCKS,
         evidence={k: v for k, v in evidence.items() if v is not None},
     )
 

@@ -12,7 +12,8 @@ entries after the cursor without `--lines=all`), `--since=@T` when a run saved n
 MESSAGE is a string, or an array of byte values when it is not valid UTF-8 (decoded with
 replacement). Docker's journald driver cuts lines at 16 KiB and marks every part but the last with
 CONTAINER_PARTIAL_MESSAGE=true: parts are joined per (CONTAINER_ID_FULL, PRIORITY). LogLine.time is
-__REALTIME_TIMESTAMP / 1e6.
+__REALTIME_TIMESTAMP / 1e6; LogLine.origin is `SYSLOG_IDENTIFIER[_PID]` (what `journalctl -o short` prints
+before the message), so a parser keeps apart two processes of one unit or match.
 
 poll() reads the child's stdout without blocking (up to the read budget). position() is the
 `__CURSOR` of the last entry that completed a returned line, so parts of a cut line are read again
@@ -44,7 +45,7 @@ log = logging.getLogger(__name__)
 
 #: A JSON entry line longer than this is dropped (counted as malformed); MESSAGE is cut at line_cap.
 RAW_CAP = 16 << 20
-FIELDS = "MESSAGE,CONTAINER_PARTIAL_MESSAGE,CONTAINER_ID_FULL,PRIORITY"
+FIELDS = "MESSAGE,CONTAINER_PARTIAL_MESSAGE,CONTAINER_ID_FULL,PRIORITY,SYSLOG_IDENTIFIER,_PID"
 BACKOFF_FIRST = 1.0
 BACKOFF_MAX = 60.0
 
@@ -94,6 +95,16 @@ def message_text(value: Any) -> str | None:
     if isinstance(value, list) and all(isinstance(b, int) and 0 <= b < 256 for b in value):
         return bytes(value).decode("utf-8", "replace")
     return None
+
+
+def origin_of(entry: Mapping[str, Any]) -> str | None:
+    """The process that wrote an entry, as `journalctl -o short` names it: `SYSLOG_IDENTIFIER[_PID]`."""
+    ident, pid = entry.get("SYSLOG_IDENTIFIER"), entry.get("_PID")
+    ident = ident if isinstance(ident, str) and ident else None
+    pid = pid if isinstance(pid, str) and pid.isdecimal() else None
+    if ident is None:
+        return None if pid is None else f"[{pid}]"
+    return ident if pid is None else f"{ident}[{pid}]"
 
 
 class JournaldSource:
@@ -384,7 +395,7 @@ class JournaldSource:
             cut = len(text) > self._cap
             text = clip_text(text, self._cap)
         self.counters.truncated_long_lines += cut
-        out.append(LogLine(self.name, text.removesuffix("\n"), stamp))
+        out.append(LogLine(self.name, text.removesuffix("\n"), stamp, origin_of(obj)))
         if not self._parts:  # no cut line waits: this entry is a safe place to resume after
             self._cursor = cursor
 

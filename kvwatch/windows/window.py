@@ -228,10 +228,18 @@ class KvPoint:
     #: lookups of the counted lines that report them
     lookup_lines: int = 0
     lookups: int = 0
+    #: lines that count KV blocks instead (SimpleCPU), their stored and loaded blocks
+    block_lines: int = 0
+    store_blocks: int = 0
+    load_blocks: int = 0
 
     def add(self, line: OffloadCounters) -> None:
         """Take one more line of this time in."""
         self.lines += 1
+        if line.store_blocks is not None:
+            self.block_lines += 1
+            self.store_blocks += line.store_blocks
+            self.load_blocks += line.load_blocks or 0
         if line.store_bytes is None:
             return
         self.counted += 1
@@ -250,6 +258,8 @@ class EngineWindow:
     kv: deque[KvPoint] = field(default_factory=lambda: deque(maxlen=MAX_POINTS))
     store_total: int = 0
     load_total: int = 0
+    store_blocks_total: int = 0
+    load_blocks_total: int = 0
     #: Kept by Windows.observe for write_only_offload: how many adjacent points (of stats, of kv) are out
     #: of time order (0: both strictly increasing), the newest kv point that loaded bytes and the newest
     #: stats point with an External prefix cache hit rate above 0 (None: none kept).
@@ -431,10 +441,12 @@ class Windows:
         time = event.time
         spot = kv[-1] if kv and kv[-1].time == time else self._kv_point(engine, time)
         spot.add(event)
-        if spot.load > 0:
+        if spot.load > 0 or spot.load_blocks > 0:
             engine.loaded = spot
         engine.store_total += event.store_bytes or 0
         engine.load_total += event.load_bytes or 0
+        engine.store_blocks_total += event.store_blocks or 0
+        engine.load_blocks_total += event.load_blocks or 0
         self.changes += 1
 
     def _fact(self, window: SourceWindow, event: EngineFact) -> None:

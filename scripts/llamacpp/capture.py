@@ -12,7 +12,9 @@ Each case starts its own llama-server on 127.0.0.1 (free port) with
 `-c 4096 --parallel 2 -t 2 --log-colors off --metrics --no-ui --seed 42` plus the case's flags,
 sends the server's stdout+stderr to the log file, waits for /health, drives 2 interleaved
 conversations (A1 B1 A2 B2 ...) at temperature 0, then stops the server with SIGINT.
-The truth file lists, in request order, the prompt and cached token counts the API returned.
+The truth file lists, in request order, the prompt and cached token counts the API returned (a
+request the client cancelled gets none back: its entry has `cancelled` and `cached_tokens` null, and
+`prompt_tokens` from the retry of the same messages that follows it).
 Dependencies: requests (and the stdlib).
 """
 
@@ -70,6 +72,7 @@ class Case:
     flags: tuple[str, ...] = TRACE
     turns: int = 5
     max_tokens: int = 12
+    cancel_turns: tuple[int, ...] = ()  # turns of A the client first streams and cancels, then retries
 
 
 CASES = (
@@ -101,6 +104,12 @@ CASES = (
         clear_results=True,
     ),
     Case("default-verbosity", "plain model, stable prompts, default -lv 3", flags=()),
+    Case(
+        "cancelled",
+        "plain model, stable prompts; A's turns 2 and 4 are streamed, cancelled after the first "
+        "token (released without timings) and retried",
+        cancel_turns=(2, 4),
+    ),
     Case("jsonl", "plain model, --log-jsonl", flags=(*TRACE, "--log-jsonl"), turns=2),
     Case(
         "no-prefix",
@@ -311,6 +320,18 @@ def send_turn(base: str, case: Case, conv: Conversation, system: list[str]) -> d
     return body
 
 
+def cancel_turn(base: str, case: Case, conv: Conversation, system: list[str]) -> None:
+    """Stream the turn with room for a long reply and hang up at the first chunk: llama-server cancels
+    the task and releases its slot without printing timings."""
+    body = chat_request(case, system, conv.history) | {"stream": True, "max_tokens": 2000}
+    with requests.post(base + CHAT, json=body, stream=True, timeout=REQUEST_TIMEOUT_S) as response:
+        response.raise_for_status()
+        for line in response.iter_lines():
+            if line.startswith(b"data: "):
+                break  # (the with block closes the connection: the server sees the client gone)
+    time.sleep(1.0)  # let the server notice and release the slot before the retry
+
+
 def drive(base: str, case: Case) -> list[dict[str, Any]]:
     """Run the interleaved conversations; return the truth records in request order."""
     nonces = random.Random(NONCE_SEED)
@@ -322,12 +343,22 @@ def drive(base: str, case: Case) -> list[dict[str, Any]]:
                 clear_last_result(conv.history)
             conv.history.append({"role": "user", "content": user_message(case, conv.name, turn)})
             nonce = f"{nonces.randrange(16**5):05x}" if case.header else None
+            if conv.name == "A" and turn in case.cancel_turns:
+                cancel_turn(base, case, conv, system_blocks(conv.name, nonce))
+                truth.append({"conversation": conv.name, "turn": turn, "endpoint": CHAT, "cancelled": True})
             body = send_turn(base, case, conv, system_blocks(conv.name, nonce))
             reply = reply_text(case.endpoint, body)
             conv.history.append({"role": "assistant", "content": reply})
             record = {"conversation": conv.name, "turn": turn, "endpoint": case.endpoint}
             truth.append(record | usage_truth(case.endpoint, body))
+            if truth[-2:][0].get("cancelled"):  # the cancelled attempt sent the same prompt
+                truth[-2] |= {"prompt_tokens": record_prompt(truth[-1]), "cached_tokens": None}
     return truth
+
+
+def record_prompt(record: dict[str, Any]) -> int:
+    """A truth record's prompt tokens."""
+    return int(record["prompt_tokens"])
 
 
 def run_case(binary: Path, models: Path, out: Path, case: Case) -> list[dict[str, Any]]:
@@ -349,7 +380,7 @@ def run_case(binary: Path, models: Path, out: Path, case: Case) -> list[dict[str
 def summarise(case: Case, truth: list[dict[str, Any]], log: Path) -> str:
     """One line: reuse ratio and the signature lines found in the log."""
     prompt = sum(int(t["prompt_tokens"]) for t in truth)
-    cached = sum(int(t["cached_tokens"]) for t in truth)
+    cached = sum(int(t["cached_tokens"] or 0) for t in truth)
     text = log.read_text(encoding="utf-8", errors="replace")
     marks = ("selected slot by", "memory_seq_rm", "forcing full", "restored context checkpoint")
     counts = ", ".join(f"{mark!r}: {text.count(mark)}" for mark in marks)

@@ -4,10 +4,10 @@ from __future__ import annotations
 
 from types import ModuleType
 
-from scripts.samples import llamacpp, lmcache, lmstudio, ollama, sglang, usage, vllm
+from scripts.samples import llamacpp, lmcache, lmstudio, ollama, sglang, usage, vllm, wild
 from scripts.samples.made import Made
 
-ENGINES: tuple[ModuleType, ...] = (vllm, llamacpp, usage, sglang, ollama, lmstudio, lmcache)
+ENGINES: tuple[ModuleType, ...] = (vllm, llamacpp, usage, sglang, ollama, lmstudio, lmcache, wild)
 
 
 def makers() -> list[ModuleType]:

@@ -11,6 +11,7 @@ SNIFF_MARKERS: tuple[str, ...] = ("slot ", "srv ", "eval time", "total time", "i
 SNIFF_MARKERS += ('{"type"', " | tid=", "timestamp=", "kv cache rm")
 # (lifecycle.MARKERS: its start and death)
 SNIFF_MARKERS += ("model loaded", "failed to", "exiting due", "error loading", "error:")
+SNIFF_MARKERS += ("unable to load model",)
 
 
 def _hint(head: str) -> bool:

@@ -14,7 +14,8 @@ class LlamaRequest:
     """One llama.cpp request joined from its slot lines.
 
     Token counts are None when the log did not show them; `derived` marks counts inferred from the
-    timing lines at default verbosity (less exact than `memory_seq_rm`).
+    timing lines at default verbosity (less exact than `memory_seq_rm`). `server` names the process
+    (and router port) that served it where one source carries several (a journal's `name[pid]`).
     """
 
     source: str
@@ -32,6 +33,18 @@ class LlamaRequest:
     checkpoint_restores: int = 0
     prompt_eval_seconds: float | None = None
     derived: bool = False
+    server: str | int | None = None
+
+
+@dataclass(slots=True)
+class LlamaCutOff:
+    """A request, or a slot pick waiting for its task, that the input ended before it finished: what its
+    lines had already shown, counted although no record will come (not a completed request)."""
+
+    source: str
+    time: float
+    full_reprocess: bool
+    lru: bool
 
 
 pickle_by_fields(globals())

@@ -1,9 +1,10 @@
 """The shapes of llama-server output: the envelope around a message, and the messages we read.
 
 An envelope is whatever wraps llama.cpp's own text: a `--log-jsonl` object, a journald/syslog or ISO
-prefix, the router's `[port] ` prefix, ANSI colour, and `--log-prefix`/`--log-timestamps`
-(`M.SS.mmm.uuu L `, time since process start, minutes unbounded). Messages are matched on their text
-only, never on the function column or the level letter (both changed across builds).
+prefix (after `docker compose logs`' `service  | `, llama.cpp#23206), the router's `[port] ` prefix,
+ANSI colour, and `--log-prefix`/`--log-timestamps` (`M.SS.mmm.uuu L `, time since process start,
+minutes unbounded). Messages are matched on their text only, never on the function column or the level
+letter (both changed across builds).
 """
 
 from __future__ import annotations
@@ -19,9 +20,13 @@ from kvwatch.times import parse_rfc3339
 
 _MONTHS = {m: i for i, m in enumerate(("Jan", "Feb", "Mar", "Apr", "May", "Jun"), 1)}
 _MONTHS |= {m: i for i, m in enumerate(("Jul", "Aug", "Sep", "Oct", "Nov", "Dec"), 7)}
-_SYSLOG = re.compile(r"([A-Z][a-z]{2}) +(\d{1,2}) (\d\d):(\d\d):(\d\d) \S+ [^\s:]+: ")
-_ISO = re.compile(r"(\d{4}-\d\d-\d\dT\d\d:\d\d:\d\d(?:\.\d+)?(?:Z|[+-]\d\d:\d\d)) (?:\S+ [^\s:]+: )?")
+# The transport prefixes journalctl writes (`short`, `short-iso`) and syslog's: `<time> <host> <tag>: `,
+# the tag `name[pid]` (or `name`): the process that wrote the line, whose state is its own.
+_SYSLOG = re.compile(r"([A-Z][a-z]{2}) +(\d{1,2}) (\d\d):(\d\d):(\d\d) \S+ ([^\s:]+): ")
+_ISO = re.compile(r"(\d{4}-\d\d-\d\dT\d\d:\d\d:\d\d(?:\.\d+)?(?:Z|[+-]\d\d:\d\d)) (?:\S+ ([^\s:]+): )?")
 _PORT = re.compile(r"\[ *(\d+)\] ")
+# `docker compose logs`: the service's name, padded, then ` | ` (`llama-cpp  | `, `llama_1  | `).
+_COMPOSE = re.compile(r"[a-z0-9][\w.-]* +\| ")
 # Minutes since the process started: up to 7 digits (19 years of uptime). A longer number is not a
 # clock but damage, which would carry every later line's time past year 9999 (times never go back).
 _REL = re.compile(r"(\d{1,7})\.(\d\d)\.(\d{3})\.(\d{3}) ")
@@ -90,7 +95,12 @@ def unknown_keys(msg: str) -> tuple[str, list[str]] | None:
 #: llama.cpp's lines of the kinds kvwatch reads (kvwatch.parsers.drift): a request's slot message that
 #: names a figure kvwatch reads (its prompt's size, a timing, the pick's f_keep) but begins as none of
 #: the messages it reads does: the wording changed, and the request's figures would go missing.
-SHAPES = Shapes(("n_prompt_tokens", "task.n_tokens", " time = ", "f_keep"))
+#: Known and not read: server-context.cpp's `need to evaluate at least 1 token for each active slot
+#: (n_past = %d, task.n_tokens() = %d)` before it drops the request (its record ends at the release).
+SHAPES = Shapes(
+    ("n_prompt_tokens", "task.n_tokens", " time = ", "f_keep"),
+    re.compile(r"^need to evaluate at least \d+ token"),
+)
 
 _INT = re.compile(r"-?\d+")
 
@@ -118,18 +128,22 @@ def to_float(text: str) -> float:
 
 @dataclass(frozen=True, slots=True)
 class Envelope:
-    """One llama.cpp message and what its wrapping said: router port, relative time, wall time."""
+    """One llama.cpp message and what its wrapping said: router port, relative time, wall time, and the
+    process that wrote it where the transport names one (journald's or syslog's `name[pid]` tag)."""
 
     body: str
     port: int | None
     rel: float | None
     wall: float | None
+    process: str | None = None
 
 
-def unwrap(text: str, clock: YearlessClock) -> list[Envelope] | None:
-    """The messages of one physical line, or None when the line is not llama.cpp output at all."""
+def unwrap(text: str, clock: YearlessClock, process: str | None = None) -> list[Envelope] | None:
+    """The messages of one physical line, or None when the line is not llama.cpp output at all;
+    `process`: the writer the line's source named (journald), unless its own prefix names one."""
     text = strip_ansi(text).rstrip("\r")
-    wall, text = _transport(text, clock)
+    wall, tag, text = _transport(text, clock)
+    process = tag or process
     port = None
     match = _PORT.match(text)
     if match:
@@ -139,23 +153,28 @@ def unwrap(text: str, clock: YearlessClock) -> list[Envelope] | None:
         elif wall is None:  # LOG_TEE's `[<unix seconds>] ` (2024 builds), not a router port
             wall = float(number)
     if text.startswith('{"type"'):
-        return _jsonl(text, port, wall)
+        return _jsonl(text, port, wall, process)
     rel, text = _relative(text)
-    return [Envelope(text, port, rel, wall)]
+    return [Envelope(text, port, rel, wall, process)]
 
 
-def _transport(text: str, clock: YearlessClock) -> tuple[float | None, str]:
-    """Strip a journald/syslog or ISO transport prefix; its time, when it has one."""
+def _transport(text: str, clock: YearlessClock) -> tuple[float | None, str | None, str]:
+    """Strip a journald/syslog or ISO transport prefix (and a compose prefix); its time and its tag, when
+    it has them."""
+    if text[:1].islower() and not text.startswith(("slot ", "srv ")):
+        compose = _COMPOSE.match(text)
+        if compose:
+            text = text[compose.end() :]
     if text[:1].isdigit():
         iso = _ISO.match(text)
         if iso:
-            return parse_rfc3339(iso[1]), text[iso.end() :]
+            return parse_rfc3339(iso[1]), iso[2], text[iso.end() :]
     elif text[:1].isupper():
         sys = _SYSLOG.match(text)
         if sys and sys[1] in _MONTHS:
             hms = (int(sys[3]), int(sys[4]), int(sys[5]))
-            return clock.resolve(_MONTHS[sys[1]], int(sys[2]), hms, None), text[sys.end() :]
-    return None, text
+            return clock.resolve(_MONTHS[sys[1]], int(sys[2]), hms, None), sys[6], text[sys.end() :]
+    return None, None, text
 
 
 def _relative(text: str) -> tuple[float | None, str]:
@@ -170,7 +189,7 @@ def _relative(text: str) -> tuple[float | None, str]:
     return rel, text[level.end() :] if level else text
 
 
-def _jsonl(text: str, port: int | None, wall: float | None) -> list[Envelope] | None:
+def _jsonl(text: str, port: int | None, wall: float | None, process: str | None) -> list[Envelope] | None:
     """`--log-jsonl`: `{"type":"log","time":<µs since start>,"level":...,"msg":...}`."""
     try:
         obj = json.loads(text)
@@ -184,7 +203,7 @@ def _jsonl(text: str, port: int | None, wall: float | None) -> list[Envelope] | 
     if isinstance(micros, int) and not isinstance(micros, bool) and 0 < micros <= MAX_MICROS:
         rel = micros / 1e6
     lines = obj["msg"].strip("\n").split("\n")
-    return [Envelope(strip_ansi(line), port, rel, wall) for line in lines]
+    return [Envelope(strip_ansi(line), port, rel, wall, process) for line in lines]
 
 
 def round_us(seconds: float) -> float:

@@ -1,4 +1,5 @@
-"""The llama.cpp request metrics: counters and histograms fed by `LlamaRequest`, label `source`.
+"""The llama.cpp request metrics: counters and histograms fed by `LlamaRequest` (and `LlamaCutOff`: what
+an unfinished request had shown when the input ended), label `source`.
 
 Plain-float families (metrics.families): a -lv 4 replay applies tens of thousands of requests.
 """
@@ -11,7 +12,7 @@ from typing import Any
 from prometheus_client import CollectorRegistry
 
 from kvwatch.engines.families import Family, HistogramFamily
-from kvwatch.engines.llamacpp.events import LlamaRequest
+from kvwatch.engines.llamacpp.events import LlamaCutOff, LlamaRequest
 
 # Ratios: fine steps at the bottom, where a broken prefix lives (the incident reused 21 of ~24k
 # tokens, 0.001; its LCP similarity was 0.086, just under the 0.1 selection threshold), and near 1,
@@ -83,14 +84,18 @@ class LlamacppMetrics:
         )
         self._histograms = (self.similarity, self.keep, self.reuse, self.eval_seconds)
 
-    def apply(self, event: LlamaRequest) -> None:
-        """Count one finished request; every series of its source exists from the first one."""
-        labels = (event.source,)
+    def _series(self, labels: tuple[str]) -> None:
+        """Every series of a source, from its first event on."""
         if labels not in self.requests.series:
             for family in self._counters:
                 family.inc(labels, 0)
             for histogram in self._histograms:
                 histogram.labels(labels)
+
+    def apply(self, event: LlamaRequest) -> None:
+        """Count one finished request; every series of its source exists from the first one."""
+        labels = (event.source,)
+        self._series(labels)
         self.requests.inc(labels, 1)
         self.prompt_tokens.inc(labels, event.prompt_tokens or 0)
         self.cached_tokens.inc(labels, event.reused_tokens or 0)
@@ -109,8 +114,19 @@ class LlamacppMetrics:
         if event.prompt_eval_seconds is not None:
             self.eval_seconds.observe(labels, event.prompt_eval_seconds)
 
+    def cut_off(self, event: LlamaCutOff) -> None:
+        """A request the input ended before it finished: its forced re-processing or LRU pick counts
+        (the line said so), the request does not (it did not complete)."""
+        labels = (event.source,)
+        self._series(labels)
+        if event.full_reprocess:
+            self.full_reprocess.inc(labels, 1)
+        if event.lru:
+            self.lru_selections.inc(labels, 1)
+
 
 def handlers(registry: CollectorRegistry) -> Mapping[type, Callable[[Any], None]]:
     """The engine's families on `registry`, as the handler of each event type they are fed
     (kvwatch.engines.base.MetricsFactory)."""
-    return {LlamaRequest: LlamacppMetrics(registry).apply}
+    metrics = LlamacppMetrics(registry)
+    return {LlamaRequest: metrics.apply, LlamaCutOff: metrics.cut_off}

@@ -23,6 +23,11 @@ never before the last event. Unstamped lines take the previous line's time insid
 else their transport time, else the previous event's time (else `settings.start`). Times never go
 backwards, so records come out ordered by time.
 
+Interleaved servers: each process a transport names (journald's `_PID`/`SYSLOG_IDENTIFIER`, a
+journalctl or syslog line's `name[pid]:` tag) is a stream of its own, so two llama-servers writing to
+one journal keep their slots, clocks and requests apart; its records carry the process as `server`.
+At most `MAX_STREAMS` streams are kept (the oldest goes first: a restarted unit's old pid).
+
 Restarts (`initializing slots`, `initializing, n_slots =`, `llama_server: initializing`, `listening
 on`, or relative time going backwards) reset every slot and emit one `ServerRestart` per run. Router
 mode (`[port] ` prefix): each child process is a stream of its own, with its own slots and clock.
@@ -59,6 +64,10 @@ _LOUD = READ | {"sele", ""}
 _NO_REQUEST = Request(-1)
 #: `LlamacppParser._plain`'s answer for a line that takes the general path (compared by identity).
 _SLOW = ParseError("llamacpp: not a plain slot or srv line")
+#: Streams kept per source (one per router port and process): a journal's processes come and go.
+MAX_STREAMS = 64
+#: A stream's key: the router port, the process a transport named, or both ("name[pid] [port]").
+Key = int | str | None
 
 #: Every line this parser reads contains one of these (the legacy timing block's continuation lines
 #: carry no tag, hence the `eval time`/`total time` markers).
@@ -81,6 +90,8 @@ def looks_like(sample: str) -> bool:
             body = env.body
             if ln.SLOT.match(body) or ln.SRV.match(body) or _legacy_line(body):
                 hits += 1
+            elif life.names_engine(body):
+                hits += 2
     return hits >= 2
 
 
@@ -101,12 +112,12 @@ class LlamacppParser:
         self.source = source
         self._settings = settings
         self._clock = YearlessClock(settings.year or settings.now_year, settings.tz)
-        self._streams: dict[int | None, Stream] = {}
+        self._streams: dict[Key, Stream] = {}
         self._last: float | None = None  # time of the previous line of this source
         self._runs = 0  # runs anchored so far: the first one at settings.start
         self._head = ""  # `M.SS.` of the last plain line (see _plain) and its M * 60 + SS
         self._seconds = 0
-        self._legacy: dict[int | None, lg.Legacy] = {}  # a 2024 server's requests, per stream
+        self._legacy: dict[Key, lg.Legacy] = {}  # a 2024 server's requests, per stream
         self._life = life.lifecycle(source)  # whether the server came up or died (engine_start_failed)
         self._drift = Drift(source, "llamacpp", ln.SHAPES)  # slot messages reworded (format drift)
 
@@ -122,7 +133,7 @@ class LlamacppParser:
         """Go on from a `snapshot()`; KeyError, TypeError or ValueError when it is not one."""
         if state["engine"] != "llamacpp":
             raise ValueError(f"a state of engine {state['engine']!r}")
-        streams = {None if p is None else int(p): Stream.restored(s) for p, s in state["streams"]}
+        streams = {_key(p): Stream.restored(s) for p, s in state["streams"]}
         for stream in streams.values():
             stream.drift = self._drift
         year, month = state["clock"]
@@ -131,9 +142,7 @@ class LlamacppParser:
         self._last, self._runs = None if last is None else float(last), int(state["runs"])
         self._streams, self._head = streams, ""
         # (a state saved before the 2024 formats were read has none: no 2024 request in progress)
-        self._legacy = {
-            None if p is None else int(p): lg.Legacy.restored(rows) for p, rows in state.get("legacy", [])
-        }
+        self._legacy = {_key(p): lg.Legacy.restored(rows) for p, rows in state.get("legacy", [])}
         self._life.load(state.get("life", {}))  # (a state saved before lifecycles were read has none)
 
     def untagged_slot(self, body: str, wall: float | None) -> ParseResult:
@@ -334,6 +343,8 @@ class LlamacppParser:
 
     def parse(self, line: LogLine) -> ParseResult:
         """The events of one line; [] for a recognised line with none; None for a foreign line."""
+        if line.origin is not None:  # a process the source named: its own stream (the general path)
+            return self._parse_lines(line)
         return self._read(line.text, line)
 
     def parse_block(self, texts: list[str]) -> BlockResult:
@@ -533,7 +544,7 @@ class LlamacppParser:
         """Any line: unwrap its envelopes (jsonl may hold several messages) and read each."""
         if not any(marker in line.text for marker in MARKERS):
             return None
-        envelopes = ln.unwrap(line.text, self._clock)
+        envelopes = ln.unwrap(line.text, self._clock, line.origin)
         if envelopes is None:
             return None
         result: ParseResult = None
@@ -549,17 +560,23 @@ class LlamacppParser:
         """End of input: requests still in progress were cut off, so they are dropped; those released
         without timings are records."""
         events: list[Event] = []
-        for stream in self._streams.values():
-            events += stream.drop_in_flight(self._last, self.source)
+        for key, stream in self._streams.items():
+            ended = stream.drop_in_flight(self._last, self.source)
+            if isinstance(key, str):  # (a process's stream: see _parse_one)
+                for event in ended:
+                    if type(event) is LlamaRequest:
+                        event.server = key
+            events += ended
         self._legacy.clear()
         return events
 
     def _parse_one(self, env: ln.Envelope, transport: float | None) -> ParseResult:
         """One message: classify it, place it in time, hand it to its stream."""
         body = env.body
-        stream = self._streams.get(env.port)
+        key = _key_of(env)
+        stream = self._streams.get(key)
         if stream is None:
-            stream = self._streams[env.port] = Stream(drift=self._drift)
+            stream = self._new_stream(key)
         wall = transport if transport is not None else env.wall
         old = lg.read(body) if body.lstrip()[:1] in _LEGACY_START else None
         if wall is None and old is not None:
@@ -585,14 +602,29 @@ class LlamacppParser:
         try:
             result = stream.read(body, now, self.source)
             if result is None:
-                result = self._read_legacy(env.port, old, body, now)
+                result = self._read_legacy(key, old, body, now)
         except ln.GarbledError as exc:
             return ParseError(f"llamacpp: {exc}")
         if result is None or isinstance(result, ParseError):
             return events or result
+        if env.process is not None:
+            for event in result:
+                if type(event) is LlamaRequest:
+                    event.server = key  # (made just now by this stream: not yet handed on)
         return events + result
 
-    def _read_legacy(self, port: int | None, line: lg.Line | None, body: str, now: float) -> ParseResult:
+    def _new_stream(self, key: Key) -> Stream:
+        """A stream for a process or port first seen (the oldest goes beyond MAX_STREAMS: a journal's
+        processes come and go, a restarted unit's under a new pid)."""
+        streams = self._streams
+        while len(streams) >= MAX_STREAMS:
+            oldest = next(iter(streams))
+            del streams[oldest]
+            self._legacy.pop(oldest, None)
+        stream = streams[key] = Stream(drift=self._drift)
+        return stream
+
+    def _read_legacy(self, port: Key, line: lg.Line | None, body: str, now: float) -> ParseResult:
         """A 2024 server's line (see legacy): its record, [] for another of its lines, else None."""
         legacy = self._legacy.get(port)
         if legacy is None:
@@ -604,7 +636,7 @@ class LlamacppParser:
 
     def _restart(self, stream: Stream, env: ln.Envelope, wall: float | None) -> list[Event]:
         """Forget the old process's slots; announce the new run unless its own start line did."""
-        self._legacy.pop(env.port, None)
+        self._legacy.pop(_key_of(env), None)
         stream.reset()
         now = self._time(stream, env, wall)
         stream.announced = True
@@ -640,6 +672,18 @@ class LlamacppParser:
             now = last
         self._last = now
         return now
+
+
+def _key(saved: object) -> Key:
+    """A stream's key as a snapshot saved it (JSON: a port number, a process name, or null)."""
+    return saved if saved is None or isinstance(saved, str) else int(saved)  # type: ignore[call-overload]
+
+
+def _key_of(env: ln.Envelope) -> Key:
+    """The stream key of a message (see `_parse_one`)."""
+    if env.process is None:
+        return env.port
+    return env.process if env.port is None else f"{env.process} [{env.port}]"
 
 
 def _follow(stream: Stream, match: re.Match[str]) -> tuple[str, int, Request, tuple[str, str]]:

@@ -11,7 +11,8 @@ class Requests:
 
     def __init__(self) -> None:
         """No conversation seen yet."""
-        self.conversations: dict[int, int] = {}  # slot -> its conversation number
+        # (server, slot) -> its conversation number: two servers' slot 0 hold different conversations
+        self.conversations: dict[tuple[str | int | None, int], int] = {}
 
     def convert(self, event: object) -> tuple[Basis | None, RequestRecord | None]:
         """How exactly the record was read, and the record (None when the log did not give its counts)."""
@@ -25,11 +26,11 @@ class Requests:
         # The slot's next request continues its conversation when llama.cpp placed it there by
         # similarity to what the slot holds; any other pick (LRU, by id, a prompt restored from the host
         # cache) may bring another conversation, so it starts a new one.
-        slot = event.slot
-        number = self.conversations.get(slot, 0)
+        slot, server = event.slot, event.server
+        number = self.conversations.get((server, slot), 0)
         if event.selection != "lcp" or event.prompt_cache_rescue:
             number += 1
-            self.conversations[slot] = number
+            self.conversations[server, slot] = number
         if event.prompt_tokens is None or event.reused_tokens is None:
             return basis, None
         return basis, RequestRecord(
@@ -39,7 +40,7 @@ class Requests:
             event.reused_tokens,
             full_reprocess=event.full_reprocess,
             slot=slot,
-            conversation=f"slot {slot} #{number}",
+            conversation=f"slot {slot} #{number}" if server is None else f"{server} slot {slot} #{number}",
             selection=event.selection,
             derived=event.derived,
         )

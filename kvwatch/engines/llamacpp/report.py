@@ -13,7 +13,8 @@ from kvwatch.engines.llamacpp.events import LlamaRequest
 #: The text report keeps the last this many llama.cpp requests per source (memory stays bounded).
 MAX_ROWS = 5000
 
-# `notes` flags what numbers hide: full-reprocess, restores=N, prompt-cache (rescue), derived
+# `notes` flags what numbers hide: server=NAME[PID] (a journal of several), full-reprocess, restores=N,
+# prompt-cache (rescue), derived
 HEADER = (
     "time",
     "slot",
@@ -74,6 +75,7 @@ def _row(record: LlamaRequest) -> tuple[str, ...]:
     moment = datetime.fromtimestamp(record.time, timezone.utc)
     when = moment.strftime("%Y-%m-%dT%H:%M:%S.") + f"{moment.microsecond // 1000:03d}Z"
     notes = [
+        f"server={record.server}" if record.server is not None else "",  # (one of a journal's several)
         "full-reprocess" if record.full_reprocess else "",
         f"restores={record.checkpoint_restores}" if record.checkpoint_restores else "",
         "prompt-cache" if record.prompt_cache_rescue else "",

@@ -7,7 +7,7 @@ from dataclasses import asdict, dataclass, field
 from typing import Any, Literal
 
 from kvwatch.engines.llamacpp import lines as ln
-from kvwatch.engines.llamacpp.events import LlamaRequest
+from kvwatch.engines.llamacpp.events import LlamaCutOff, LlamaRequest
 from kvwatch.model import Event
 from kvwatch.parsers.base import ParseError, ParseResult
 from kvwatch.parsers.drift import Drift
@@ -161,6 +161,13 @@ class Stream:
         """End of input: the records of requests released without timings (at `now`); forget the
         others, which never finished."""
         ended = self.end_stopped(now, source) if now is not None else []
+        if now is not None:  # what the unfinished ones had shown: a forced re-processing, an LRU pick
+            for request in self.requests.values():
+                if not request.stopped and (request.full or request.pick.selection == "lru"):
+                    ended.append(LlamaCutOff(source, now, request.full, request.pick.selection == "lru"))
+            for slot, pick in self.picks.items():
+                if pick.selection == "lru" and slot not in self.requests:
+                    ended.append(LlamaCutOff(source, now, False, True))
         self.requests.clear()
         self.picks.clear()
         self.timing = None

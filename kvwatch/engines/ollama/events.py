@@ -43,4 +43,14 @@ class OllamaCacheEvent:
     runner: str = ""
 
 
+@dataclass(slots=True)
+class OllamaCutOff:
+    """A runner's request the input ended before it finished, forced to re-process its prompt in full:
+    counted in `kvwatch_ollama_full_reprocess_total` (its line said so), not as a request."""
+
+    source: str
+    time: float
+    model: str
+
+
 pickle_by_fields(globals())

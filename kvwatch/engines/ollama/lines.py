@@ -7,6 +7,7 @@ level TRACE below DEBUG), server/routes.go (gin.Default(): gin's defaultLogForma
 
 from __future__ import annotations
 
+import json
 import re
 from dataclasses import dataclass
 
@@ -35,6 +36,10 @@ MODEL = re.compile(r"--model[ =](\S+)")
 #: The MLX runner's per-request line (x/mlxrunner/prefix_cache.go) pasted without its slog framing
 #: (ollama#18267): `cache hit total=23169  matched=21742  cached=16383   left=6786`.
 BARE_CACHE = re.compile(r"cache (hit|miss) +total=\d+ +matched=\d+ +cached=\d+ +left=\d+")
+#: Ollama 0.1.x's lines through Go's standard logger (log.LstdFlags | log.Lshortfile, local time, no
+#: zone): `2023/12/24 23:48:35 llama.go:459: error starting llama runner: llama runner process has
+#: terminated` (ollama#1703, v0.1.17: llm/llama.go), `routes.go:1014: Listening on ... (version 0.1.17)`.
+GOLOG = re.compile(r"(\d{4})/(\d\d)/(\d\d) (\d\d):(\d\d):(\d\d) [\w.-]+\.go:\d+: (.*)")
 # `Listening on 127.0.0.1:11434 (version 0.30.1)`
 VERSION = re.compile(r"\(version ([^\s)]+)\)")
 # `server config env="map[... OLLAMA_DEBUG:INFO ...]"` (a level since 0.5-ish, a bool before)
@@ -70,6 +75,21 @@ def figure_keys(attrs: dict[str, str]) -> str:
 def record_shape(record: Record) -> str:
     """A record's sanitised shape: its message, then its attributes' names (never their values)."""
     return key_shape(record.msg[:60], (key for key in record.attrs if key not in _SLOG_KEYS))
+
+
+def unwrap_pino(text: str) -> tuple[str, float | None] | None:
+    """The Ollama line a pino JSON record carries, and the record's time (seconds), else None. Msty runs
+    Ollama and logs each of its lines as the `msg` of a record with its own `time` (ms since the epoch):
+    `{"level":30,"time":1752516972752,"pid":10104,"hostname":"h","msg":"[GIN] ... \\n"}` (ollama#11418)."""
+    try:
+        record = json.loads(text)
+    except ValueError:
+        return None
+    if not isinstance(record, dict) or not isinstance(msg := record.get("msg"), str) or "pid" not in record:
+        return None
+    millis = record.get("time")
+    wall = millis / 1000 if isinstance(millis, int) and not isinstance(millis, bool) and millis > 0 else None
+    return msg.rstrip("\r\n"), wall
 
 
 class GarbledError(ValueError):

@@ -12,7 +12,7 @@ from typing import Any
 from prometheus_client import CollectorRegistry
 
 from kvwatch.engines.families import Family
-from kvwatch.engines.ollama.events import OllamaAccess, OllamaCacheEvent, OllamaRequest
+from kvwatch.engines.ollama.events import OllamaAccess, OllamaCacheEvent, OllamaCutOff, OllamaRequest
 
 
 class OllamaMetrics:
@@ -58,15 +58,25 @@ class OllamaMetrics:
     def apply_request(self, event: OllamaRequest) -> None:
         """Count one request record; the cache-event series of its source exist from the first one."""
         labels = (event.source, event.model)
-        if labels not in self.requests.series:
-            for family in (self.requests, self.prompt_tokens, self.cached_tokens, self.full_reprocess):
-                family.inc(labels, 0)
-            self._source(event.source)
+        self._series(labels)
         self.requests.inc(labels, 1)
         self.prompt_tokens.inc(labels, event.prompt_tokens)
         self.cached_tokens.inc(labels, event.cached_tokens)
         if event.full_reprocess:
             self.full_reprocess.inc(labels, 1)
+
+    def apply_cut_off(self, event: OllamaCutOff) -> None:
+        """Count the forced full re-processing of a request the input ended before it finished."""
+        labels = (event.source, event.model)
+        self._series(labels)
+        self.full_reprocess.inc(labels, 1)
+
+    def _series(self, labels: tuple[str, str]) -> None:
+        """A source and model's request series, and its source's cache-event series, from the first event."""
+        if labels not in self.requests.series:
+            for family in (self.requests, self.prompt_tokens, self.cached_tokens, self.full_reprocess):
+                family.inc(labels, 0)
+            self._source(labels[0])
 
     def apply_cache(self, event: OllamaCacheEvent) -> None:
         """Count a cache clear, failed restore or context shift (evictions and forks are not counted)."""
@@ -95,4 +105,5 @@ def handlers(registry: CollectorRegistry) -> Mapping[type, Callable[[Any], None]
         OllamaRequest: family.apply_request,
         OllamaCacheEvent: family.apply_cache,
         OllamaAccess: family.apply_access,
+        OllamaCutOff: family.apply_cut_off,
     }

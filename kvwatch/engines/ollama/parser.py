@@ -32,9 +32,9 @@ from functools import partial
 from typing import Any, Literal, Protocol
 
 from kvwatch.engines import markers_of, reused_parser
-from kvwatch.engines.llamacpp.events import LlamaRequest
+from kvwatch.engines.llamacpp.events import LlamaCutOff, LlamaRequest
 from kvwatch.engines.ollama import lines as ol
-from kvwatch.engines.ollama.events import OllamaAccess, OllamaCacheEvent, OllamaRequest
+from kvwatch.engines.ollama.events import OllamaAccess, OllamaCacheEvent, OllamaCutOff, OllamaRequest
 from kvwatch.engines.ollama.lifecycle import lifecycle
 from kvwatch.model import EngineFact, Event, LogLine, ServerRestart, UnreadFields
 from kvwatch.parsers.base import BlockResult, ParseError, Parser, ParseResult, ParserSettings, tally
@@ -44,7 +44,7 @@ from kvwatch.parsers.text import strip_ansi
 from kvwatch.times import parse_rfc3339
 
 #: Ollama's own markers; its parser adds those of the engine it reuses.
-MARKERS = ("time=", "[GIN] ", "cache hit ", "cache miss ")
+MARKERS = ("time=", "[GIN] ", "cache hit ", "cache miss ", "llama runner", "Listening on ")
 #: Distinct model labels per source; later models are counted as "other".
 MAX_MODELS = 8
 _SLOT = re.compile(r"slot +\S*: id +(\S+) \| task (\S+) \|")
@@ -149,6 +149,8 @@ def looks_like(sample: str) -> bool:
     hits = ours = theirs = 0
     for line in sample.splitlines()[:2000]:
         text = line
+        if text.startswith('{"level":') and (carried := ol.unwrap_pino(text)) is not None:
+            text = carried[0]  # (Msty's pino records)
         journal = ol.JOURNAL.match(text)
         if journal is not None:
             if journal[6] == "ollama":
@@ -188,6 +190,10 @@ class OllamaParser:
         self.markers = markers
         self._reused = reused
         self._clock = YearlessClock(settings.year or settings.now_year, settings.tz)
+        # gin and Go's log print local time without a zone; slog's `time=` carries the zone's offset.
+        # With no `tz` configured, the last offset slog printed places them (0 until one is seen).
+        self._learn = settings.tz == "UTC"
+        self._local = 0.0
         self._life = lifecycle(source)  # whether its model runner came up or died (engine_start_failed)
         self._drift = Drift(source, "ollama", ol.SHAPES)  # records of shapes or keys no release printed
         self._runners: dict[str, Parser] = {}
@@ -415,6 +421,12 @@ class OllamaParser:
 
     def _body(self, text: str, wall: float | None) -> ParseResult:
         """A line after its journald prefix, at `wall`."""
+        if text.startswith('{"level":'):
+            carried = ol.unwrap_pino(text)
+            if carried is None or carried[0].startswith('{"level":'):
+                return None
+            inner, own = carried
+            return self._body(inner, wall if wall is not None else own)
         try:
             if text.startswith("time="):
                 record = ol.read_slog(text)
@@ -425,15 +437,23 @@ class OllamaParser:
             elif text.startswith("cache ") and ol.BARE_CACHE.match(text):
                 msg = text[: text.index(" total=")]
                 return self._slog(ol.Record("", "INFO", msg, ol.attributes(text)), wall)
+            elif text[:2] in ("20", "19") and (golog := ol.GOLOG.match(text)) is not None:
+                return self._golog(golog, wall)
             return self._runner_line(text, wall)
         except ol.GarbledError as exc:
             return ParseError(f"ollama: {exc}")
 
     def flush(self) -> list[Event]:
-        """End of input: the runners' requests in progress were cut off (dropped)."""
-        for parser in self._runners.values():
-            parser.flush()
-        return []
+        """End of input: the runners' requests released without timings become records; of those cut
+        off in progress, a forced full re-processing still counts (the rest is dropped)."""
+        events: list[Event] = []
+        for runner, parser in self._runners.items():
+            for event in parser.flush():
+                if isinstance(event, LlamaRequest):
+                    events += self._from_llama(event, runner)
+                elif isinstance(event, LlamaCutOff) and event.full_reprocess:
+                    events.append(OllamaCutOff(self.source, self._now(event.time), self._label(runner)))
+        return events
 
     def _now(self, when: float | None) -> float:
         """Event time: the line's own, never before the last one (else the last, else the start)."""
@@ -454,6 +474,8 @@ class OllamaParser:
     def _slog(self, record: ol.Record, wall: float | None) -> ParseResult:
         msg, attrs = record.msg, record.attrs
         now = self._now(parse_rfc3339(record.time) if record.time else wall)
+        if self._learn and record.time:
+            self._local = _offset(record.time, self._local)
         required = ol.REQUIRED.get(msg)
         if required is not None:
             unknown = self._drift.keys(now, msg, attrs, ol.KNOWN[msg])  # (read for the keys it knows)
@@ -514,6 +536,23 @@ class OllamaParser:
         drifted = self._drift.line(now, ol.figure_keys(attrs), ol.record_shape(record))
         return [] if drifted is None else drifted
 
+    def _golog(self, match: re.Match[str], wall: float | None) -> ParseResult:
+        """Ollama 0.1.x's Go `log` line (ol.GOLOG): its start and its runner's start or death."""
+        msg = match[7]
+        if not msg.startswith("Listening on ") and "llama runner" not in msg:
+            return None  # (its other lines say nothing kvwatch reads)
+        if wall is None:
+            year, month, day, hour, minute, second = map(int, match.group(1, 2, 3, 4, 5, 6))
+            wall = self._clock.dated(year, month, day, (hour, minute, second))  # (local time, as gin's)
+            if wall is None:
+                return ParseError("ollama: a Go log line's date does not exist")
+            wall -= self._local
+        now = self._now(wall)
+        if msg.startswith("Listening on "):
+            return self._restart(now, msg)
+        lived = self._life.line(msg, now)
+        return [] if lived is None else lived
+
     def _restart(self, now: float, msg: str) -> list[Event]:
         version = ol.VERSION.search(msg)
         self._version = version[1] if version else ""
@@ -540,7 +579,7 @@ class OllamaParser:
             when = self._clock.dated(year, month, day, (hour, minute, second))  # (gin prints its year)
             if when is None:
                 return ParseError("ollama: [GIN] date does not exist")
-            now = self._now(when)
+            now = self._now(when - self._local)
         access = OllamaAccess(self.source, now, int(status), ol.duration(match[8]), match[10], match[11])
         events: list[Event] = [access]
         if access.method == "POST" and access.path.endswith(GENERATION):
@@ -640,6 +679,17 @@ class OllamaParser:
             runner=runner, model=self._label(runner), derived=event.derived,
         )  # fmt: skip
         return self._record(record)
+
+
+def _offset(stamp: str, known: float) -> float:
+    """The UTC offset in seconds that an RFC 3339 `stamp` ends in (`Z`: 0), else `known`."""
+    if stamp[-1:] == "Z":
+        return 0.0
+    sign, hours, colon, minutes = stamp[-6:-5], stamp[-5:-3], stamp[-3:-2], stamp[-2:]
+    if sign in ("+", "-") and colon == ":" and hours.isdecimal() and minutes.isdecimal():
+        offset = int(hours) * 3600 + int(minutes) * 60
+        return float(-offset if sign == "-" else offset)
+    return known
 
 
 def make_parser(source: str, settings: ParserSettings, options: Any) -> OllamaParser:

@@ -32,7 +32,13 @@ class SglangPrefill:
 
 @dataclass(slots=True)
 class SglangDecode:
-    """One decode stats line (every `--decode-log-interval` iterations) of one DP rank."""
+    """One decode stats line (every `--decode-log-interval` iterations) of one DP rank.
+
+    `cached_tokens` is the line's `#cached-token` (sglang main after v0.5.23): the sum of `cached_tokens`
+    over the requests in the running batch at that moment, nonzero only on a PD decode instance with
+    `--disaggregation-decode-enable-radix-cache`. A snapshot, not a count: a request is in it on every
+    decode line while it runs, so it is never added to the prefill lines' cached tokens. None: not printed.
+    """
 
     source: str
     time: float
@@ -43,6 +49,7 @@ class SglangDecode:
     tokens: int | None
     usage: tuple[tuple[str, float], ...]
     throughput: float | None
+    cached_tokens: int | None = None
 
 
 @dataclass(slots=True)

@@ -56,6 +56,9 @@ DECODE_KEYS = frozenset(
         "gen throughput (token/s)", "#queue-req", "est. decode TFLOPS/s (per GPU)",
         "est. read BW (GB/s per GPU)", "est. write BW (GB/s per GPU)", "fwd occupancy",
         "fwd+idle occupancy", "#token.full", "#token.swa", "token usage.full", "token usage.swa",
+        # sglang main after v0.5.23 (`scheduler_components/metrics_reporter.py`, report_decode_stats):
+        # `Decode batch, #running-req: N, #cached-token: N, ...`, the running requests' cached_tokens
+        "#cached-token",
     }
 )  # fmt: skip
 #: Usage keys -> the pool they measure (`pool` label).
@@ -166,6 +169,8 @@ def decode_family(b: Batch) -> str:
         return "0.2.14-0.4.6"
     if b.trailing:
         return "0.4.10-0.5.8"
+    if "#cached-token" in b.fields:
+        return "main>0.5.23"
     return "0.5.4-0.5.23" if b.iteration else "0.4.7-0.4.9|0.5.9-0.5.23"
 
 

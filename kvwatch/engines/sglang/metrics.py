@@ -45,6 +45,12 @@ class SglangMetrics:
         self.pending = family(
             "kvwatch_sglang_pending_tokens", "#pending-token, last logged (0.5.11+).", "gauge"
         )
+        self.decode_cached = family(
+            "kvwatch_sglang_decode_cached_tokens",
+            "Decode line's #cached-token, last logged: cached tokens of the requests decoding at that moment "
+            "(PD decode with its radix cache; a snapshot, not added to the prefill cached tokens).",
+            "gauge",
+        )
         self.gen_tps = family(
             "kvwatch_sglang_generation_throughput_tokens_per_second", "gen throughput, last logged.", "gauge"
         )
@@ -92,6 +98,8 @@ class SglangMetrics:
         self._gauges(labels, ev.running, ev.queued, ev.usage)
         if ev.throughput is not None:
             self.gen_tps.set(labels, ev.throughput)
+        if ev.cached_tokens is not None:
+            self.decode_cached.set(labels, ev.cached_tokens)
 
     def _gauges(
         self,

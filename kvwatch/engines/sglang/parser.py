@@ -239,7 +239,11 @@ class SglangParser:
         if "batch" in message:
             found = lines.batch(message)
             if found is not None:
-                return self._batch(found, ranks, when, message)
+                batch = self._batch(found, ranks, when, message)
+                if not self._life.served and isinstance(batch, list):
+                    # a batch proves it serves: a later death is a crash, and it is up after a failure
+                    return [*self._life.serving(when), *batch]
+                return batch
             old = lines.OLD_FILL.match(message)
             if old is not None:
                 return self._old_fill(old, when)
@@ -267,6 +271,8 @@ class SglangParser:
         lived = self._life.line(message, when)
         if lived is not None:
             return lived
+        if any(word in message for word in life.READY):
+            return []  # (its batch lines said so first: the warmup request's)
         return self._hicache(message, when)
 
     def _batch(self, found: lines.Batch, ranks: str, when: float, message: str) -> ParseResult:
@@ -298,8 +304,11 @@ class SglangParser:
             throughput = lines.number(f.get("gen throughput (token/s)"))
             queued = lines.integer(f.get("#queue-req"))
             family = lines.decode_family(found)
+            cached = lines.integer(f.get("#cached-token"))  # (a snapshot: see SglangDecode)
             return [
-                SglangDecode(self.source, when, engine, family, running, queued, tokens, usage, throughput),
+                SglangDecode(
+                    self.source, when, engine, family, running, queued, tokens, usage, throughput, cached
+                ),
                 *unread,
             ]
         seqs, computed, cached = (

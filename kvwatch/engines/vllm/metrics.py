@@ -54,6 +54,14 @@ class VllmMetrics:
         self.lookups = counter(
             "kvwatch_vllm_kv_offload_lookups", "Offload lookups reported by the connector (0.26+)."
         )
+        self.store_blocks = counter(
+            "kvwatch_vllm_kv_offload_store_blocks",
+            "KV blocks a block-counting connector (SimpleCPU) stored or was storing, per its lines.",
+        )
+        self.load_blocks = counter(
+            "kvwatch_vllm_kv_offload_load_blocks",
+            "KV blocks a block-counting connector (SimpleCPU) loaded back (offload tier to GPU).",
+        )
         self.capacity = gauge(
             "kvwatch_vllm_kv_cache_capacity_tokens",
             "KV cache capacity in tokens from the startup log.",
@@ -127,6 +135,9 @@ class VllmMetrics:
             self.load.inc(labels, load)
         if lookups is not None:
             self.lookups.inc(labels, lookups)
+        if ev.store_blocks is not None:
+            self.store_blocks.inc(labels, ev.store_blocks)
+            self.load_blocks.inc(labels, ev.load_blocks or 0)
 
     def spec_decoding(self, ev: VllmSpecDecoding) -> None:
         """Apply one SpecDecoding line."""

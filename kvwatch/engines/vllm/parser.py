@@ -22,6 +22,7 @@ from kvwatch.engines.vllm.events import VllmKvTransfer, VllmSpecDecoding
 from kvwatch.engines.vllm.kv import KvPayloadError, read_kv_payload
 from kvwatch.engines.vllm.lifecycle import MARKERS as LIFE_MARKERS
 from kvwatch.engines.vllm.lifecycle import Lifecycle
+from kvwatch.engines.vllm.simplecpu import read_blocks
 from kvwatch.engines.vllm.stats import COMMON, SHAPES, common_stats, parse_stats, parse_v0_prefix
 from kvwatch.model import EngineFact, Event, LogLine, OffloadFailure, ServerRestart
 from kvwatch.parsers.base import BlockResult, ParseError, Parser, ParseResult, ParserSettings
@@ -365,10 +366,13 @@ class VllmParser:
 
     def _kv(self, payload: str, when: float) -> ParseResult:
         try:
-            _, store, load, lookups = read_kv_payload(payload, fast=self._fast)
+            values, store, load, lookups = read_kv_payload(payload, fast=self._fast)
         except KvPayloadError as err:
             return ParseError(f"vllm KV Transfer: {err}")
-        return [VllmKvTransfer(self.source, when, self._engine, store, load, lookups)]
+        blocks = read_blocks(values) if "simple_kv_offload" in payload else None
+        if blocks is None:
+            return [VllmKvTransfer(self.source, when, self._engine, store, load, lookups)]
+        return [VllmKvTransfer(self.source, when, self._engine, store, load, lookups, *blocks)]
 
     def _spec(self, message: str, when: float) -> ParseResult:
         match = _SPEC.search(message) or _V0_SPEC.search(message)

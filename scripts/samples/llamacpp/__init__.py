@@ -1,13 +1,13 @@
-"""Synthetic llama-server sample makers, one module per era that cannot be built here."""
+"""llama-server sample makers: one module per era that cannot be built here; two captures in a journal."""
 
 from __future__ import annotations
 
 from types import ModuleType
 
-from scripts.samples.llamacpp import b9934, incident4, v2025_08, y2024
+from scripts.samples.llamacpp import b9934, incident4, journal, v2025_08, y2024
 from scripts.samples.made import Made
 
-MAKERS: tuple[ModuleType, ...] = (v2025_08, incident4, b9934, y2024)
+MAKERS: tuple[ModuleType, ...] = (v2025_08, incident4, b9934, y2024, journal)
 
 
 def make() -> list[Made]:

@@ -5,9 +5,9 @@ from __future__ import annotations
 from types import ModuleType
 
 from scripts.samples.made import Made
-from scripts.samples.sglang import families, problems
+from scripts.samples.sglang import families, problems, reshaped
 
-MAKERS: tuple[ModuleType, ...] = (families, problems)
+MAKERS: tuple[ModuleType, ...] = (families, problems, reshaped)
 
 
 def make() -> list[Made]:

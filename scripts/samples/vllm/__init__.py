@@ -11,8 +11,10 @@ from scripts.samples.vllm import (
     docker,
     dp_ansi,
     multiconnector,
+    offload_failures,
     readback,
     rotated,
+    simple_cpu,
     v0,
     write_only,
 )
@@ -29,6 +31,8 @@ MAKERS: tuple[ModuleType, ...] = (
     docker,
     rotated,
     multiconnector,
+    simple_cpu,
+    offload_failures,
 )
 
 

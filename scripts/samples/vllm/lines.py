@@ -151,6 +151,34 @@ LINES: dict[str, dict[str, str]] = {
         "stats": "loggers.py:335",
         "kvxfer": "metrics.py:108",
     },
+    # 0.34.0: the 0.33.0 calls found again in its wheel (the GPU model runner moved to
+    # v1/worker/gpu/model_runner.py), and the offloading scheduler's failed-job warnings
+    "0.34.0": {
+        "logo": "startup.py:38",
+        "args": "startup.py:96",
+        "arch": "model.py:761",
+        "maxlen": "model.py:2214",
+        "chunked": "scheduler.py:354",
+        "init": "core.py:153",
+        "kvbase": "base.py:238",
+        "connector": "factory.py:62",
+        "offspec": "factory.py:57",
+        "weights": "default_loader.py:543",
+        "modelload": "model_runner.py:441",
+        "kvmem": "gpu_worker.py:795",
+        "kvsize": "kv_cache_utils.py:1168",
+        "graphs": "model_runner.py:1216",
+        "initeng": "core.py:451",
+        "cputensors": "gpu_worker.py:795",
+        "tasks": "entry.py:135",
+        "starting": "entry.py:139",
+        "routes": "launcher.py:188",
+        "route": "launcher.py:197",
+        "stats": "loggers.py:335",
+        "kvxfer": "metrics.py:108",
+        "store_failed": "scheduler.py:2468",
+        "load_failed": "scheduler.py:2481",
+    },
 }
 
 ROUTES = [

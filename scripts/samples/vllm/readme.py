@@ -76,7 +76,7 @@ continuation lines, tqdm bars (`_BAR_FORMAT` ends in `\\n`, each update starts w
 `%.1f` formatting, optional fields, idle suppression (one `0.0 tokens/s` line, then silence).
 
 **Verified against wheels** (`pip download vllm==X --no-deps`, `.py` files read, wheels deleted):
-0.6.6, 0.9.0, 0.11.0, 0.11.2, 0.16.0, 0.20.2, 0.26.0, 0.33.0 (and, for the CPU backend's columns,
+0.6.6, 0.9.0, 0.11.0, 0.11.2, 0.16.0, 0.20.2, 0.26.0, 0.33.0, 0.34.0 (and, for the CPU backend's columns,
 `engine/llm_engine.py` of 0.8.5.post1, 0.9.1, 0.9.2, 0.10.0, 0.10.1.1, 0.10.2). Every `file:line` used
 is listed in `LINES` in `scripts/samples/vllm/lines.py`, with the `logger.*(`/`log_fn(` call line found in:
 `v1/metrics/loggers.py` (stats), `v1/spec_decode/metrics.py` (SpecDecoding),
