@@ -102,9 +102,13 @@ class SglangParser:
 
     def parse(self, line: LogLine) -> ParseResult:
         """Parse one physical line (tqdm's `\\r`-separated pieces each)."""
-        text = line.text
         if self._layers:
             return self._carried(line)
+        return self._own(line)
+
+    def _own(self, line: LogLine) -> ParseResult:
+        """parse() of SGLang's own lines."""
+        text = line.text
         if "\r" not in text and "\x1b" not in text:
             fast = _FAST.match(text)
             if fast is not None:
@@ -129,11 +133,7 @@ class SglangParser:
                 outcome = layer.parse(line)
                 if outcome is not None:
                     return outcome
-        layers, self._layers = self._layers, []
-        try:
-            result = self.parse(line)
-        finally:
-            self._layers = layers
+        result = self._own(line)
         if result and isinstance(result, list):
             held = self.drain()
             if held:
