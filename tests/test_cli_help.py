@@ -8,6 +8,7 @@ import subprocess
 import sys
 import typing
 from collections.abc import Iterator
+from typing import Any
 
 import pytest
 
@@ -19,22 +20,48 @@ UNITS = ("SECONDS", "MiB", "KiB", "BYTES", "YEAR", "PROCESSES", "FACTOR", "TOKEN
 SHELL = ("|", ">", "<", "2>&1", "&&")
 
 
-def commands() -> Iterator[tuple[str, argparse.ArgumentParser]]:
+class Listed(argparse.ArgumentParser):
+    """An argument parser that lists the options and arguments added to it (`added`, --help's and
+    --version's left out), and each parser made, in order (`MADE`)."""
+
+    def __init__(self, *args: Any, **kwargs: Any) -> None:
+        self.added: list[argparse.Action] = []
+        super().__init__(*args, **kwargs)
+        MADE.append(self)
+
+    def add_argument(self, *args: Any, **kwargs: Any) -> argparse.Action:
+        action = super().add_argument(*args, **kwargs)
+        if kwargs.get("action") not in ("help", "version") and args[:1] not in (("-h",), ("--version",)):
+            self.added.append(action)
+        return action
+
+    def add_mutually_exclusive_group(self, *args: Any, **kwargs: Any) -> Any:
+        group = super().add_mutually_exclusive_group(*args, **kwargs)
+        add = group.add_argument
+
+        def listed(*names: Any, **options: Any) -> argparse.Action:
+            action = add(*names, **options)
+            self.added.append(action)
+            return action
+
+        group.add_argument = listed  # type: ignore[method-assign]
+        return group
+
+
+MADE: list[Listed] = []
+
+
+def commands() -> Iterator[tuple[str, Listed]]:
     """`kvwatch` itself ("") and each subcommand, whatever subcommands there are."""
-    parser = build_parser()
-    yield "", parser
-    for action in parser._actions:
-        if isinstance(action, argparse._SubParsersAction):
-            yield from action.choices.items()
+    MADE.clear()
+    build_parser(Listed)
+    for parser in MADE:
+        yield parser.prog.removeprefix("kvwatch").strip(), parser
 
 
-def options(parser: argparse.ArgumentParser) -> list[argparse.Action]:
+def options(parser: Listed) -> list[argparse.Action]:
     """The parser's options and positional arguments, but for --help and --version."""
-    return [
-        a
-        for a in parser._actions
-        if not isinstance(a, (argparse._HelpAction, argparse._VersionAction, argparse._SubParsersAction))
-    ]
+    return parser.added
 
 
 def numeric(action: argparse.Action) -> bool:

@@ -8,15 +8,10 @@ from pathlib import Path
 import pytest
 
 from kvwatch.config import ConfigError, config_for_stdin, load_config, summarize
-from kvwatch.config.types import (
-    DockerSettings,
-    FileSettings,
-    JournaldSettings,
-    ServerConfig,
-    StdinSettings,
-)
+from kvwatch.config.types import ServerConfig
 from kvwatch.detectors import ALERTS
 from kvwatch.notify.secrets import Secret
+from kvwatch.sources.settings import DockerSettings, FileSettings, JournaldSettings, StdinSettings
 
 ROOT = Path(__file__).resolve().parent.parent
 SLACK = "https://hooks.slack.com/services/T000/B000/XXXXSECRET"

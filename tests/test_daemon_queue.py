@@ -8,10 +8,10 @@ import time
 
 import pytest
 
-from kvwatch.config.types import SourceConfig, StdinSettings
 from kvwatch.daemon.feed import Feeder, Lines, Mark
 from kvwatch.daemon.queue import LineQueue, weight
 from kvwatch.model import LogLine
+from kvwatch.sources.settings import SourceConfig, StdinSettings
 
 
 @pytest.fixture

@@ -276,9 +276,9 @@ def test_source_state_counts_malformed_entries_and_the_sources_own_restarts() ->
 
     from prometheus_client import CollectorRegistry
 
-    from kvwatch.config.types import DockerSettings, SourceConfig
     from kvwatch.daemon.feed import Feeder
     from kvwatch.daemon.metrics import SourceStateCollector
+    from kvwatch.sources.settings import DockerSettings, SourceConfig
 
     @dataclass
     class Counters:

@@ -182,7 +182,7 @@ class OpenAIStub:
         """Serve /v1/chat/completions on a free port."""
         self.seen: deque[str] = deque(maxlen=8)
         self.lock = threading.Lock()
-        self.server = ThreadingHTTPServer(("127.0.0.1", 0), self._handler())
+        self.server = ThreadingHTTPServer(("127.0.0.1", 0), self.handler())
         self.server.daemon_threads = True
         self.thread = threading.Thread(
             target=self.server.serve_forever, kwargs={"poll_interval": 0.05}, daemon=True
@@ -208,7 +208,8 @@ class OpenAIStub:
             "prompt_tokens_details": {"cached_tokens": common // 4},
         }
 
-    def _handler(self) -> type[BaseHTTPRequestHandler]:
+    def handler(self) -> type[BaseHTTPRequestHandler]:
+        """The request handler class serving this stub."""
         stub = self
 
         class Handler(BaseHTTPRequestHandler):

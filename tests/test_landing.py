@@ -141,6 +141,7 @@ def test_evidence_values_are_formatted_for_reading() -> None:
         ("enabled", True, "true"),
         ("missing", None, "null"),
         ("excluded_kv_groups", "EAGLE/MTP [2]", "EAGLE/MTP [2]"),
+        ("cause", "", "none"),
     ]
     assert [want for _, _, want in cases] == [evidence_value(key, value) for key, value, _ in cases]
 
@@ -179,3 +180,51 @@ def test_a_live_daemon_shows_the_engine_auto_chose_and_the_last_line(tmp_path: P
     assert f"stdin stdin auto: vllm up {end:%Y-%m-%d %H:%M:%S}Z (" in page, page
     assert 0 == kv.proc.wait(10)
     kv.err.close()
+
+
+def test_a_probes_runs_read_as_times_and_one_run_per_line() -> None:
+    """probe_prefix_miss's `runs`: each run on its own line, its `at` a UTC time (not Unix seconds with
+    thousands separators), its requests each in parentheses."""
+    runs = [
+        {"at": NOW - 20, "cached_share": 0.0, "verdict": "not reused",
+         "requests": [{"prompt_tokens": 7635, "cached_tokens": 0},
+                      {"prompt_tokens": 7678, "cached_tokens": 0}]},
+        {"at": NOW, "cached_share": 0.0, "verdict": "not reused", "requests": []},
+    ]  # fmt: skip
+    shown = evidence_value("runs", runs)
+    first, second = shown.split("\n")
+    assert first == (
+        "at: 2026-12-01 21:03:02Z; cached_share: 0; verdict: not reused; requests: "
+        "(prompt_tokens: 7,635; cached_tokens: 0), (prompt_tokens: 7,678; cached_tokens: 0)"
+    )
+    assert second.startswith("at: 2026-12-01 21:03:22Z;")
+
+
+def test_a_dead_engine_is_said_beside_its_source() -> None:
+    """A source whose engine_start_failed fires reads `up` (its log) and `engine down` (its engine)."""
+    dead = alert(alert="engine_start_failed", labels={"source": "vllm"}, severity="critical")
+    page = text(landing_page("1", [row(), row("other")], [(dead, False)], NOW))
+    assert "vllm file vllm up engine down" in page
+    assert "other file vllm up 2026" in page
+
+
+def test_probes_show_their_last_run_and_verdict() -> None:
+    """Configured probes get a table: endpoint, last run, verdict (a failed run's outcome in red), share,
+    and a link to a firing probe_prefix_miss; no probes, no table."""
+    from kvwatch.web.landing import ProbeRow
+
+    probes = [
+        ProbeRow("billing", "http://127.0.0.1:8000/v1/messages", NOW - 20, "ok",
+                 "reused: 7552 of 7634 prefix tokens cached", 0.989, False),
+        ProbeRow("request-id", "http://127.0.0.1:8000/v1/chat/completions (nonce_form request-id)", NOW - 5,
+                 "ok", "not reused: 0 of 7634 prefix tokens cached", 0.0, True),
+        ProbeRow("gateway", "https://gw.example/v1", None, "", "", None, False),
+    ]  # fmt: skip
+    page = text(landing_page("1", [row()], [], NOW, probes=probes))
+    assert (
+        "billing http://127.0.0.1:8000/v1/messages 2026-12-01 21:03:02Z (20 s ago) "
+        "reused: 7552 of 7634 prefix tokens cached 98.9%"
+    ) in page
+    assert "not reused: 0 of 7634 prefix tokens cached probe_prefix_miss firing 0.0%" in page
+    assert "gateway https://gw.example/v1 not run yet" in page
+    assert "Probes" not in text(landing_page("1", [row()], [], NOW))

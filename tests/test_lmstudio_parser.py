@@ -11,13 +11,12 @@ cache_wrapper.py, batched_vision/prompt_cache/coordinator.py and cache_store.py.
 from __future__ import annotations
 
 import json
-import random
 from datetime import datetime, timezone
 from zoneinfo import ZoneInfo
 
 import pytest
 from contract_helpers import check_contract_rows, check_promtool_clean
-from corpora import SAMPLES, sample_logs
+from corpora import SAMPLES
 
 from kvwatch.cli import main
 from kvwatch.engines import detect_engine, make_parser, markers_of
@@ -306,33 +305,6 @@ def test_contract_rows_and_promtool(capsys: pytest.CaptureFixture[str]) -> None:
     out = capsys.readouterr().out
     assert check_contract_rows(out, ("kvwatch_lmstudio_",)) >= 6
     check_promtool_clean(out)
-
-
-@pytest.mark.parametrize("sample", [p.name for p in sample_logs("lmstudio-", rotated=False)])
-@pytest.mark.parametrize("most", [1, 3, 7, 4096])
-def test_parse_block_is_parse_line_by_line(sample: str, most: int) -> None:
-    """The block path's shortcuts give what `parse` gives, however the lines are cut into blocks:
-    events, recognised and refused lines, and the parser's state after."""
-    lines = (SAMPLES / sample).read_text().splitlines()
-    one = make_parser("lmstudio", "src", ParserSettings(year=2026))
-    results = [one.parse(LogLine("src", text)) for text in lines]
-    want = [e for r in results if isinstance(r, list) for e in r]
-    other = make_parser("lmstudio", "src", ParserSettings(year=2026))
-    cuts, at, got, recognized, errors = random.Random(most), 0, [], 0, 0
-    while at < len(lines):
-        size = cuts.randint(1, most)
-        block = other.parse_block(lines[at : at + size])  # type: ignore[attr-defined]
-        got += block.events
-        recognized += block.recognized
-        errors += block.errors
-        at += size
-    assert want == got
-    assert sum(isinstance(r, list) for r in results) == recognized
-    assert sum(isinstance(r, ParseError) for r in results) == errors
-    memo = "_models"  # (the block path's memo of model tags read)
-    assert {k: v for k, v in vars(one).items() if k != memo} == {
-        k: v for k, v in vars(other).items() if k != memo
-    }
 
 
 FULL_WIDTH = [

@@ -17,8 +17,8 @@ from prometheus_client.parser import text_string_to_metric_families
 from test_live_parity import compared
 
 from kvwatch.cli import main
-from kvwatch.config.types import PodSelector
 from kvwatch.sources.pods import PodContainer, scan
+from kvwatch.sources.settings import PodSelector
 
 POD_LABELS = ("namespace", "pod", "container", "role", "model")
 

@@ -3,6 +3,8 @@
 from __future__ import annotations
 
 import json
+from pathlib import Path
+from typing import Any
 
 import pytest
 
@@ -116,11 +118,11 @@ def test_verdicts() -> None:
 def test_the_header_verdict_names_the_header_only_when_the_plain_one_was_reused() -> None:
     """A header conversation that breaks while the plain one is reused names the header and the fix."""
     plain = judge(Usage(1000, 0, llamacpp=True), Usage(1050, 1000, llamacpp=True))
-    header = judge(Usage(1040, 0), Usage(1090, 47), header=True, plain=plain)
+    header = judge(Usage(1040, 0), Usage(1090, 47), header="billing-header", plain=plain)
     assert "x-anthropic-billing-header" in header.cause and "47 tokens" in header.cause
     assert "Strip" in header.fix
     broken = judge(Usage(1000, 0), Usage(1050, 0))
-    assert "x-anthropic" not in judge(Usage(1040, 0), Usage(1090, 0), header=True, plain=broken).cause
+    assert "x-anthropic" not in judge(Usage(1040, 0), Usage(1090, 0), "billing-header", broken).cause
     assert "cannot tell" == worst(["reused", "cannot tell", "not reused"])
     assert "not reused" == worst(["reused", "partly reused", "not reused"])
 
@@ -141,3 +143,96 @@ def test_probe_prefix_miss_needs_two_runs_in_a_row_under_the_threshold() -> None
     assert ("cause", "fix") == (found.cause, found.fix)
     assert [] == detect("gw", [run(0.01), run(0.02)], Settings(enabled=False))
     assert ["threshold: must be more than 0 and at most 1"] == Settings(threshold=0).problems()
+
+
+def test_the_request_id_form_heads_the_system_prompt_on_both_apis() -> None:
+    """nonce_form request-id: a `Request id:` line where the attribution line would go, and no header."""
+    line = header_line("a1b2c", "request-id")
+    assert line == "Request id: kvwatch-probe-a1b2c" and "x-anthropic" not in line
+    conv = Conversation("openai", "m", 1024, nonce_form="request-id")
+    openai = body(conv, "a1b2c", False)["messages"][0]["content"]
+    assert openai.split("\n")[0] == line and "x-anthropic" not in openai
+    anthropic = body(Conversation("anthropic", "m", 1024, nonce_form="request-id"), "a1b2c", True)
+    assert [{"type": "text", "text": line}] == anthropic["system"][:1]
+    assert (
+        body(conv, None, True)["messages"][0]["content"]
+        == body(Conversation("openai", "m", 1024), None, True)["messages"][0]["content"]
+    )
+
+
+def test_the_request_id_verdict_names_a_per_request_value_not_the_billing_header() -> None:
+    """A request-id conversation that breaks while the plain one is reused: the cause is a per-request
+    value at the head of the prompt, the fix says to move it after the prefix."""
+    plain = judge(Usage(1000, 0), Usage(1050, 1000))
+    verdict = judge(Usage(1040, 0), Usage(1090, 0), "request-id", plain)
+    assert "not reused" == verdict.kind
+    assert "Request id: <nonce> line" in verdict.cause and "0 tokens before it" in verdict.cause
+    assert "after the cached prefix" in verdict.fix
+
+
+def test_probe_config_nonce_form_is_checked_with_field_and_reason(tmp_path: Path) -> None:
+    """`nonce_form`: one of the forms; refused with attribution_header = false; check-config shows it."""
+    from kvwatch.config import ConfigError, load_config, summarize
+
+    def load(extra: str) -> Any:
+        path = tmp_path / "kvwatch.toml"
+        path.write_text(f'[[probe]]\nname = "v"\nurl = "http://127.0.0.1:8000/v1"\n{extra}')
+        return load_config(path)
+
+    assert "request-id" == load('nonce_form = "request-id"\n').probes[0].nonce_form
+    assert "billing-header" == load("").probes[0].nonce_form
+    with pytest.raises(ConfigError) as bad:
+        load('nonce_form = "cch"\n')
+    assert [
+        'probe[0].nonce_form: must be one of billing-header, request-id (got "cch")'
+    ] == bad.value.problems
+    with pytest.raises(ConfigError) as moot:
+        load('nonce_form = "request-id"\nattribution_header = false\n')
+    assert [
+        "probe[0].nonce_form: has no effect with attribution_header = false (no header conversation)"
+    ] == moot.value.problems
+    assert "nonce_form=request-id" in summarize(load('nonce_form = "request-id"\n'))
+
+
+def test_cli_nonce_form_is_refused_without_the_header_conversation(
+    capsys: pytest.CaptureFixture[str],
+) -> None:
+    """`--nonce-form` with `--no-attribution-header` is exit status 2 with the reason, nothing sent."""
+    from kvwatch import cli
+
+    status = cli.main(
+        ["probe", "http://127.0.0.1:9/v1", "--no-attribution-header", "--nonce-form", "request-id"]
+    )
+    assert 2 == status
+    assert "--nonce-form has no effect with --no-attribution-header" in capsys.readouterr().err
+
+
+def test_a_probe_removed_by_a_reload_lets_go_of_its_alert() -> None:
+    """Reload (Probes.replace): every probe's held findings are cleared, the removed one's too (its
+    probe_prefix_miss resolves instead of firing on with nothing probing)."""
+    from kvwatch.config.types import ProbeConfig
+    from kvwatch.daemon.probes import Probes
+    from kvwatch.probe.run import ProbeSpec
+
+    def entry(name: str) -> tuple[ProbeConfig, ProbeSpec]:
+        return ProbeConfig(name, "http://127.0.0.1:9/v1"), ProbeSpec("http://127.0.0.1:9/v1")
+
+    held: list[tuple[str, list[object]]] = []
+    probes = Probes([entry("kept"), entry("gone")], Settings, lambda name, found: held.append((name, found)))
+    probes.replace([entry("kept"), entry("new")])
+    assert sorted(held) == [("gone", []), ("kept", []), ("new", [])]
+    assert sorted(probes.states) == ["kept", "new"]
+
+
+def test_cli_nonce_form_applies_to_a_configured_probe(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """`kvwatch probe --config PATH --nonce-form request-id` runs the configured probe with that form
+    (here against a closed port: the run fails, the report says which form it used)."""
+    from kvwatch import cli
+
+    config = tmp_path / "kvwatch.toml"
+    config.write_text('[[probe]]\nname = "v"\nurl = "http://127.0.0.1:9/v1"\nmodel = "m"\ntimeout = 5\n')
+    status = cli.main(["probe", "--config", str(config), "--nonce-form", "request-id", "--format", "json"])
+    report = json.loads(capsys.readouterr().out)
+    assert (status, report["outcome"], report["nonce_form"]) == (2, "connection_error", "request-id")

@@ -58,7 +58,7 @@ class Proxy:
     def __init__(self, upstream: str, strip: bool) -> None:
         """Serve on a free port of 127.0.0.1."""
         self.upstream, self.strip = upstream, strip
-        self.server = ThreadingHTTPServer(("127.0.0.1", 0), self._handler())
+        self.server = ThreadingHTTPServer(("127.0.0.1", 0), self.handler())
         self.server.daemon_threads = True
         self.thread = threading.Thread(target=self.server.serve_forever, kwargs={"poll_interval": 0.05})
         self.thread.start()
@@ -70,11 +70,13 @@ class Proxy:
         self.server.server_close()
         self.thread.join()
 
-    def _handler(self) -> type[BaseHTTPRequestHandler]:
+    def handler(self) -> type[BaseHTTPRequestHandler]:
+        """The request handler class of this proxy."""
         proxy = self
 
         class Handler(BaseHTTPRequestHandler):
-            def _answer(self, response: requests.Response) -> None:
+            def answer(self, response: requests.Response) -> None:
+                """Send the upstream response on as it came."""
                 self.send_response(response.status_code)
                 self.send_header("Content-Type", response.headers.get("Content-Type", "application/json"))
                 self.send_header("Content-Length", str(len(response.content)))
@@ -82,13 +84,13 @@ class Proxy:
                 self.wfile.write(response.content)
 
             def do_GET(self) -> None:
-                self._answer(requests.get(proxy.upstream + self.path, timeout=60))
+                self.answer(requests.get(proxy.upstream + self.path, timeout=60))
 
             def do_POST(self) -> None:
                 data = json.loads(self.rfile.read(int(self.headers["Content-Length"])))
                 if proxy.strip:
                     data = strip_header(data)
-                self._answer(requests.post(proxy.upstream + self.path, json=data, timeout=300))
+                self.answer(requests.post(proxy.upstream + self.path, json=data, timeout=300))
 
             def log_message(self, format: str, *args: Any) -> None:
                 pass

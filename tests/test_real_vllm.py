@@ -171,11 +171,11 @@ def test_healthy_agent_traffic_agrees_with_vllms_counters(tmp_path: Path, real: 
         daemon.stop()
 
 
-def probe(url: str, api: str) -> tuple[int, dict[str, object]]:
+def probe(url: str, api: str, *more: str) -> tuple[int, dict[str, object]]:
     """`kvwatch probe` once against vLLM (OpenAI or Anthropic API): exit status and JSON."""
     endpoint = f"{url}/v1/chat/completions" if api == "openai" else f"{url}/v1/messages"
     done = subprocess.run(
-        [sys.executable, "-m", "kvwatch", "probe", endpoint, "--model", "tiny", "--format", "json"],
+        [sys.executable, "-m", "kvwatch", "probe", endpoint, "--model", "tiny", "--format", "json", *more],
         capture_output=True,
         text=True,
         timeout=600,
@@ -188,18 +188,9 @@ def probe(url: str, api: str) -> tuple[int, dict[str, object]]:
 def test_nonce_at_the_front_of_the_system_prompt(tmp_path: Path, real: Real) -> None:
     """A new request id heading the system prompt on every request: nothing is cached, the logged hit
     rate falls to 0 and prefix_hit_rate_low fires once enough busy lines (3 in 60 s, as configured) all
-    sit under 30%. Claude Code's own attribution line is another matter on vLLM 0.32, which drops it
-    from system text before templating: the probe's header test (both APIs, and the daemon's
-    [[probe]]) reads it reused, and probe_prefix_miss stays quiet."""
-    probe_conf = (
-        f'[[probe]]\nname = "vllm"\nurl = "{real.server.url}/v1"\nmodel = "tiny"\ninterval = 30\njitter = 0\n'
-    )
-    daemon, url, prometheus = watch(tmp_path, real, probe_conf)
+    sit under 30%."""
+    daemon, url, prometheus = watch(tmp_path, real)
     try:
-        for api in ("openai", "anthropic"):
-            status, report = probe(real.server.url, api)
-            verdicts = {c["name"]: c["verdict"] for c in report["conversations"]}  # type: ignore[attr-defined]
-            assert (status, verdicts) == (0, {"plain": "reused", "header": "reused"}), report
         real.server.post("/reset_prefix_cache", {})
         mark = real.log.stat().st_size
         deadline = time.monotonic() + 300
@@ -219,12 +210,71 @@ def test_nonce_at_the_front_of_the_system_prompt(tmp_path: Path, real: Real) -> 
         assert ratio is not None and ratio < 0.3, ratio
         expr = 'kvwatch_alert_firing{alert="prefix_hit_rate_low"}'
         wait_until(lambda: maybe(url, expr) == 1, 30, "Prometheus scraped the alert")
-        ok = {"probe": "vllm", "outcome": "ok"}
-        wait_until(lambda: daemon.value("kvwatch_probe_runs_total", ok), 120, "the daemon's probe ran")
-        assert (daemon.value("kvwatch_probe_last_cached_share_ratio", {"probe": "vllm"}) or 0) >= 0.8
-        assert "probe_prefix_miss" not in firing(daemon)
         status, _, page = daemon.get("/")
         assert status == 200 and "prefix_hit_rate_low" in page
+    finally:
+        stop_prometheus(prometheus)
+        daemon.stop()
+
+
+def probes_firing(daemon: Kvwatch) -> set[str]:
+    """The `probe` labels of the firing probe_prefix_miss alerts."""
+    _, _, body = daemon.get("/metrics")
+    from prometheus_client.parser import text_string_to_metric_families
+
+    return {
+        sample.labels["probe"]
+        for family in text_string_to_metric_families(body)
+        for sample in family.samples
+        if sample.name == "kvwatch_alert_firing"
+        and sample.value == 1
+        and sample.labels.get("alert") == "probe_prefix_miss"
+    }
+
+
+def test_probe_nonce_forms_on_both_apis(tmp_path: Path, real: Real) -> None:
+    """vLLM 0.32 drops Claude Code's attribution line itself: the default probe reads reused on both APIs
+    and its [[probe]] stays quiet; a `Request id:` line in the same place reaches the engine, so
+    `kvwatch probe --nonce-form request-id` reads not reused on both APIs and the daemon's [[probe]]s
+    with nonce_form = "request-id" (one per API) fire probe_prefix_miss."""
+    entries = [
+        ("chat-id", "/v1/chat/completions", 'nonce_form = "request-id"\n'),
+        ("messages-id", "/v1/messages", 'nonce_form = "request-id"\n'),
+        ("messages-billing", "/v1/messages", ""),
+    ]
+    probes = "".join(
+        f'[[probe]]\nname = "{name}"\nurl = "{real.server.url}{path}"\nmodel = "tiny"\n'
+        f"interval = 10\njitter = 0\n{form}"
+        for name, path, form in entries
+    )
+    daemon, url, prometheus = watch(tmp_path, real, probes, hit_rate_low=False)
+    try:
+        for api in ("openai", "anthropic"):
+            status, report = probe(real.server.url, api)
+            verdicts = {c["name"]: c["verdict"] for c in report["conversations"]}  # type: ignore[attr-defined]
+            assert (status, verdicts) == (0, {"plain": "reused", "header": "reused"}), report
+            status, report = probe(real.server.url, api, "--nonce-form", "request-id")
+            header = report["conversations"][1]  # type: ignore[index]
+            assert (status, report["nonce_form"], header["verdict"]) == (1, "request-id", "not reused"), (
+                report
+            )
+            assert header["cached_tokens"] == 0 and "Request id: <nonce>" in header["cause"], report
+        wait_until(
+            lambda: probes_firing(daemon) == {"chat-id", "messages-id"},
+            180,
+            "probe_prefix_miss for both APIs",
+        )
+        billing = {"probe": "messages-billing", "outcome": "ok"}
+        wait_until(lambda: (daemon.value("kvwatch_probe_runs_total", billing) or 0) >= 2, 120, "two runs")
+        assert (
+            daemon.value("kvwatch_probe_last_cached_share_ratio", {"probe": "messages-billing"}) or 0
+        ) >= 0.8
+        assert probes_firing(daemon) == {"chat-id", "messages-id"}
+        expr = 'kvwatch_alert_firing{alert="probe_prefix_miss"}'
+        wait_until(lambda: len(query(url, expr)) == 2, 30, "Prometheus scraped both alerts")
+        status, _, page = daemon.get("/")
+        assert status == 200 and "probe_prefix_miss" in page
+        assert "/v1/chat/completions (nonce_form request-id)" in page and "probe_prefix_miss firing" in page
     finally:
         stop_prometheus(prometheus)
         daemon.stop()

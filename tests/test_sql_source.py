@@ -18,10 +18,10 @@ from db_helpers import NEWAPI_COLUMNS, SPENDLOGS_DDL, Mariadb, Postgres, newapi_
 from prometheus_client.parser import text_string_to_metric_families
 
 from kvwatch.config import ConfigError, load_config
-from kvwatch.config.types import SqlSettings
 from kvwatch.engines.usage.parser import UsageParser
 from kvwatch.model import LogLine, UsageRecord
 from kvwatch.parsers.base import ParserSettings
+from kvwatch.sources.settings import SqlSettings
 from kvwatch.sources.sql import SqlSource
 
 ROOT = Path(__file__).resolve().parents[1]

@@ -146,6 +146,41 @@ def test_no_import_cycle() -> None:
     assert [] == cycles(graph)
 
 
+def room_graph(graph: dict[str, set[str]]) -> dict[str, set[str]]:
+    """The module graph seen as rooms: kvwatch's top-level packages and modules (`kvwatch.sources`,
+    `kvwatch.model`), each with the rooms it imports; the package's own `__init__` (its version and
+    port, imported by all) is none."""
+
+    def room(module: str) -> str | None:
+        parts = module.split(".")
+        return ".".join(parts[:2]) if len(parts) > 1 else None
+
+    rooms: dict[str, set[str]] = {}
+    for module, targets in graph.items():
+        here = room(module)
+        if here is not None:
+            edges = rooms.setdefault(here, set())
+            edges |= {r for r in map(room, targets) if r is not None and r != here}
+    return rooms
+
+
+def test_no_import_runs_back_up_between_rooms() -> None:
+    """kvwatch's rooms import each other in no loop, so each stands above all it imports and no import
+    runs from a lower stage up to a higher one (0 today: hold it). The sources, for one, read their
+    settings from their own value types, never from the config, whose loader imports the engines."""
+    rooms = room_graph(import_graph())
+    assert {"kvwatch.sources", "kvwatch.engines"} <= rooms["kvwatch.config"]
+    assert "kvwatch.config" not in rooms["kvwatch.sources"]
+    assert [] == cycles(rooms)
+
+
+def test_the_rooms_of_a_loop_of_modules_loop_too() -> None:
+    """Modules of two rooms that import each other through other modules make the rooms a loop."""
+    graph = {"kvwatch.a.x": {"kvwatch.b.y"}, "kvwatch.b.y": {"kvwatch.b.z"}, "kvwatch.b.z": {"kvwatch.a"}}
+    assert [["kvwatch.a", "kvwatch.b"]] == cycles(room_graph(graph))
+    assert [] == cycles(room_graph({"kvwatch.a.x": {"kvwatch.b.y", "kvwatch"}, "kvwatch": {"kvwatch.a"}}))
+
+
 def engine_packages() -> set[str]:
     """The engines' packages (kvwatch/engines/<name>/)."""
     return {f"kvwatch.engines.{p.parent.name}" for p in (ROOT / "kvwatch" / "engines").glob("*/__init__.py")}

@@ -1,16 +1,13 @@
-"""The vLLM parser's fast paths give exactly what its general way gives, on random lines."""
+"""The vLLM parser's fast paths (on by default, off with `ParserSettings(fast_paths=False)`, as replay's
+KVWATCH_REPLAY_PLAIN=1 turns them off) give exactly what its general way gives, on random lines."""
 
 from __future__ import annotations
 
 import pickle
 import random
-import re
 
-import pytest
-
-from kvwatch.engines.vllm import kv as vllm_kv
-from kvwatch.engines.vllm import parser as vllm
 from kvwatch.engines.vllm.events import VllmKvTransfer, VllmStats
+from kvwatch.engines.vllm.kv import KvPayloadError, read_kv_payload
 from kvwatch.engines.vllm.parser import VllmParser
 from kvwatch.model import LogLine
 from kvwatch.parsers.base import ParseResult, ParserSettings
@@ -42,8 +39,7 @@ VALUES = (
 def payload(rng: random.Random) -> str:
     """A KV Transfer payload, mostly well formed, with now and then a bad key, value or separator.
 
-    No key twice: then _flat keeps the last value where _flatten refuses a bad earlier one (vLLM
-    prints each key once; the replay's results are _flat's, as they were before it was made faster).
+    No key twice: the quick way does not read a payload that has one (vLLM prints each key once).
     """
     items = []
     pool = KEYS[:7] if rng.random() < 0.7 else KEYS
@@ -54,26 +50,21 @@ def payload(rng: random.Random) -> str:
     return "".join(sep + item for sep, item in zip(separators, items, strict=True))[2:]
 
 
-def outcome(text: str) -> object:
+def outcome(text: str, fast: bool) -> object:
     """read_kv_payload's result, or the error it raises."""
     try:
-        return read(text)
-    except vllm_kv.KvPayloadError as err:
+        return read_kv_payload(text, fast=fast)
+    except KvPayloadError as err:
         return ("error", str(err))
 
 
-read = vllm_kv.read_kv_payload
-
-
-def test_flat_payloads_read_as_the_general_way(monkeypatch: pytest.MonkeyPatch) -> None:
-    """_flat (the common payload's way) agrees with _flatten on what it accepts; it accepts most."""
+def test_flat_payloads_read_as_the_general_way() -> None:
+    """A KV Transfer payload reads the same the quick way and the general way, and most are read."""
     rng = random.Random(7)
     texts = [payload(rng) for _ in range(4000)]
-    fast = [outcome(text) for text in texts]
-    accepted = sum(vllm_kv._flat(text) is not None for text in texts)
-    monkeypatch.setattr(vllm_kv, "_flat", lambda text: None)
-    assert fast == [outcome(text) for text in texts]
-    assert accepted > 1000
+    fast = [outcome(text, True) for text in texts]
+    assert fast == [outcome(text, False) for text in texts]
+    assert sum(type(got) is tuple and got[0] != "error" for got in fast) > 1000
 
 
 def stats_message(rng: random.Random) -> str:
@@ -120,20 +111,21 @@ def line(rng: random.Random) -> LogLine:
     return LogLine("v", text, transport)
 
 
-def test_common_lines_parse_as_the_general_way(monkeypatch: pytest.MonkeyPatch) -> None:
-    """parse() through _PLAIN_COMMON gives the results, and leaves the state, of the general way."""
+def test_common_lines_parse_as_the_general_way() -> None:
+    """parse() with its fast paths gives the results of the general way, line after line, and most
+    lines give a stats or KV Transfer event."""
     rng = random.Random(11)
     lines = [line(rng) for _ in range(6000)]
 
-    def results() -> list[ParseResult]:
-        parser = VllmParser("v", ParserSettings(now_year=2026))
+    def results(fast: bool) -> list[ParseResult]:
+        parser = VllmParser("v", ParserSettings(now_year=2026, fast_paths=fast))
         return [parser.parse(item) for item in lines]
 
-    fast = results()
-    taken = sum(vllm._PLAIN_COMMON.match(item.text) is not None for item in lines)
-    monkeypatch.setattr(vllm, "_PLAIN_COMMON", re.compile(r"(?!)"))  # matches nothing: the general way
-    assert fast == results()
-    assert taken > 1000
+    fast = results(True)
+    assert fast == results(False)
+    wanted = (VllmStats, VllmKvTransfer)
+    read = [r for r in fast if isinstance(r, list) and any(isinstance(e, wanted) for e in r)]
+    assert len(read) > 1000
 
 
 def test_vllm_events_pickle_to_themselves() -> None:

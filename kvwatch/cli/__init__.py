@@ -37,9 +37,12 @@ class _Version(argparse._VersionAction):
         parser.exit()
 
 
-def build_parser() -> argparse.ArgumentParser:
-    """The argument parser with every subcommand."""
-    parser = argparse.ArgumentParser(
+def build_parser(
+    parser_class: type[argparse.ArgumentParser] = argparse.ArgumentParser,
+) -> argparse.ArgumentParser:
+    """The argument parser with every subcommand; `parser_class`: the class of it and of each
+    subcommand's parser (argparse's own by default; the help's tests pass one that lists what it holds)."""
+    parser = parser_class(
         prog="kvwatch",
         description=f"Watch logs ({', '.join(displays())}) for prefix-cache and KV-offload failures: "
         "Prometheus metrics and alerts.",
@@ -47,7 +50,7 @@ def build_parser() -> argparse.ArgumentParser:
         formatter_class=argparse.RawDescriptionHelpFormatter,
     )
     parser.add_argument("--version", action=_Version, help="print the version and replay's accelerators")
-    sub = parser.add_subparsers(dest="command", required=True)
+    sub = parser.add_subparsers(dest="command", required=True, parser_class=parser_class)
     for add in (
         replay.add,
         run.add,

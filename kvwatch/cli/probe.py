@@ -3,12 +3,14 @@
 from __future__ import annotations
 
 import argparse
+import dataclasses
 import os
 import sys
 from typing import Any
 
 from kvwatch.cli.config import load
 from kvwatch.cli.options import command, prefix_tokens, seconds
+from kvwatch.probe.conversation import NONCE_FORMS
 
 
 def add(sub: Any) -> None:
@@ -23,6 +25,7 @@ def add(sub: Any) -> None:
   kvwatch probe http://127.0.0.1:8080/v1
   kvwatch probe https://gateway.example/v1/messages --model claude-sonnet --api-key-env GATEWAY_KEY
   kvwatch probe http://vllm:8000/v1 --model Qwen/Qwen3-8B --no-attribution-header --format json
+  kvwatch probe http://vllm:8000/v1/messages --nonce-form request-id
   kvwatch probe --config /etc/kvwatch/kvwatch.toml --probe gateway
 
 exit status:
@@ -81,6 +84,15 @@ exit status:
         help="only the plain conversation (default: off)",
     )
     probe.add_argument(
+        "--nonce-form",
+        choices=NONCE_FORMS,
+        default=None,
+        help="the per-request line heading the header conversation's system prompt: billing-header "
+        "(Claude Code's x-anthropic-billing-header line as it sends it, which vLLM 0.32 and llama.cpp's "
+        "/v1/messages strip) or request-id (a `Request id: <nonce>` line no engine strips: tests the "
+        "engine's prefix cache itself) (default: billing-header)",
+    )
+    probe.add_argument(
         "--format", choices=("text", "json"), default="text", help="text, or json for scripts (default: text)"
     )
     probe.add_argument(
@@ -101,7 +113,8 @@ exit status:
     probe.add_argument(
         "--config",
         metavar="PATH",
-        help="with --probe: run a configured [[probe]] once, as the daemon does (default: none)",
+        help="with --probe: run a configured [[probe]] once, as the daemon does; --nonce-form still applies "
+        "(default: none)",
     )
     probe.add_argument(
         "--probe",
@@ -125,10 +138,15 @@ def cmd_probe(args: argparse.Namespace) -> int:
     if bool(args.url) == bool(args.config):
         print("kvwatch probe: give URL or --config PATH (not both)", file=sys.stderr)
         return 2
+    if args.nonce_form is not None and not args.attribution_header:
+        print("kvwatch probe: --nonce-form has no effect with --no-attribution-header", file=sys.stderr)
+        return 2
     if args.config:
         spec = _configured_probe(args)
         if spec is None:
             return 2
+        if args.nonce_form is not None:  # (this run only: try the other form on a configured probe)
+            spec = dataclasses.replace(spec, nonce_form=args.nonce_form)
     else:
         key = None
         if args.api_key_env:
@@ -144,6 +162,7 @@ def cmd_probe(args: argparse.Namespace) -> int:
             prefix_tokens=args.prefix_tokens,
             stream=args.stream,
             attribution_header=args.attribution_header,
+            nonce_form=args.nonce_form or "billing-header",
             timeout=args.timeout,
             verify=args.ca_file or True,
             key=key,

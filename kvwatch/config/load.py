@@ -25,28 +25,31 @@ from kvwatch.config.options import read_options
 from kvwatch.config.pods import read_pods
 from kvwatch.config.probe import read_probe
 from kvwatch.config.types import (
-    DEFAULT_DOCKER_ROOT,
     DEFAULT_STATE_DIR,
-    FOLLOW,
     LOG_FORMATS,
     LOG_LEVELS,
-    SOURCE_TYPES,
-    SQL_DRIVERS,
-    START_AT,
     AlertingConfig,
     Config,
     ConfigError,
-    DockerSettings,
-    Engine,
-    FileSettings,
-    Follow,
-    JournaldSettings,
     LogConfig,
     LogFormat,
     LogLevel,
     NotifierConfig,
     ProbeConfig,
     ServerConfig,
+)
+from kvwatch.engines import choices
+from kvwatch.sources.settings import (
+    DEFAULT_DOCKER_ROOT,
+    FOLLOW,
+    SOURCE_TYPES,
+    SQL_DRIVERS,
+    START_AT,
+    DockerSettings,
+    Engine,
+    FileSettings,
+    Follow,
+    JournaldSettings,
     SourceConfig,
     SourceSettings,
     SourceType,
@@ -54,7 +57,6 @@ from kvwatch.config.types import (
     StartAt,
     StdinSettings,
 )
-from kvwatch.engines import choices
 
 if sys.version_info >= (3, 11):
     import tomllib

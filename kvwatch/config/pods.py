@@ -11,8 +11,8 @@ from __future__ import annotations
 import re
 
 from kvwatch.config.fields import Fields, quote
-from kvwatch.config.types import DEFAULT_POD_LOGS, PodSelector, PodsSettings, StartAt
 from kvwatch.engines import choices
+from kvwatch.sources.settings import DEFAULT_POD_LOGS, PodSelector, PodsSettings, StartAt
 
 #: What a glob over Kubernetes names may hold: the names' characters and fnmatch's.
 _GLOB = re.compile(r"[a-z0-9.*?\[\]!-]+")

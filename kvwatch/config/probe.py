@@ -8,7 +8,7 @@ from typing import Literal, cast
 
 from kvwatch.config.fields import Fields
 from kvwatch.config.types import ProbeConfig
-from kvwatch.probe.conversation import APIS, EndpointError, endpoint
+from kvwatch.probe.conversation import APIS, NONCE_FORMS, EndpointError, NonceForm, endpoint
 
 #: An HTTP header name (RFC 9110 token) and an environment variable's name.
 _HEADER = re.compile(r"[!#$%&'*+.^_`|~0-9A-Za-z-]+")
@@ -35,6 +35,10 @@ def read_probe(f: Fields, name: str) -> ProbeConfig:
     if key_env is not None and key_file is not None:
         f.problem("api_key_env", "give api_key_env or api_key_file, not both")
     default = ProbeConfig(name, url)
+    header = f.boolean("attribution_header", default.attribution_header)
+    form = cast("NonceForm", f.choice("nonce_form", NONCE_FORMS, default.nonce_form) or default.nonce_form)
+    if f.has("nonce_form") and not header:
+        f.problem("nonce_form", "has no effect with attribution_header = false (no header conversation)")
     return ProbeConfig(
         name=name,
         url=url,
@@ -45,7 +49,8 @@ def read_probe(f: Fields, name: str) -> ProbeConfig:
         prefix_tokens=f.integer("prefix_tokens", 1024, 131072, default.prefix_tokens)
         or default.prefix_tokens,
         stream=f.boolean("stream", default.stream),
-        attribution_header=f.boolean("attribution_header", default.attribution_header),
+        attribution_header=header,
+        nonce_form=form,
         timeout=f.integer("timeout", 1, 3600, default.timeout) or default.timeout,
         ca_file=f.path("ca_file"),
         api_key_env=key_env,

@@ -23,8 +23,8 @@ from pathlib import Path, PurePosixPath
 from types import MappingProxyType
 
 from kvwatch.assets import asset_bytes
-from kvwatch.config.types import (
-    Config,
+from kvwatch.config.types import Config
+from kvwatch.sources.settings import (
     DockerSettings,
     FileSettings,
     JournaldSettings,

@@ -9,19 +9,16 @@ from collections.abc import Mapping
 from urllib.parse import urlsplit
 
 from kvwatch.config.alerting import detector_settings
-from kvwatch.config.types import (
-    Config,
+from kvwatch.config.types import Config, NotifierConfig, ProbeConfig, SilenceConfig
+from kvwatch.notify.secrets import MASK
+from kvwatch.sources.settings import (
     DockerSettings,
     FileSettings,
     JournaldSettings,
-    NotifierConfig,
     PodsSettings,
-    ProbeConfig,
-    SilenceConfig,
     SourceConfig,
     SqlSettings,
 )
-from kvwatch.notify.secrets import MASK
 
 
 def summarize(config: Config) -> str:
@@ -135,7 +132,9 @@ def _probe(probe: ProbeConfig) -> str:
         f"{probe.name}: {url} api={probe.api or 'auto'} model={probe.model or 'auto'} "
         f"every {probe.interval} s (jitter {probe.jitter} s) prefix_tokens={probe.prefix_tokens} "
         f"stream={str(probe.stream).lower()} "
-        f"attribution_header={str(probe.attribution_header).lower()} timeout={probe.timeout} s {key}{headers}"
+        f"attribution_header={str(probe.attribution_header).lower()}"
+        f"{f' nonce_form={probe.nonce_form}' if probe.attribution_header else ''} "
+        f"timeout={probe.timeout} s {key}{headers}"
     )
 
 

@@ -24,6 +24,7 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
 from types import FrameType
+from urllib.parse import urlsplit
 
 from apscheduler.schedulers.background import BackgroundScheduler
 from prometheus_client import PlatformCollector, ProcessCollector
@@ -52,7 +53,7 @@ from kvwatch.pipeline import Pipeline
 from kvwatch.sources.positions import PositionStore
 from kvwatch.web.config import load_web_config
 from kvwatch.web.exporter import Exporter, warn_if_exposed
-from kvwatch.web.landing import SourceRow, landing_page
+from kvwatch.web.landing import ProbeRow, SourceRow, landing_page
 
 log = logging.getLogger("kvwatch")
 
@@ -269,7 +270,28 @@ class Daemon:
         silences = self.alerts.silences
         firing = [(a, any(s.mutes(a, now) for s in silences)) for a in self.pipeline.book.firing()]
         charts = landing_charts(self.pipeline.windows, [alert for alert, _ in firing])
-        return landing_page(__version__, rows, firing, now, charts=charts)
+        missing = {a.labels.get("probe") for a, _ in firing if a.alert == "probe_prefix_miss"}
+        return landing_page(__version__, rows, firing, now, charts=charts, probes=self._probe_rows(missing))
+
+    def _probe_rows(self, missing: set[str | None]) -> list[ProbeRow]:
+        """Each `[[probe]]`'s row of the landing page (under the probes' lock); `missing`: the probes whose
+        probe_prefix_miss fires."""
+        rows = []
+        with self.probes.lock:
+            for probe, _ in self.probes.probes:
+                state = self.probes.states.get(probe.name)
+                if state is None:
+                    continue
+                split = urlsplit(probe.url)  # (no user, password or query: they may hold a secret)
+                port = f":{split.port}" if split.port else ""
+                endpoint = f"{split.scheme}://{split.hostname}{port}{split.path}"
+                if probe.attribution_header and probe.nonce_form != "billing-header":
+                    endpoint += f" (nonce_form {probe.nonce_form})"
+                rows.append(
+                    ProbeRow(probe.name, endpoint, state.last_at, state.last_outcome, state.last_verdict,
+                             state.share, probe.name in missing)
+                )  # fmt: skip
+        return rows
 
     def _report(self) -> str:
         """`/report`: the report of the windows and firing alerts (called under the pipeline's lock)."""

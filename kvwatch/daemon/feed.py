@@ -19,11 +19,11 @@ from dataclasses import dataclass
 from itertools import groupby
 from typing import Any, cast
 
-from kvwatch.config.types import SourceConfig
 from kvwatch.daemon.sources import Source, open_source
 from kvwatch.model import LogLine
 from kvwatch.sources.file import FileSource
 from kvwatch.sources.fileframing import Framed
+from kvwatch.sources.settings import SourceConfig
 from kvwatch.sources.watch import FileWatcher
 
 log = logging.getLogger("kvwatch.source")

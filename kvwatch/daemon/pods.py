@@ -24,7 +24,6 @@ from typing import Any, Protocol
 from prometheus_client import CollectorRegistry
 from prometheus_client.core import Metric
 
-from kvwatch.config.types import PodsSettings, SourceConfig, StartAt
 from kvwatch.daemon.feed import Feeder
 from kvwatch.daemon.live_alerts import LiveAlerts
 from kvwatch.engines import markers_of
@@ -32,6 +31,7 @@ from kvwatch.model import EngineFact, Event
 from kvwatch.pipeline import Pipeline
 from kvwatch.sources.pods import ContainerSource, PodContainer, scan
 from kvwatch.sources.positions import PositionStore
+from kvwatch.sources.settings import PodsSettings, SourceConfig, StartAt
 
 log = logging.getLogger("kvwatch.source")
 

@@ -48,6 +48,9 @@ class ProbeState:
     share: float | None = None
     ttfb: float | None = None
     success: float | None = None
+    last_at: float | None = None  # when the last run ended (wall clock)
+    last_outcome: str = ""  # its outcome (`ok` or why it failed)
+    last_verdict: str = ""  # its verdict's summary, or its error
 
 
 def summary(report: Report, at: float) -> probe_prefix_miss.ProbeRun | None:
@@ -106,10 +109,11 @@ class Probes:
             for probe, _ in self.probes:
                 self.scheduler.remove_job(f"probe:{probe.name}")
         with self.lock:
+            removed = [p.name for p, _ in self.probes if p.name not in {q.name for q, _ in probes}]
             self.probes = list(probes)
             self.states = {p.name: self.states.get(p.name, ProbeState()) for p, _ in self.probes}
-        for probe, _ in self.probes:
-            self.hold(probe.name, [])
+        for name in [*(probe.name for probe, _ in self.probes), *removed]:
+            self.hold(name, [])  # (a removed probe's firing alert resolves: nothing probes there any more)
         if self.scheduler is not None:
             self.schedule(self.scheduler)
 
@@ -128,6 +132,8 @@ class Probes:
             if state is None:  # (removed by a reload meanwhile)
                 return report
             state.runs[report.outcome] = state.runs.get(report.outcome, 0) + 1
+            state.last_at, state.last_outcome = now, report.outcome
+            state.last_verdict = run.verdict if run is not None else report.error or report.verdict()
             if report.outcome == "ok":
                 state.success = now
             conv = report.deciding()

@@ -19,7 +19,7 @@ from typing import Protocol
 
 from prometheus_client import Counter
 
-from kvwatch.config.types import Config, PodsSettings, SourceConfig
+from kvwatch.config.types import Config
 from kvwatch.daemon.feed import Feeder
 from kvwatch.daemon.live_alerts import LiveAlerts, silences_of
 from kvwatch.daemon.pods import LabelledRegistry, PodFleet
@@ -27,6 +27,7 @@ from kvwatch.daemon.setup import Prepared, build_deliveries
 from kvwatch.pipeline import Pipeline
 from kvwatch.sources.pods import PodContainer, scan
 from kvwatch.sources.positions import PositionStore
+from kvwatch.sources.settings import PodsSettings, SourceConfig
 
 log = logging.getLogger("kvwatch")
 

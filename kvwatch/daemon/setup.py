@@ -97,6 +97,7 @@ def probe_spec(probe: ProbeConfig, env: Mapping[str, str]) -> ProbeSpec:
         prefix_tokens=probe.prefix_tokens,
         stream=probe.stream,
         attribution_header=probe.attribution_header,
+        nonce_form=probe.nonce_form,
         timeout=float(probe.timeout),
         verify=str(probe.ca_file) if probe.ca_file is not None else True,
         key=key,

@@ -15,11 +15,11 @@ from collections.abc import Callable, Mapping
 from datetime import datetime, timezone
 from typing import Any, Protocol
 
-from kvwatch.config.types import FileSettings, SourceConfig
 from kvwatch.engines import FALLBACK, detect_engine, make_parser, markers_of
 from kvwatch.model import Event, LogLine
 from kvwatch.parsers.base import Draining, ParseError, Parser, ParseResult, ParserSettings, Resumable
 from kvwatch.sources.file import FileSource
+from kvwatch.sources.settings import FileSettings, SourceConfig
 from kvwatch.sources.stdin import StdinSource
 
 #: `engine = "auto"` decides on at most this many lines (or SNIFF_BYTES), else falls back to vLLM.

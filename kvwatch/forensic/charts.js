@@ -153,7 +153,8 @@
       scales: scales,
       series: [{ label: time ? "time (UTC)" : "cached tokens", value: time ? function (u, v) { return v == null ? "" : new Date(v * 1e3).toISOString().slice(0, 19).replace("T", " ") + "Z"; } : function (u, v) { return v == null ? "" : short(v); } }].concat(seriesOf(spec)),
       axes: [
-        time ? { values: times, space: 90 } : { values: function (u, vals) { return vals.map(short); }, space: 60 },
+        /* (whole seconds at least: a window of a few seconds must not repeat a second under each tick) */
+        time ? { values: times, space: 90, incrs: [1, 2, 5, 10, 15, 30, 60, 120, 300, 600, 900, 1800, 3600, 7200, 10800, 21600, 43200, 86400, 172800, 604800, 2592000] } : { values: function (u, vals) { return vals.map(short); }, space: 60 },
         spec.unit === "requests"
           ? { size: 62, values: function (u, vals) { return vals.map(fmt); }, incrs: [1, 2, 5, 10, 20, 50, 100, 200, 500, 1e3, 2e3, 5e3, 1e4, 2e4, 5e4, 1e5, 1e6] }
           : { size: 62, values: function (u, vals) { return vals.map(fmt); } }

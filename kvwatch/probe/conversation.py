@@ -13,10 +13,15 @@ from urllib.parse import urlsplit, urlunsplit
 
 Api = Literal["openai", "anthropic"]
 APIS: tuple[Api, ...] = ("openai", "anthropic")
+#: The per-request line heading the header conversation's system prompt: Claude Code's attribution line
+#: as it sends it, or a plain request id (which no engine strips: vLLM 0.32 drops the attribution line).
+NonceForm = Literal["billing-header", "request-id"]
+NONCE_FORMS: tuple[NonceForm, ...] = ("billing-header", "request-id")
 CHAT_PATH = "/chat/completions"
 MESSAGES_PATH = "/messages"
 #: Claude Code's attribution line; llama.cpp's /v1/messages rewrites exactly 5 characters after `cch=`.
 HEADER = "x-anthropic-billing-header: cc_version=2.1.116.d8c; cc_entrypoint=kvwatch-probe; cch={nonce};"
+REQUEST_ID = "Request id: kvwatch-probe-{nonce}"
 CHARS_PER_TOKEN = 3.6
 FIRST_QUESTION = "kvwatch probe: reply with one word."
 ASSISTANT_REPLY = "OK"
@@ -66,9 +71,9 @@ def endpoint(url: str, api: Api | None = None) -> Endpoint:
     return Endpoint(chosen, base + tail + (f"?{split.query}" if split.query else ""), base + "/models")
 
 
-def header_line(nonce: str) -> str:
-    """The attribution line with this request's nonce."""
-    return HEADER.format(nonce=nonce)
+def header_line(nonce: str, form: NonceForm = "billing-header") -> str:
+    """The per-request line of `form` with this request's nonce."""
+    return (HEADER if form == "billing-header" else REQUEST_ID).format(nonce=nonce)
 
 
 def tool_specs() -> list[tuple[str, str, dict[str, Any]]]:
@@ -110,11 +115,12 @@ class Conversation:
     model: str
     prefix_tokens: int
     stream: bool = False
+    nonce_form: NonceForm = "billing-header"
 
 
 def body(conv: Conversation, nonce: str | None, follow_up: bool) -> dict[str, Any]:
     """The request body: the first request, or the follow-up that repeats it and adds one turn;
-    `nonce` puts the attribution header first in the system prompt (None: no header)."""
+    `nonce` puts the per-request line (`conv.nonce_form`) first in the system prompt (None: no such line)."""
     text = system_text(conv.prefix_tokens)
     turns: list[dict[str, Any]] = [{"role": "user", "content": FIRST_QUESTION}]
     if follow_up:
@@ -124,7 +130,7 @@ def body(conv: Conversation, nonce: str | None, follow_up: bool) -> dict[str, An
         ]
     made: dict[str, Any] = {"model": conv.model, "max_tokens": 1, "temperature": 0, "stream": conv.stream}
     if conv.api == "openai":
-        system = text if nonce is None else header_line(nonce) + "\n" + text
+        system = text if nonce is None else header_line(nonce, conv.nonce_form) + "\n" + text
         made["messages"] = [{"role": "system", "content": system}, *turns]
         made["tools"] = [
             {"type": "function", "function": {"name": n, "description": d, "parameters": s}}
@@ -133,7 +139,9 @@ def body(conv: Conversation, nonce: str | None, follow_up: bool) -> dict[str, An
         if conv.stream:
             made["stream_options"] = {"include_usage": True}
         return made
-    blocks: list[dict[str, Any]] = [] if nonce is None else [{"type": "text", "text": header_line(nonce)}]
+    blocks: list[dict[str, Any]] = []
+    if nonce is not None:
+        blocks.append({"type": "text", "text": header_line(nonce, conv.nonce_form)})
     # cache_control: Anthropic's own API caches only up to a marked block (other servers ignore it).
     blocks.append({"type": "text", "text": text, "cache_control": {"type": "ephemeral"}})
     made["system"] = blocks

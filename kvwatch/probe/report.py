@@ -7,6 +7,12 @@ from typing import Any
 
 from kvwatch.probe.run import Exchange, Report, Sent
 
+#: The header conversation's title in the text report, per nonce form.
+TITLES = {
+    "billing-header": "with the attribution header",
+    "request-id": "with a request id heading the system prompt",
+}
+
 
 def to_json(report: Report) -> dict[str, Any]:
     """The run as a JSON-able dict (`kvwatch probe --format json`)."""
@@ -17,6 +23,7 @@ def to_json(report: Report) -> dict[str, Any]:
         "outcome": report.outcome,
         "error": report.error,
         "verdict": report.verdict(),
+        "nonce_form": report.nonce_form,
         "exit_status": report.exit_status(),
         "conversations": [_conversation(c) for c in report.conversations],
     }
@@ -60,7 +67,7 @@ def render(report: Report) -> str:
     """The run as text: each conversation's requests and verdict, then the run's verdict."""
     lines = [f"kvwatch probe {report.url} ({report.api}, model {report.model or '?'})"]
     for conv in report.conversations:
-        title = "plain conversation" if conv.name == "plain" else "with the attribution header"
+        title = "plain conversation" if conv.name == "plain" else TITLES[report.nonce_form]
         lines.append(f"{title}:")
         lines += [_sent(i, s, conv.verdict.prefix) for i, s in enumerate(conv.requests, 1)]
         lines.append(f"  verdict: {conv.verdict.summary}")

@@ -1,4 +1,5 @@
-"""One probe run: the plain conversation, then (with the header test) the same with a per-request nonce.
+"""One probe run: the plain conversation, then (with the header test) the same with a per-request nonce
+line (`nonce_form`: Claude Code's attribution line, or a plain request id) heading the system prompt.
 
 Each conversation is two requests (the first, then the follow-up that repeats it), max_tokens 1 each:
 a run costs at most three prefills of the prefix (the plain follow-up is served from cache when caching
@@ -16,7 +17,7 @@ import requests
 
 from kvwatch.notify.secrets import Secret
 from kvwatch.probe.client import ProbeError, auth_headers, first_model, post
-from kvwatch.probe.conversation import Api, Conversation, body, endpoint
+from kvwatch.probe.conversation import Api, Conversation, NonceForm, body, endpoint
 from kvwatch.probe.usage import Usage
 from kvwatch.probe.verdict import EXIT, Kind, Verdict, judge, worst
 
@@ -31,6 +32,7 @@ class ProbeSpec:
     prefix_tokens: int = 4096
     stream: bool = False
     attribution_header: bool = True
+    nonce_form: NonceForm = "billing-header"  # the header conversation's per-request line
     timeout: float = 60.0
     verify: bool | str = True  # a CA file's path, or whether to verify TLS at all
     key: Secret | None = None
@@ -64,6 +66,7 @@ class Report:
     outcome: str
     error: str = ""
     conversations: tuple[Exchange, ...] = ()
+    nonce_form: NonceForm = "billing-header"
 
     def verdict(self) -> Kind:
         """The worst conversation's verdict; `cannot tell` for a failed run."""
@@ -104,7 +107,7 @@ def run_probe(
             model = first_model(
                 session, point.models, headers, timeout=spec.timeout, verify=spec.verify, secrets=hidden
             )
-        conv = Conversation(point.api, model, spec.prefix_tokens, spec.stream)
+        conv = Conversation(point.api, model, spec.prefix_tokens, spec.stream, spec.nonce_form)
 
         def send(nonce_value: str | None, follow_up: bool) -> Sent:
             made = body(conv, nonce_value, follow_up)
@@ -121,9 +124,13 @@ def run_probe(
             first_sent = send(make_nonce() if with_header else None, False)
             follow_sent = send(make_nonce() if with_header else None, True)
             plain = done[0].verdict if done else None
-            verdict = judge(first_sent.usage, follow_sent.usage, with_header, plain)
+            form = spec.nonce_form if with_header else None
+            verdict = judge(first_sent.usage, follow_sent.usage, form, plain)
             done.append(Exchange(name, (first_sent, follow_sent), verdict))
     except ProbeError as failure:
-        return Report(point.url, point.api, model, failure.outcome, str(failure), tuple(done))
+        return Report(
+            point.url, point.api, model, failure.outcome, str(failure), tuple(done), spec.nonce_form
+        )
     told = all(c.verdict.kind != "cannot tell" for c in done)
-    return Report(point.url, point.api, model, "ok" if told else "no_usage", "", tuple(done))
+    outcome = "ok" if told else "no_usage"
+    return Report(point.url, point.api, model, outcome, "", tuple(done), spec.nonce_form)

@@ -12,6 +12,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Literal
 
+from kvwatch.probe.conversation import NonceForm
 from kvwatch.probe.usage import Usage
 
 Kind = Literal["reused", "partly reused", "not reused", "cannot tell"]
@@ -35,6 +36,19 @@ HEADER_FIX = (
     "Strip the x-anthropic-billing-header line at the gateway, or move it after the cached prefix; "
     "CLAUDE_CODE_ATTRIBUTION_HEADER=0 stops Claude Code sending it. llama.cpp >= b9093 normalises it on "
     "/v1/messages only (an OpenAI-compatible proxy in between defeats that)."
+)
+REQUEST_ID_CAUSE = (
+    "A per-request value at the head of the system prompt (the probe's Request id: <nonce> line) reaches "
+    "the engine unchanged: the prefix breaks at the nonce, so only the {cached} tokens before it are reused "
+    "and the rest is prefilled again on every request. A request id or timestamp a client or gateway adds "
+    "there does the same, and so does Claude Code's x-anthropic-billing-header line where nothing strips "
+    "it."
+)
+REQUEST_ID_FIX = (
+    "Keep per-request values out of the head of the prompt: move them after the cached prefix (into the "
+    "last user turn) or into HTTP headers or request metadata. For Claude Code's attribution line: strip "
+    "it at the gateway or set CLAUDE_CODE_ATTRIBUTION_HEADER=0 (vLLM 0.32 drops it itself, llama.cpp "
+    ">= b9093 on /v1/messages only)."
 )
 PLAIN_CAUSE = (
     "The same prefix sent twice in a row {how}: prefix caching is off (vLLM --no-enable-prefix-caching, "
@@ -68,9 +82,12 @@ def expected(prefix: int, llamacpp: bool) -> int:
     return max(prefix // block * block, 1)
 
 
-def judge(first: Usage, follow: Usage, header: bool = False, plain: Verdict | None = None) -> Verdict:
-    """The verdict on a conversation of `first` then `follow`; a header conversation names the header
-    as the cause when the plain one (`plain`) was reused and this one was not."""
+def judge(
+    first: Usage, follow: Usage, header: NonceForm | None = None, plain: Verdict | None = None
+) -> Verdict:
+    """The verdict on a conversation of `first` then `follow`; a header conversation (`header`: the form
+    of its per-request line) names that line as the cause when the plain one (`plain`) was reused and
+    this one was not."""
     prefix = first.prompt
     if follow.cached is None or prefix is None or prefix <= 0:
         return Verdict("cannot tell", prefix, follow.cached, None, "cannot tell", FLAGS, FLAGS)
@@ -84,8 +101,10 @@ def judge(first: Usage, follow: Usage, header: bool = False, plain: Verdict | No
         if cached
         else f"not reused: 0 of {prefix} prefix tokens cached"
     )
-    if header and plain is not None and plain.kind == "reused":
-        return Verdict(kind, prefix, cached, share, summary, HEADER_CAUSE.format(cached=cached), HEADER_FIX)
+    if header is not None and plain is not None and plain.kind == "reused":
+        billing = header == "billing-header"
+        cause, fix = (HEADER_CAUSE, HEADER_FIX) if billing else (REQUEST_ID_CAUSE, REQUEST_ID_FIX)
+        return Verdict(kind, prefix, cached, share, summary, cause.format(cached=cached), fix)
     how = f"had only {cached} tokens served from cache" if cached else "was not served from cache at all"
     where = f" after its first {cached} tokens" if cached else ""
     return Verdict(kind, prefix, cached, share, summary, PLAIN_CAUSE.format(how=how, where=where), PLAIN_FIX)

@@ -16,7 +16,7 @@ import heapq
 import os
 import re
 from collections.abc import Callable, Generator, Iterable, Iterator, Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from itertools import chain
 from pathlib import Path
 from typing import TYPE_CHECKING, TypeVar
@@ -331,6 +331,9 @@ def replay(
     # reading), then the pipeline built while they read.
     counts: dict[str, SourceCounts] = {}
     prepared: list[_Prepared] = []
+    speedups = chosen() if speedups is None else speedups
+    if not speedups.parser_fast_paths:
+        settings = replace(settings, fast_paths=False)
     for item in inputs:
         framing, _ = sniff_file(item.path)
         parser = make_parser(item.engine, item.source, settings)
@@ -339,10 +342,7 @@ def replay(
         )
     notes = _Notes()
     streams: list[_Stream] = []
-    children = _Children(
-        jobs or max(CHILDREN, len(os.sched_getaffinity(0))),
-        chosen() if speedups is None else speedups,
-    )
+    children = _Children(jobs or max(CHILDREN, len(os.sched_getaffinity(0))), speedups)
     try:
         for files in _grouped(prepared, lambda entry: entry[0]):
             streams.append(_log_events(files, notes, children))

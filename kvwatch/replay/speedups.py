@@ -3,7 +3,9 @@
 A replay is the pipeline run over whole files (kvwatch.replay.driver); everything else in this package
 only makes it sooner, never different: a big file framed and parsed in a forked child while the parent
 runs metrics and detectors (kvwatch.replay.forked), a dense read handed to the parser as one text,
-LMCache's records crossing undecoded and read in runs (by a compiled loop where one was built).
+LMCache's records crossing undecoded and read in runs (by a compiled loop where one was built), a
+parser's commonest lines read a quicker way (`ParserSettings.fast_paths`: vLLM's stats and KV Transfer
+lines, Ollama's journald prefixes).
 `Speedups` says which are on; the driver asks it and nothing else. With `KVWATCH_REPLAY_PLAIN=1` in the
 environment every one is off: one process, each line framed and parsed on its own, and the output byte
 for byte the same (tests/test_replay_plain.py holds that on every sample).
@@ -37,6 +39,8 @@ class Speedups:
     blocks: bool = True
     #: LMCache's records in a json-file log cross to the parser undecoded, read in runs.
     raw_runs: bool = True
+    #: Parsers read their commonest lines a quicker way (kvwatch.parsers.base.ParserSettings.fast_paths).
+    parser_fast_paths: bool = True
 
     @property
     def any(self) -> bool:
@@ -45,7 +49,9 @@ class Speedups:
 
 
 #: Every accelerator off: what `KVWATCH_REPLAY_PLAIN=1` gives.
-PLAIN = Speedups(fork_bytes=None, dense_fork_bytes=None, blocks=False, raw_runs=False)
+PLAIN = Speedups(
+    fork_bytes=None, dense_fork_bytes=None, blocks=False, raw_runs=False, parser_fast_paths=False
+)
 
 
 def chosen() -> Speedups:
@@ -85,5 +91,6 @@ def describe() -> str:
     )
     return (
         "replay accelerators: a forked child per big file, dense reads parsed whole, LMCache's records "
-        f"read in runs; {compiled}. {SWITCH}=1 turns them all off (same output, slower)"
+        "read in runs, the commonest lines of vLLM and Ollama read a quicker way; "
+        f"{compiled}. {SWITCH}=1 turns them all off (same output, slower)"
     )

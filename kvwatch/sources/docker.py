@@ -37,7 +37,6 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from kvwatch.config.types import DockerSettings, SourceConfig
 from kvwatch.model import LogLine
 from kvwatch.sources.docker_json import (
     Entry,
@@ -49,6 +48,7 @@ from kvwatch.sources.filetail import DRAIN_TIMEOUT, READ_BUDGET, FileTail, Start
 from kvwatch.sources.linecap import LINE_CAP
 from kvwatch.sources.openfile import FileCounters, open_fd, siblings
 from kvwatch.sources.positions import FilePosition, Identity
+from kvwatch.sources.settings import DockerSettings, SourceConfig
 from kvwatch.times import parse_rfc3339
 
 __all__ = ["Container", "DockerSource", "find_container"]

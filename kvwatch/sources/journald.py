@@ -32,11 +32,11 @@ import time
 from collections.abc import Callable, Mapping
 from typing import IO, Any
 
-from kvwatch.config.types import JournaldSettings, SourceConfig
 from kvwatch.model import LogLine
 from kvwatch.sources.filetail import READ_BUDGET, StartAt
 from kvwatch.sources.linecap import LINE_CAP, TextClip, clip_text
 from kvwatch.sources.openfile import FileCounters
+from kvwatch.sources.settings import JournaldSettings, SourceConfig
 
 __all__ = ["JournaldSource", "journalctl_argv"]
 

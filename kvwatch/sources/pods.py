@@ -21,11 +21,11 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
-from kvwatch.config.types import PodSelector, StartAt
 from kvwatch.sources.compressed import head_of
 from kvwatch.sources.docker_json import Entry
 from kvwatch.sources.file import FileSource, natural
 from kvwatch.sources.positions import FP_SIZE, FilePosition, Identity, fingerprint
+from kvwatch.sources.settings import PodSelector, StartAt
 
 #: Seconds between two looks for a container's new files (a restart's `<n>.log`): a poll in between
 #: reads the files already open.

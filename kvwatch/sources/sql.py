@@ -36,10 +36,10 @@ from collections.abc import Callable, Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
-from kvwatch.config.types import SqlSettings
 from kvwatch.model import LogLine
 from kvwatch.notify.secrets import Secret
 from kvwatch.sources.openfile import FileCounters
+from kvwatch.sources.settings import SqlSettings
 
 __all__ = ["SqlSource", "describe"]
 

@@ -39,7 +39,7 @@ background:#5d6675} .critical .sev{background:#b3261e} .warning .sev{background:
 .info .sev{background:#1f5fbf} .summary{font-weight:600;margin:6px 0}
 dl{display:grid;grid-template-columns:max-content 1fr max-content 1fr;gap:2px 14px;margin:4px 0 8px;
 align-items:baseline}
-dt{font-family:ui-monospace,monospace;font-size:13px;color:#394150} dd{margin:0}
+dt{font-family:ui-monospace,monospace;font-size:13px;color:#394150} dd{margin:0;white-space:pre-line}
 .label{font-weight:600;margin:8px 0 2px} p{margin:2px 0} .ok{color:#17753a;font-weight:600}
 .firing{color:#b3261e;font-weight:700}
 """
@@ -58,6 +58,31 @@ class SourceRow:
     lines: int
     recognized: int
     errors: int
+
+
+@dataclass(frozen=True, slots=True)
+class ProbeRow:
+    """What the page shows of one `[[probe]]`: where (no user, no query), its last run and verdict."""
+
+    name: str
+    endpoint: str
+    last_at: float | None
+    outcome: str
+    verdict: str
+    share: float | None
+    firing: bool
+
+
+def _probe_row(row: ProbeRow, now: float) -> str:
+    """One `<tr>` of the probes table."""
+    last = "not run yet" if row.last_at is None else when(row.last_at, now)
+    outcome = "" if row.outcome in ("", "ok") else f"<span class='down'>{escape(row.outcome)}</span> "
+    verdict = outcome + escape(row.verdict)
+    if row.firing:
+        verdict += " <a class='firing' href='#alerts'>probe_prefix_miss firing</a>"
+    share = "" if row.share is None else f"{row.share:.1%}"
+    cells = [escape(row.name), escape(row.endpoint), escape(last), verdict]
+    return "<tr>" + "".join(f"<td>{cell}</td>" for cell in cells) + f"<td class='n'>{share}</td></tr>"
 
 
 def ago(seconds: float) -> str:
@@ -95,27 +120,39 @@ def number(value: float) -> str:
     return f"{value:.4g}"
 
 
-def evidence_value(key: str, value: Any) -> str:
-    """One evidence value as text: numbers formatted (bytes also in GB, seconds with `s`), lists joined."""
+def evidence_value(key: str, value: Any, depth: int = 0) -> str:
+    """One evidence value as text: numbers formatted (bytes also in GB, seconds with `s`, a time `at` as
+    UTC), lists joined; a list of records (e.g. a probe's runs) one record per line, records inside a
+    record in parentheses."""
     if isinstance(value, bool) or value is None:
         return json.dumps(value)
+    if value == "":
+        return "none"  # (an empty cell reads as a value the page failed to show)
     if isinstance(value, int | float):
         if "bytes" in key:
             text = number(value) + " B"
             return text if abs(value) < 1000 else f"{text} ({_size(value)})"
+        if key == "at" or key.endswith("_at"):  # (Unix seconds: a time, not a quantity)
+            return datetime.fromtimestamp(value, timezone.utc).strftime("%Y-%m-%d %H:%M:%SZ")
         return number(value) + (" s" if key.endswith("seconds") else "")
     if isinstance(value, list):
-        return ", ".join(evidence_value(key, item) for item in value)
+        if depth == 0 and value and all(isinstance(item, dict) for item in value):
+            return "\n".join(evidence_value(key, item, 1) for item in value)
+        return ", ".join(evidence_value(key, item, depth + 1) for item in value)
     if isinstance(value, dict):
-        return "; ".join(f"{k}: {evidence_value(str(k), v)}" for k, v in value.items())
+        text = "; ".join(f"{k}: {evidence_value(str(k), v, depth + 1)}" for k, v in value.items())
+        return f"({text})" if depth > 1 else text
     return str(value)
 
 
-def _source_row(row: SourceRow, now: float) -> str:
-    """One `<tr>` of the sources table."""
+def _source_row(row: SourceRow, now: float, engine_down: bool = False) -> str:
+    """One `<tr>` of the sources table; `engine_down`: its engine_start_failed fires (the log is read,
+    the engine it tells of is down: both are said, so that `up` is not read as the engine's)."""
     state = "<span class='up'>up</span>" if row.up else "<span class='down'>down</span>"
     if row.problem:
         state += f"<br><span class='muted'>{escape(row.problem)}</span>"
+    if engine_down:
+        state += "<br><a class='down' href='#alerts'>engine down</a>"
     last = when(row.last_event, now) if row.last_event is not None else "no line yet"
     cells = [escape(row.name), escape(row.type), escape(row.engine), state, escape(last)]
     counts = [f"<td class='n'>{count:,}</td>" for count in (row.lines, row.recognized, row.errors)]
@@ -148,6 +185,19 @@ def alert_card(alert: Alert, status: str) -> str:
     )
 
 
+def _probes(probes: Sequence[ProbeRow], now: float) -> str:
+    """The probes table ("" without probes)."""
+    if not probes:
+        return ""
+    head = "".join(f"<th>{name}</th>" for name in ("probe", "endpoint", "last run", "last verdict"))
+    rows = "".join(_probe_row(row, now) for row in probes)
+    return (
+        f"<h2 id='probes'>Probes</h2><table><tr>{head}<th class='n'>cached share</th></tr>{rows}</table>"
+        "<p class='muted'>Each probe sends a synthetic conversation twice and reads whether its prefix "
+        "came back cached (docs/probe.md); the share is of its last deciding follow-up.</p>"
+    )
+
+
 def ordered(alerts: Sequence[tuple[Alert, bool]]) -> list[tuple[Alert, bool]]:
     """The (alert, silenced) pairs as a person reads them: the notified ones first, then the silenced;
     each by severity (critical first), then newest first (what just started is what a person comes
@@ -172,12 +222,15 @@ def landing_page(
     refresh: int = REFRESH,
     *,
     charts: str = "",
+    probes: Sequence[ProbeRow] = (),
 ) -> str:
-    """The HTML of `/`: sources, the firing (alert, silenced) pairs, links, then `charts` (the sources'
-    recent windows, kvwatch.forensic.live); reloads every `refresh` s."""
+    """The HTML of `/`: sources, the firing (alert, silenced) pairs, links, the `[[probe]]`s' last runs
+    (when any is configured), then `charts` (the sources' recent windows, kvwatch.forensic.live);
+    reloads every `refresh` s."""
     up = sum(row.up for row in sources)
     cards = "".join(_alert(alert, silenced, now) for alert, silenced in ordered(alerts))
-    rows = "".join(_source_row(row, now) for row in sources)
+    down = {a.labels.get("source") for a, _ in alerts if a.alert == "engine_start_failed"}
+    rows = "".join(_source_row(row, now, row.name in down) for row in sources)
     head = "".join(
         f"<th>{name}</th>" for name in ("source", "type", "engine", "state", "last line (event time)")
     ) + "".join(f"<th class='n'>{name}</th>" for name in ("lines read", "recognised", "parse errors"))
@@ -198,5 +251,5 @@ def landing_page(
         f"Rendered {stamp}; reloads every {refresh:d} s.</p>"
         f"<h2 id='alerts'>Firing alerts</h2>{cards or '<p class=ok>no alert firing</p>'}"
         f"<h2 id='sources'>Sources</h2><table><tr>{head}</tr>{rows}</table>"
-        f"{charts}</body></html>\n"
+        f"{_probes(probes, now)}{charts}</body></html>\n"
     )

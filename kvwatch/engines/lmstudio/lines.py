@@ -36,6 +36,12 @@ LEVELS = frozenset({"DEBUG", "INFO", "WARN", "WARNING", "ERROR"})
 HEADER = re.compile(r"(\d{4})-(\d\d)-(\d\d) (\d\d):(\d\d):(\d\d) +\[([A-Z]+)\]\s*$")
 #: `[2025-07-19 20:33:33][DEBUG] message` (0.3.x: one line, continuation lines after it).
 ONE_LINE = re.compile(r"\[(\d{4})-(\d\d)-(\d\d) (\d\d):(\d\d):(\d\d)\]\[([A-Z]+)\] ?")
+#: `[2025-07-24 18:18:21.836] [error] message` (the app's main.log, electron-log; levels error, warn, info,
+#: verbose, debug, silly), a JavaScript stack going on in untimestamped lines (lifecycle.py cites the pastes).
+MAIN = re.compile(r"\[(\d{4})-(\d\d)-(\d\d) (\d\d):(\d\d):(\d\d)\.\d{1,6}\] \[([A-Za-z]+)\] *")
+#: main.log's levels as the server log's (only errors and warnings matter: none of them is DEBUG, which
+#: would say the runtime's DEBUG records are written).
+MAIN_LEVELS = {"error": "ERROR", "warn": "WARN", "warning": "WARN"}
 #: The bracketed tags in front of a message: `[cache_wrapper][INFO]: `, `[qwen/qwen3-8b] `, ...
 TAGS = re.compile(r"((?:\[[^\[\]]{1,200}\])+):? ?")
 

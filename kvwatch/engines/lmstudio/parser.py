@@ -28,6 +28,7 @@ from kvwatch.engines.lmstudio.events import (
     LmstudioDiskUsage,
     LmstudioRequest,
 )
+from kvwatch.engines.lmstudio.lifecycle import CAUSED_BY, FAILED, lifecycle, load_line
 from kvwatch.model import EngineFact, Event, LogLine
 from kvwatch.parsers.base import BlockResult, ParseError, ParseResult, ParserSettings
 from kvwatch.parsers.clock import LineClock
@@ -47,7 +48,12 @@ MARKERS: tuple[str, ...] = (
     "Prompt tokens to decode",
     "prompt cache disk usage",
     "Running chat completion",
+    # the app's main.log: a failed model load and its root cause (lifecycle.py)
+    "Error in channel handler",
+    "Caused By",
 )
+#: What a message's body starts with when `load_line` reads it (main.log's failed loads).
+LIFE_STARTS = (*FAILED, CAUSED_BY)
 #: What a message must hold for `_body` to read anything in it (parse_block skips the others).
 _READ = (
     "Prompt cache",
@@ -171,6 +177,7 @@ class LmstudioParser:
         self._seen_debug = False
         self._records = 0
         self._blind = ""
+        self._life = lifecycle(source)  # whether a model load failed (engine_start_failed)
 
     def parse(self, line: LogLine) -> ParseResult:
         """The events of one line; [] for a recognised line with none; None for a foreign line."""
@@ -300,8 +307,12 @@ class LmstudioParser:
             return self._start(text[:19], header[7], two_line=True)
         if text.startswith("[") and text[1:2].isdigit():
             one = ls.ONE_LINE.match(text)
+            level = one[7] if one is not None else ""
+            if one is None:  # (the app's main.log: milliseconds, a lower-case level)
+                one = ls.MAIN.match(text)
+                level = "" if one is None else ls.MAIN_LEVELS.get(one[7].lower(), "INFO")
             if one is not None:
-                started = self._start(text[1:20], one[7], two_line=False)
+                started = self._start(text[1:20], level, two_line=False)
                 message = self._message(text[one.end() :])
                 if not isinstance(started, list) or not isinstance(message, list):
                     return started if not isinstance(started, list) else message
@@ -340,6 +351,8 @@ class LmstudioParser:
         tags, body = ls.split_tags(message)
         if tags and body.startswith(ls.GENERATION):
             self._model = ls.model_of(tags)
+        if body.startswith(LIFE_STARTS):  # (a model load that failed, and its root cause: main.log)
+            return load_line(self._life, tags, body, self._last)
         try:
             return self._body(body)
         except ls.GarbledError as exc:
@@ -410,7 +423,7 @@ class LmstudioParser:
             self.source, self._last, prompt, cached, model=self._label(), runtime=runtime,
             lifetime_efficiency=efficiency,
         )  # fmt: skip
-        events: list[Event] = [record]
+        events: list[Event] = [record] if self._life.served else [*self._life.serving(self._last), record]
         if self._blind:
             events.append(self._set_blind(""))
         return events
@@ -418,6 +431,8 @@ class LmstudioParser:
     def _generation(self, now: float) -> list[Event]:
         self._generations += 1
         events: list[Event] = [LmstudioCompletion(self.source, now, self._label())]
+        if not self._life.served:  # (serving again: a failed load before it is over)
+            events[:0] = self._life.serving(now)
         if (
             self._generations >= BLIND_AFTER
             and not self._records

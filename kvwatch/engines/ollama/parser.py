@@ -201,6 +201,7 @@ class OllamaParser:
         self._exact = 0
         self._blind = ""
         self._prefix: tuple[str, float | None] = ("", None)  # the last journald prefix and its time
+        self._fast = settings.fast_paths  # (whether `_journal` reads a prefix from the last one's)
 
     def parse(self, line: LogLine) -> ParseResult:
         """The events of one line; [] for a recognised line with none; None for a foreign line."""
@@ -382,7 +383,7 @@ class OllamaParser:
         """Strip journald's prefix; its time. The prefix of the last line is remembered: the lines of
         one second share it, and the clock's answer for it (without a transport time) is the same."""
         end = text.find("]: ", 16, 200)
-        if end > 0 and transport is None:
+        if end > 0 and transport is None and self._fast:
             held = self._prefix[0]
             if text[: end + 3] == held:
                 return text[end + 3 :], self._prefix[1]
