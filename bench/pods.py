@@ -9,7 +9,9 @@ batch lines, requests). `kvwatch run` (the venv's, beside this Python) follows t
 source, scraped every 15 s as Prometheus would. After a warm-up it prints:
   - the daemon's CPU over the run (utime + stime from /proc, % of one core; goal < 5%),
   - its RSS at the start and end of the run and at most (goal < 100 MB, and flat),
-  - for a pod created half-way: the time from its first line to its first series on /metrics (goal < 10 s).
+  - for a pod created half-way: the time from its first line to its first series on /metrics (goal < 10 s),
+  - the machine's load average over the run (the CPU figure is the daemon's own seconds, but a loaded
+    machine makes every one of them dearer).
 Run by hand for 10 minutes (the default); `tests/test_bench_pods.py` runs it for 60 s.
 """
 
@@ -143,10 +145,11 @@ class Node:
             self.stop.wait(max(tick - time.monotonic(), 0))
 
 
-def cpu_seconds(pid: int) -> float:
-    """utime + stime of a process, in seconds."""
+def cpu_seconds(pid: int) -> tuple[float, float]:
+    """utime and stime of a process, in seconds."""
     fields = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()
-    return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
+    tick = os.sysconf("SC_CLK_TCK")
+    return int(fields[11]) / tick, int(fields[12]) / tick
 
 
 def rss_mb(pid: int) -> float:
@@ -202,6 +205,7 @@ def main(argv: list[str] | None = None) -> int:
             writer.start()
             time.sleep(args.warmup)
             cpu0, wall0, rss = cpu_seconds(daemon.pid), time.monotonic(), [rss_mb(daemon.pid)]
+            load = [os.getloadavg()[0]]
             end, half, latency, last_scrape = wall0 + args.seconds, wall0 + args.seconds / 2, None, 0.0
             late: Container | None = None
             born = 0.0
@@ -211,6 +215,7 @@ def main(argv: list[str] | None = None) -> int:
                     last_scrape = now
                     scrape(port)
                     rss.append(rss_mb(daemon.pid))
+                    load.append(os.getloadavg()[0])
                 if late is None and now >= half:
                     late = node.add_pod("llm", "late-vllm-decode-0", "vllm", vllm, "vllm")
                     born = time.monotonic()
@@ -221,7 +226,8 @@ def main(argv: list[str] | None = None) -> int:
                 ):
                     latency = time.monotonic() - born
                 time.sleep(0.1 if late is not None and latency is None else 1.0)
-            cpu = (cpu_seconds(daemon.pid) - cpu0) / (time.monotonic() - wall0) * 100
+            (user, system), wall = cpu_seconds(daemon.pid), time.monotonic() - wall0
+            user, system = (user - cpu0[0]) / wall * 100, (system - cpu0[1]) / wall * 100
             rss.append(rss_mb(daemon.pid))
             written = sum(box.written for box in node.containers)
         finally:
@@ -231,11 +237,13 @@ def main(argv: list[str] | None = None) -> int:
             log.close()
         print(f"pods bench: {args.containers} containers x {args.rate:.0f} lines/s for {args.seconds:.0f} s "
               f"({written} lines written, vLLM and SGLang half each)")  # fmt: skip
-        print(f"  daemon CPU        {cpu:6.2f} % of one core    (goal < 5 %)")
+        cpu = f"{user + system:6.2f} % of one core ({user:.2f} user, {system:.2f} system)"
+        print(f"  daemon CPU        {cpu}    (goal < 5 %)")
         memory = f"{rss[0]:6.1f} MB at start, {rss[-1]:.1f} MB at end, {max(rss):.1f} MB at most"
         print(f"  daemon RSS        {memory}    (goal < 100 MB, flat)")
         shown = f"{latency:6.2f} s" if latency is not None else "  none"
         print(f"  new pod -> series {shown}                   (goal < 10 s)")
+        print(f"  load average      {min(load):.2f} to {max(load):.2f} (1 min, sampled every 15 s)")
         return 0 if latency is not None else 1
 
 

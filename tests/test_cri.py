@@ -17,6 +17,7 @@ from kvwatch.sources.cri import CriJoiner, SavedCriJoiner, looks_like_cri, split
 from kvwatch.sources.fileframing import FileFraming
 from kvwatch.sources.framing import Framer, Malformed, sniff
 from kvwatch.sources.openfile import FileCounters
+from kvwatch.times import parse_rfc3339
 
 WHEN = datetime(2026, 8, 20, 9, 30, 1, 500000, tzinfo=timezone.utc)
 START = datetime(2026, 8, 20, tzinfo=timezone.utc)
@@ -37,6 +38,23 @@ def test_both_runtimes_times_are_read() -> None:
     assert (zoned.stream, whole.message, whole.time) == ("stdout", b"", WHEN.timestamp() - 0.5)
     assert stamp(WHEN, "containerd") == "2026-08-20T09:30:01.5Z"
     assert stamp(WHEN, "cri-o") == "2026-08-20T09:30:01.500000000+00:00"
+
+
+def test_containerds_times_read_the_same_as_any_rfc3339_time() -> None:
+    """containerd's lines (read by one match, their second's value kept) give the very float the general
+    RFC 3339 reader gives, for every length of fraction, across seconds, days and a leap day."""
+    for second in (
+        "2026-08-20T09:30:01",
+        "2026-08-20T09:30:02",
+        "2028-02-29T23:59:59",
+        "2026-12-31T00:00:00",
+    ):
+        for fraction in ("", "5", "05", "123", "000001", "123456789", "999999999", "100000000"):
+            text = second + (f".{fraction}" if fraction else "") + "Z"
+            piece = split_cri(f"{text} stdout F INFO hello".encode())
+            assert piece is not None and piece.time == parse_rfc3339(text), text
+    assert split_cri(b"2026-02-30T09:30:01.5Z stdout F hello") is None  # (no such day: cached as none)
+    assert split_cri(b"2026-02-30T09:30:01.6Z stdout F hello") is None
 
 
 def test_lines_that_are_not_cri_are_refused() -> None:

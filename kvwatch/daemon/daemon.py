@@ -105,6 +105,7 @@ class Daemon:
             suppress_older_than=timings.suppress_older_than,
         )
         self.alerts.silences = silences_of(config)
+        self.alerts.labels_of = lambda source: self.registry.extra.get(source, {})  # (a pod's labels)
         store = PositionStore(config.state_dir) if options.persist else None
         self.store = store
         self.loop = PipelineLoop(

@@ -8,6 +8,10 @@ notification and when it was sent (wall clock), so a restart neither re-sends no
     an old log from its beginning must not page anyone about last week;
   - a restored firing alert is not resolved for RESTORE_GRACE seconds: the windows start empty after
     a restart, and a detector needs minutes of new lines to see the problem again.
+An alert is sent with its source's own labels besides its own (`labels_of`: a pod's container's
+namespace, pod, container, role and model), so Alertmanager can route and group by them; a repeat or
+a resolution carries the labels its firing notification carried, even if the source's changed since
+(a model named later), or Alertmanager would take it for another alert and never resolve the first.
 """
 
 from __future__ import annotations
@@ -15,8 +19,8 @@ from __future__ import annotations
 import json
 import logging
 import time
-from collections.abc import Callable, Sequence
-from dataclasses import asdict
+from collections.abc import Callable, Mapping, Sequence
+from dataclasses import asdict, replace
 from pathlib import Path
 from typing import Any
 
@@ -62,6 +66,8 @@ class LiveAlerts:
         self.deliveries: list[Delivery] = []
         self.silences: tuple[Silence, ...] = ()
         self.sent: dict[str, tuple[Alert, float]] = {}  # identity -> (last notified, wall time)
+        #: A source's own labels, added to its alerts' (the daemon's: a pod's container's).
+        self.labels_of: Callable[[str], Mapping[str, str]] = lambda source: {}
         self.first_start = True
 
     def load(self) -> None:
@@ -92,7 +98,8 @@ class LiveAlerts:
             if reason == "do-not-notify":
                 continue
             changed = True
-            self.sent[key] = (alert, now)
+            sent = self._labelled(alert, last)
+            self.sent[key] = (sent, now)
             if self.first_start and reason != "repeat" and now - alert.at > self.suppress:
                 log.info(
                     "alert %s %s at %.0f: older than %.0f s at first start, not notified",
@@ -103,9 +110,20 @@ class LiveAlerts:
                 )
                 continue
             log.warning("alert %s %s (%s): %s", alert.state, key, reason, alert.summary)
-            dispatch(self.deliveries, self.silences, alert, now)
+            dispatch(self.deliveries, self.silences, sent, now)
         if changed:
             self.save()
+
+    def _labelled(self, alert: Alert, last: Alert | None) -> Alert:
+        """The alert with its source's labels: those its firing notification carried when it is a
+        repeat or a resolution of one, else the source's now (its own labels win a clash)."""
+        if last is not None and last.state == "firing":
+            extra: Mapping[str, str] = last.labels
+        else:
+            extra = self.labels_of(alert.labels.get("source", ""))
+        if not extra or extra.keys() <= alert.labels.keys():
+            return alert
+        return replace(alert, labels={**extra, **alert.labels})
 
     def forget(self, source: str) -> None:
         """A source left the config: its firing alerts resolve now (notified, reason `source_removed`)

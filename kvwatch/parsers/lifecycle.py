@@ -15,6 +15,7 @@ from collections.abc import Mapping
 from typing import Any, Literal
 
 from kvwatch.model import EngineFailed, EngineReady, Event
+from kvwatch.parsers.text import holds_any
 
 #: A traceback's exception line: `pkg.Name: message` or a bare `Name`, the name ending as exceptions do.
 EXCEPTION = re.compile(
@@ -86,16 +87,16 @@ class Lifecycle:
     def line(self, message: str, when: float) -> list[Event] | None:
         """The events of a message that says the engine came up or died (None: it says neither)."""
         self.seen(message)
-        if any(word in message for word in self.ready_words):
+        if holds_any(message, self.ready_words):
             if self.served and not self.failing:
                 return None
             self.serving(when)
             return [EngineReady(self.source, when, self.engine)]
         text = message.strip()
-        if self.stopping_words and any(word in message for word in self.stopping_words):
+        if self.stopping_words and holds_any(message, self.stopping_words):
             self.stopping = True
             return []
-        if any(word in message for word in self.failed_words):
+        if holds_any(message, self.failed_words):
             if self.failing or self.stopping:  # (an echo of the failure already stated; a shutdown's)
                 return []
             self.failing = True

@@ -18,6 +18,7 @@ from kvwatch.parsers.base import (
     tally,
 )
 from kvwatch.parsers.skips import SkipLog
+from kvwatch.parsers.text import holds_any
 from kvwatch.sources.framing import Batch, Block, Entries, Malformed
 from kvwatch.sources.scanner import LineFilter
 
@@ -138,6 +139,7 @@ class SourceRun:
         if type(line) is int:
             return self.take(line)
         assert isinstance(line, LogLine)
-        if not any(marker in line.text for marker in self.parser.markers) and self.parser.markers:
+        markers = self.parser.markers
+        if markers and not holds_any(line.text, markers):
             return self.take(1)
         return self.take(line)

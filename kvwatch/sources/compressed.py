@@ -3,24 +3,27 @@
 A file read to some offset, then rotated and compressed while kvwatch was down, is found again among
 the path's `.gz` siblings by the fingerprint of its first bytes (its identity's inode is gone with the
 original) and read on from that offset of its decompressed bytes, so its later lines are not lost.
+It is decoded by kvwatch.sources.gziplog.GzipLog, as replay decodes one: a file cut short or corrupt
+(the node lost power while the kubelet compressed it) yields every complete line before the damage,
+and the damage is logged with the file's name and where it is.
 """
 
 from __future__ import annotations
 
-import gzip
 import logging
 import os
-import zlib
 from collections.abc import Callable
 from typing import BinaryIO
 
+from kvwatch.sources.gziplog import CompressedDataError, GzipLog
 from kvwatch.sources.openfile import CHUNK, FileCounters, OpenFile, open_fd
 from kvwatch.sources.positions import FP_SIZE, FilePosition, Identity, fingerprint
 
 log = logging.getLogger(__name__)
 
-#: What reading a damaged gzip file raises: the lines before the damage are kept.
-_DAMAGED = (EOFError, zlib.error, gzip.BadGzipFile, OSError)
+#: What reading a damaged gzip file raises, once the complete lines before the damage are read (OSError:
+#: the disk's own trouble).
+_DAMAGED = (CompressedDataError, OSError)
 
 
 class CompressedFile(OpenFile):
@@ -28,17 +31,31 @@ class CompressedFile(OpenFile):
     identity (and saved position) stays the original's, so it is found again after another restart."""
 
     def __init__(
-        self, fd: int, identity: Identity, offset: int, line_cap: int, counters: FileCounters
+        self,
+        fd: int,
+        identity: Identity,
+        offset: int,
+        line_cap: int,
+        counters: FileCounters,
+        *,
+        path: str = "",
     ) -> None:
-        """Read the gzip file open at `fd`, which holds the file `identity`, from decompressed `offset`."""
+        """Read the gzip file open at `fd` (at `path`), which holds the file `identity`, from decompressed
+        `offset`."""
         super().__init__(fd, offset, line_cap, counters)
+        self.path = path
         self._original = identity
-        self._stream = gzip.GzipFile(fileobj=_rewound(fd), mode="rb")
+        self._stream = GzipLog(_rewound(fd))
         self._ended = False
+        left = offset
         try:
-            self._stream.seek(offset)
+            while left > 0:  # (a compressed stream is read up to an offset, not sought)
+                skipped = len(self._stream.read(min(CHUNK, left)))
+                if not skipped:
+                    break
+                left -= skipped
         except _DAMAGED as exc:
-            log.warning("a compressed rotated file is damaged before offset %d: %s", offset, exc)
+            log.warning("%s: damaged before offset %d, where its reading resumes: %s", path, offset, exc)
             self._ended = True
 
     @property
@@ -71,7 +88,7 @@ class CompressedFile(OpenFile):
             try:
                 data = self._stream.read(min(CHUNK, budget - used))
             except _DAMAGED as exc:
-                log.warning("a compressed rotated file is damaged after offset %d: %s", self.read_offset, exc)
+                log.warning("%s: %s; its lines before that were read", self.path, exc)
                 data = b""
             if not data:
                 self._ended = True
@@ -110,9 +127,10 @@ def _rewound(fd: int) -> BinaryIO:
 
 
 def head_of(fd: int, size: int = FP_SIZE) -> bytes:
-    """The first `size` decompressed bytes of the gzip file open at `fd` (b"" when damaged there)."""
+    """The first `size` decompressed bytes of the gzip file open at `fd` (fewer when it is damaged
+    there: the complete lines before the damage)."""
     try:
-        with gzip.GzipFile(fileobj=_rewound(fd), mode="rb") as stream:
+        with GzipLog(_rewound(fd)) as stream:
             return stream.read(size)
     except _DAMAGED:
         return b""
@@ -138,7 +156,8 @@ def compressed_after(
             continue
         head = head_of(fd, FP_SIZE)
         identity = Identity(st.st_dev, st.st_ino, len(head), fingerprint(head))
-        found.append((st.st_mtime_ns, sibling, CompressedFile(fd, identity, 0, line_cap, counters)))
+        handle = CompressedFile(fd, identity, 0, line_cap, counters, path=sibling)
+        found.append((st.st_mtime_ns, sibling, handle))
     return [handle for _, _, handle in sorted(found, key=lambda each: each[:2])]
 
 
@@ -154,6 +173,6 @@ def find_compressed(
             continue
         head = head_of(fd, identity.fp_len)
         if len(head) == identity.fp_len and fingerprint(head) == identity.fp:
-            return CompressedFile(fd, identity, saved.offset, line_cap, counters)
+            return CompressedFile(fd, identity, saved.offset, line_cap, counters, path=sibling)
         os.close(fd)
     return None

@@ -14,7 +14,7 @@ from __future__ import annotations
 
 import re
 from collections.abc import Iterable
-from dataclasses import dataclass
+from typing import NamedTuple
 
 from kvwatch.model import LogLine
 from kvwatch.sources.docker_json import Entry
@@ -28,13 +28,20 @@ _STRICT = re.compile(
 #: What a framed line is split into: time, stream, first tag, message (an empty message may lose its
 #: space).
 _LINE = re.compile(rb"(\S+) (stdout|stderr) ([PF])(?::\S*)?(?: |$)")
+#: containerd's line, nearly every line of a node, split the same in one match: the whole second, the
+#: fraction, stream, first tag (the time read from the second's cached value, not parsed again).
+_CONTAINERD = re.compile(
+    rb"(\d{4}-\d\d-\d\dT\d\d:\d\d:\d\d)(?:\.(\d{1,9}))?Z (stdout|stderr) ([PF])(?::\S*)?(?: |$)"
+)
+#: The whole seconds read so far (None: not a date), for containerd's lines.
+_SECONDS: dict[bytes, float | None] = {}
 #: The stream a saved piece is kept under (see SavedCriJoiner): not a stream docker writes.
 PENDING = "cri"
 
 
-@dataclass(frozen=True, slots=True)
-class Piece:
-    """One physical line of a CRI log: its time, stream, whether more pieces follow, its message."""
+class Piece(NamedTuple):
+    """One physical line of a CRI log: its time, stream, whether more pieces follow, its message (a named
+    tuple: one is made per line, in a fifth of a frozen dataclass's time)."""
 
     time: float | None
     stream: str
@@ -44,6 +51,19 @@ class Piece:
 
 def split_cri(raw: bytes) -> Piece | None:
     """One physical line (without its `\\n`) read; None when it is not a CRI log line."""
+    fast = _CONTAINERD.match(raw)
+    if fast is not None:
+        second, fraction, stream, tag = fast.groups()
+        base = _SECONDS.get(second, 0.0)
+        if base == 0.0:  # (not seen yet: 0.0 is no second of a pod's life)
+            if len(_SECONDS) >= 4096:
+                _SECONDS.clear()
+            base = _SECONDS[second] = parse_rfc3339(second.decode("ascii") + "Z")
+        if base is None:
+            return None
+        if fraction is not None:  # (as parse_rfc3339 adds it: the same float)
+            base += int(fraction.ljust(9, b"0")) / 1e9
+        return Piece(base, "stdout" if stream == b"stdout" else "stderr", tag == b"P", raw[fast.end() :])
     found = _LINE.match(raw)
     if found is None:
         return None

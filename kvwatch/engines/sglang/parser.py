@@ -22,7 +22,7 @@ from kvwatch.model import CachePrefetch, EngineFact, Event, LogLine, ServerResta
 from kvwatch.parsers.base import ParseError, Parser, ParseResult, ParserSettings
 from kvwatch.parsers.clock import LineClock
 from kvwatch.parsers.drift import Drift, sanitise
-from kvwatch.parsers.text import segments, strip_ansi
+from kvwatch.parsers.text import holds_any, segments, strip_ansi
 from kvwatch.times import zone
 
 #: Every line that can yield an event contains one of these.
@@ -98,12 +98,17 @@ class SglangParser:
         self._seen: dict[str, tuple[str, str, float]] = {}
         self._life = life.lifecycle(source)  # whether the server came up or died (engine_start_failed)
         self._fast_stamp: tuple[str, float] = ("", 0.0)  # rank -> (tags, message, time) of its last batch
+        self._second: tuple[str, float, int] = ("", 0.0, 0)  # _stamp's last dated second: midnight, seconds
 
     def parse(self, line: LogLine) -> ParseResult:
         """Parse one physical line (tqdm's `\\r`-separated pieces each)."""
-        text = line.text
         if self._layers:
             return self._carried(line)
+        return self._own(line)
+
+    def _own(self, line: LogLine) -> ParseResult:
+        """parse() of SGLang's own lines."""
+        text = line.text
         if "\r" not in text and "\x1b" not in text:
             fast = _FAST.match(text)
             if fast is not None:
@@ -128,11 +133,7 @@ class SglangParser:
                 outcome = layer.parse(line)
                 if outcome is not None:
                     return outcome
-        layers, self._layers = self._layers, []
-        try:
-            result = self.parse(line)
-        finally:
-            self._layers = layers
+        result = self._own(line)
         if result and isinstance(result, list):
             held = self.drain()
             if held:
@@ -195,12 +196,21 @@ class SglangParser:
 
     def _stamp(self, match: re.Match[str], transport: float | None) -> float | None:
         year, month, day, hh, mm, ss, ms = match.group(1, 2, 3, 4, 5, 6, 7)
+        if year is not None:  # (a dated second, read once: a busy server prints dozens of lines in each)
+            second = match.string[match.start(1) : match.end(6)]
+            cached, start, whole = self._second
+            if second != cached:
+                if not (int(hh) < 24 and int(mm) < 60 and int(ss) < 60):
+                    return None
+                day_start = self._midnight(int(year), int(month), int(day))
+                if day_start is None:
+                    return None
+                start, whole = day_start, int(hh) * 3600 + int(mm) * 60 + int(ss)
+                self._second = (second, start, whole)
+            return start + (whole + (int(ms) / 1000 if ms else 0.0))
         hms = int(hh) * 3600 + int(mm) * 60 + int(ss) + (int(ms) / 1000 if ms else 0.0)
         if not (int(hh) < 24 and int(mm) < 60 and int(ss) < 60):
             return None
-        if year is not None:
-            midnight = self._midnight(int(year), int(month), int(day))
-            return None if midnight is None else midnight + hms
         # `%H:%M:%S` (0.2.14-0.3.2): the day is the transport's, else the last line's, rolling over
         base = transport if transport is not None else (self._last if self._last is not None else self._start)
         moment = datetime.fromtimestamp(base, self._tz)
@@ -213,7 +223,7 @@ class SglangParser:
         return when
 
     def _record(self, text: str, transport: float | None) -> ParseResult:
-        if not any(marker in text for marker in MARKERS):
+        if not holds_any(text, MARKERS):
             return None
         prefix = lines.PREFIX.search(text)
         if prefix is not None:

@@ -28,7 +28,7 @@ from kvwatch.model import EngineFact, Event, LogLine, OffloadFailure, ServerRest
 from kvwatch.parsers.base import BlockResult, ParseError, Parser, ParseResult, ParserSettings
 from kvwatch.parsers.clock import LineClock, YearlessClock
 from kvwatch.parsers.drift import Drift
-from kvwatch.parsers.text import segments, strip_ansi
+from kvwatch.parsers.text import holds_any, segments, strip_ansi
 from kvwatch.sources.framing import decode_whole, marker_pattern
 from kvwatch.times import parse_rfc3339
 
@@ -321,7 +321,7 @@ class VllmParser:
         return when, text[: match.start()], text[match.end() :]
 
     def _record(self, text: str, transport: float | None) -> ParseResult:
-        if not any(marker in text for marker in MARKERS):
+        if not holds_any(text, MARKERS):
             return None
         when, prefix, message = self._time(text, transport)
         if when is None:
