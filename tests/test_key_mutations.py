@@ -45,10 +45,12 @@ _RUNNING = re.compile(r"(Running: \d+ reqs, )")
 
 
 def vllm_extra_key(line: str) -> str:
-    """A stats line with a key of no release after `Running:` and one at its end (before V0's `.`)."""
+    """A stats line with keys of no release after `Running:` (spelt with a hyphen and a digit, and one
+    piece with no `: ` at all) and one at its end (before V0's `.`)."""
     if "Avg prompt throughput" not in line or "Running:" not in line:
         return line
-    body = _RUNNING.sub(r"\1Mystery gauge: 3.5%, ", line.rstrip("\n"), count=1)
+    extra = r"\1Mystery gauge: 3.5%, KV-tier2 share: 7%, warmup done, "
+    body = _RUNNING.sub(extra, line.rstrip("\n"), count=1)
     end = "." if body.endswith(".") else ""
     return body.removesuffix(".") + ", Mystery counter: 12 widgets" + end + "\n"
 

@@ -20,7 +20,6 @@ from kvwatch.parsers.drift import Shapes
 from kvwatch.parsers.text import count, finite, percent
 
 _ENGINE = re.compile(r"^(?:Engine (\d+)|(\d+) Engines Aggregated): ")
-_FIELD = re.compile(r"([A-Z][A-Za-z ]*?): ([^,]*)")
 _DEVICE_USAGE = re.compile(r"^([A-Z][A-Z0-9]*) KV cache usage$")
 _V0_PREFIX = re.compile(r"^Prefix cache hit rate: GPU: ([^%]+)%, CPU: ([^%]+)%")
 
@@ -54,7 +53,7 @@ def engine_label(message: str) -> tuple[str, str]:
 
 
 # The V1 line with the labels 0.10-0.33 print by default, in their fixed order: one match gives the
-# same fields, in the same order, as _FIELD.findall would (values run to the next comma either way).
+# same fields, in the same order, as reading it piece by piece would.
 _V1_LABELS = (
     "Avg prompt throughput",
     "Avg generation throughput",
@@ -80,7 +79,21 @@ def _fields(body: str) -> dict[str, str]:
             for label, value in zip(_V1_LABELS, common.groups(), strict=True)
             if value is not None
         }
-    return {label: value.strip() for label, value in _FIELD.findall(body)}
+    # Any other shape, piece by piece: `label: value`, the label whatever it is spelt with (a hyphen, a
+    # digit), so that a label no release printed is counted, never skipped. A piece without `: ` that
+    # starts with a count goes on the value before it (`KV fetch: 1 waiting to start, 3 in progress`);
+    # any other is kept whole as a label (an unknown one).
+    fields: dict[str, str] = {}
+    last = ""
+    for piece in body.split(", "):
+        label, colon, value = piece.partition(": ")
+        label = label.strip()
+        if not colon and last and label[:1].isdigit():
+            fields[last] += ", " + label
+        elif label:
+            fields[label] = value.strip() if colon else ""
+            last = label
+    return fields
 
 
 # The same line with an `Engine NNN: ` label and plain numbers, every value read by the regex: what
