@@ -229,9 +229,31 @@ def test_ctrl_c_ends_replay_and_its_child_quietly(tmp_path: Path) -> None:
     child = int(said.split()[1])
     assert child in [c for pid in [proc.pid, *_children_of(proc.pid)] for c in _children_of(pid)]
     os.killpg(proc.pid, signal.SIGINT)
-    _, err = proc.communicate(timeout=30)
+    try:
+        _, err = proc.communicate(timeout=60)
+    except subprocess.TimeoutExpired:
+        states = _states([proc.pid, *_children_of(proc.pid), child])
+        os.killpg(proc.pid, signal.SIGKILL)
+        proc.communicate()
+        raise AssertionError(f"the replay did not end on Ctrl-C: {states}") from None
     assert (130, b"kvwatch: interrupted\n") == (proc.returncode, err), err
     wait_until(lambda: _gone(child), 20.0, "the reading child ending")
+
+
+def _states(pids: list[int]) -> dict[int, dict[str, str]]:
+    """What /proc says of each process where it waits (state, signals blocked, ignored and caught,
+    kernel wait channel): said when a replay does not end, so that a rare hang names its cause."""
+    out: dict[int, dict[str, str]] = {}
+    for pid in pids:
+        try:
+            status = (Path("/proc") / str(pid) / "status").read_text()
+            wchan = (Path("/proc") / str(pid) / "wchan").read_text()
+        except OSError:
+            continue
+        keep = ("State", "SigPnd", "ShdPnd", "SigBlk", "SigIgn", "SigCgt", "Threads")
+        fields = dict(line.split(":\t", 1) for line in status.splitlines() if ":\t" in line)
+        out[pid] = {key: fields[key].strip() for key in keep if key in fields} | {"wchan": wchan}
+    return out
 
 
 def _said(report: int, proc: subprocess.Popen[bytes]) -> bytes:
