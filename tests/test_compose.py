@@ -11,6 +11,8 @@ from pathlib import Path
 import pytest
 from cri_helpers import Line, framed, sample_lines
 from test_golden import sample_logs
+from test_wild_framings import replay as replay_json
+from test_wild_framings import value
 
 from kvwatch.cli import main
 from kvwatch.model import LogLine
@@ -91,6 +93,31 @@ def test_the_daemon_frames_compose_lines_as_replay_does() -> None:
     framer = Framer("s", "compose", ("Avg prompt",), 1 << 20)
     assert framer.chunk(b"\n".join(raw) + b"\n") == [1, line, 8]
     assert [*framer.feed(raw[1])] == [line]
+
+
+def test_two_services_lines_interleaved_are_two_servers(tmp_path: Path) -> None:
+    """Two llama-servers under one compose log, their lines interleaved (same slot, same task ids): each
+    service's lines are its own stream, so both requests are read whole."""
+    lines = [
+        "slot launch_slot_: id  0 | task 0 | processing task, is_child = 0",
+        "slot print_timing: id  0 | task 0 |",
+        "prompt eval time =      68.80 ms /    {n} tokens (    2.29 ms per token,   436.05 tokens"
+        " per second)",
+        "       eval time =       0.00 ms /     1 tokens (    0.00 ms per token, 1000000.00 tokens"
+        " per second)",
+        "      total time =      68.80 ms /    {m} tokens",
+        "slot      release: id  0 | task 0 | stop processing: n_tokens = {n}, truncated = 0",
+    ]  # fmt: skip
+    text = "".join(
+        compose_prefix(service, 8, CYAN if service == "llama-a" else None).decode()
+        + line.format(n=n, m=n + 1)
+        + "\n"
+        for line in lines
+        for service, n in (("llama-a", 30), ("llama-b", 50))
+    )
+    report = replay_json(tmp_path, text)
+    assert value(report, "kvwatch_llamacpp_requests_total") == 2
+    assert value(report, "kvwatch_llamacpp_prompt_tokens_total") == 80
 
 
 def replay(path: Path, capsys: pytest.CaptureFixture[str]) -> str:
