@@ -10,11 +10,11 @@ from pathlib import Path
 
 import pytest
 from cri_helpers import Line, framed, sample_lines
+from test_cri import TRANSPORT_TIMED, replay
 from test_golden import sample_logs
 from test_wild_framings import replay as replay_json
 from test_wild_framings import value
 
-from kvwatch.cli import main
 from kvwatch.model import LogLine
 from kvwatch.sources.compose import split_compose
 from kvwatch.sources.fileframing import FileFraming
@@ -23,9 +23,6 @@ from kvwatch.sources.openfile import FileCounters
 
 START = datetime(2026, 8, 20, tzinfo=timezone.utc)
 WHEN = datetime(2026, 8, 20, 9, 30, 1, 500000, tzinfo=timezone.utc)
-#: Samples whose replay reads the transport time of some lines (see test_cri): framed with `-t`, they are
-#: compared with the same lines and times as a json-file log.
-TRANSPORT_TIMED = {"usage-newapi.log"}
 #: compose's colours (cmd/formatter/colors.go): the rainbow's first, an intense one.
 CYAN, INTENSE_YELLOW, RESET = "\x1b[36m", "\x1b[33;1m", "\x1b[0m"
 
@@ -118,12 +115,6 @@ def test_two_services_lines_interleaved_are_two_servers(tmp_path: Path) -> None:
     report = replay_json(tmp_path, text)
     assert value(report, "kvwatch_llamacpp_requests_total") == 2
     assert value(report, "kvwatch_llamacpp_prompt_tokens_total") == 80
-
-
-def replay(path: Path, capsys: pytest.CaptureFixture[str]) -> str:
-    """`kvwatch replay --format prom` of a file, as source `s`."""
-    assert 0 == main(["replay", "--format", "prom", "--year", "2026", "--source", "s", str(path)])
-    return capsys.readouterr().out
 
 
 @pytest.mark.parametrize("log", sample_logs(), ids=lambda p: p.name)

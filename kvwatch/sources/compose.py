@@ -18,6 +18,7 @@ import re
 
 from kvwatch.model import LogLine
 from kvwatch.sources.docker_json import split_logs_t
+from kvwatch.sources.sniffing import most_lines_match
 
 #: The prefix: an optional colour, the name, its padding and ` | `, the colour's reset.
 _PREFIX = re.compile(rb"(?:\x1b\[[0-9;]*m)?([A-Za-z0-9][\w.-]*)(?:\x1b\[[0-9;]*m)? +\| (?:\x1b\[[0-9;]*m)?")
@@ -41,10 +42,7 @@ def compose_line(source: str, raw: bytes) -> LogLine:
 
 def looks_like_compose(head: bytes) -> bool:
     """Whether most of the first lines of a file carry a compose prefix."""
-    lines = [line for line in head.split(b"\n")[:20] if line]
-    if head and not head.endswith(b"\n") and len(lines) > 1:
-        lines.pop()  # (the head may cut its last line)
-    return bool(lines) and sum(1 for line in lines if _PREFIX.match(line)) * 2 > len(lines)
+    return most_lines_match(head, _PREFIX)
 
 
 def head_text(lines: list[bytes]) -> str:
