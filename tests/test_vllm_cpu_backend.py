@@ -226,3 +226,25 @@ def test_v1_lines_on_the_cpu_backend_keep_their_one_column() -> None:
     found = events(PLATFORM_CPU, INIT.format("0.10.0", "cpu").replace("V0", "V1"), v1)
     (stats,) = [e for e in found if isinstance(e, VllmStats)]
     assert (stats.kv_cache_usage, stats.prefix_hit, stats.kv_device, stats.v0) == (0.004, 0.88, "GPU", False)
+
+
+def test_without_startup_lines_the_usage_line_shows_the_cpu_backend() -> None:
+    """No platform, device or version line (an excerpt): a V0 usage line with the CPU column busy and no
+    request swapped is printed only by the CPU backend's swapped columns (a GPU host's CPU column is its
+    swap space, held only by swapped requests): the cache is read in the CPU column from it on."""
+    parser = VllmParser("v", SETTINGS)
+    assert cache_figures(events(*PR_LINES, parser=parser)) == (
+        [(0.001, "CPU"), (0.002, "CPU")],
+        [(0.9, 0.0, "CPU"), (0.9, 0.0, "CPU")],
+    )
+    again = VllmParser("v", SETTINGS)
+    again.restore(parser.snapshot())  # (the daemon resumes past that line)
+    assert cache_figures(events(PR_LINES[1], parser=again)) == ([], [(0.9, 0.0, "CPU")])
+
+
+@pytest.mark.parametrize("lines", [ISSUE_LINES, GPU_HOST_LINES], ids=["cache-in-gpu-column", "swapping"])
+def test_without_startup_lines_other_usage_lines_keep_the_gpu_column(lines: tuple[str, ...]) -> None:
+    """The cache in the GPU column (0.8.5's CPU build, any GPU host), or a busy CPU column beside swapped
+    requests: the GPU column, as before."""
+    stats, prefix = cache_figures(events(*lines))
+    assert [device for _, device in stats] == ["GPU"] and [p[2] for p in prefix] == ["GPU"]

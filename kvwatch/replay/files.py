@@ -15,7 +15,7 @@ from collections.abc import Iterator, Sequence
 from pathlib import Path
 from typing import BinaryIO, Protocol
 
-from kvwatch.sources import cri
+from kvwatch.sources import compose, cri
 from kvwatch.sources.docker_json import decode_entry, split_logs_t
 from kvwatch.sources.framing import HEAD, Batch, Framer, Framing, sniff
 from kvwatch.sources.gziplog import CompressedDataError, GzipLog
@@ -93,6 +93,8 @@ def head_text(head: bytes, framing: Framing) -> str:
         return "".join(entry.log for entry in entries if entry is not None)
     if framing == "cri":
         return cri.head_text(lines)
+    if framing == "compose":
+        return compose.head_text(lines)
     if framing == "docker-t":
         return "\n".join(split_logs_t(line)[0].decode("utf-8", "replace") for line in lines)
     return head.decode("utf-8", "replace")

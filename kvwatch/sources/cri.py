@@ -19,6 +19,7 @@ from typing import NamedTuple
 from kvwatch.model import LogLine
 from kvwatch.sources.docker_json import Entry
 from kvwatch.sources.linecap import LINE_CAP, Clip
+from kvwatch.sources.sniffing import most_lines_match
 from kvwatch.times import parse_rfc3339
 
 #: What the sniffer takes for a CRI line (strict: a `docker logs -t` line starts with a time too).
@@ -76,10 +77,7 @@ def split_cri(raw: bytes) -> Piece | None:
 
 def looks_like_cri(head: bytes) -> bool:
     """Whether most of the first lines of a file are CRI log lines."""
-    lines = [line for line in head.split(b"\n")[:20] if line]
-    if head and not head.endswith(b"\n") and len(lines) > 1:
-        lines.pop()  # (the head may cut its last line)
-    return bool(lines) and sum(1 for line in lines if _STRICT.match(line)) * 2 > len(lines)
+    return most_lines_match(head, _STRICT)
 
 
 def head_text(lines: Iterable[bytes]) -> str:

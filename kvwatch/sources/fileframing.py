@@ -14,6 +14,7 @@ from __future__ import annotations
 from collections.abc import Iterable
 
 from kvwatch.model import LogLine
+from kvwatch.sources.compose import compose_line
 from kvwatch.sources.cri import SavedCriJoiner, is_saved_cri, split_cri
 from kvwatch.sources.docker_json import Entry, SavedJoiner, decode_entry, simple_entry, split_logs_t
 from kvwatch.sources.framing import HEAD, Framing, escaped_markers, is_complete, sniff
@@ -74,7 +75,9 @@ class FileFraming:
         wanted = self._wanted(raw)
         if isinstance(self.lines, SavedCriJoiner):
             return self._cri(raw, wanted, self.lines)
-        return self._logs_t(raw, wanted) if self.framing == "docker-t" else self._json(raw, wanted)
+        if self.framing in ("docker-t", "compose"):
+            return self._prefixed(raw, wanted)
+        return self._json(raw, wanted)
 
     def _wanted(self, raw: list[bytes]) -> set[int] | None:
         """The indices of the lines holding a marker (in a json-file line, in its escaped form); None
@@ -84,10 +87,13 @@ class FileFraming:
             self._filter = LineFilter(found)
         return None if self._filter is None else set(self._filter.select(raw))
 
-    def _logs_t(self, raw: list[bytes], wanted: set[int] | None) -> list[Framed]:
-        """`docker logs -t` lines: the stamp is the time; a line without a marker is counted."""
+    def _prefixed(self, raw: list[bytes], wanted: set[int] | None) -> list[Framed]:
+        """`docker logs -t` lines (the stamp is the time) or `docker compose logs` ones (the service is the
+        line's origin, a `-t` stamp its time: kvwatch.sources.compose); a line without a marker is
+        counted."""
         out: list[Framed] = []
         skipped = 0
+        compose = self.framing == "compose"
         for index, line in enumerate(raw):
             if wanted is not None and index not in wanted:
                 skipped += 1
@@ -95,6 +101,9 @@ class FileFraming:
             if skipped:
                 out.append(skipped)
                 skipped = 0
+            if compose:
+                out.append(compose_line(self.source, line))
+                continue
             body, stamp = split_logs_t(line)
             out.append(LogLine(self.source, body.decode("utf-8", "replace").removesuffix("\r"), stamp))
         return [*out, skipped] if skipped else out

@@ -1,4 +1,5 @@
-"""Raw bytes to LogLines for the three ways a log reaches us: plain text, docker json-file, `docker logs -t`.
+"""Raw bytes to LogLines for the ways a log reaches us: plain text, docker json-file, `docker logs -t`,
+a Kubernetes container's log (CRI), `docker compose logs`.
 
 A framer has two entry points that give the same answers: `feed(raw)` for one physical line (the live
 tailers) and `chunk(data)` for a block of whole lines (replay). Both apply the parser's markers to the raw
@@ -17,6 +18,7 @@ from dataclasses import dataclass
 from typing import Literal
 
 from kvwatch.model import LogLine
+from kvwatch.sources.compose import compose_line, looks_like_compose
 from kvwatch.sources.cri import CriFramer, looks_like_cri
 from kvwatch.sources.docker_json import (
     EntryJoiner,
@@ -27,7 +29,7 @@ from kvwatch.sources.docker_json import (
 )
 from kvwatch.sources.scanner import Scanner
 
-Framing = Literal["plain", "docker-json", "docker-t", "cri"]
+Framing = Literal["plain", "docker-json", "docker-t", "cri", "compose"]
 
 
 @dataclass(frozen=True, slots=True)
@@ -256,6 +258,8 @@ class Framer:
             framed = self._cri.feed(raw)
             if framed is not None:
                 yield Malformed(framed) if isinstance(framed, str) else framed
+        elif self.framing == "compose":  # (every line to the parser where a plain log's would go)
+            yield compose_line(self.source, raw) if self._dense or self._wanted_raw(raw) else 1
         elif not self._wanted_raw(raw):
             yield 1
         elif self.framing == "docker-t":
@@ -298,6 +302,8 @@ class Framer:
             carriage = data.find(b"\r\n", start, stop) >= 0
             block = Block(text.replace("\r\n", "\n") if carriage else text)
             return [block] if self._blocks else [LogLine(self.source, each, None) for each in block.texts]
+        if self._dense and self.framing == "compose":
+            return [compose_line(self.source, raw) for raw in data[start:stop].split(b"\n")[:-1]]
         if self._cri is not None:
             if self._dense:  # (as a dense plain log's: every line to the parser)
                 self._cri.every_line()
@@ -312,19 +318,23 @@ class Framer:
         return fast
 
     def _text_chunk(self, data: bytes, first: int, stop: int, scanner: Scanner) -> list[Batch]:
-        # Plain and `docker logs -t` lines: the scanner found the marker, feed() need not look again.
+        # Plain, `docker logs -t` and compose lines: the scanner found the marker, feed() need not look
+        # again.
         items: list[Batch] = []
         pos = first
+        plain, stamped = self.framing == "plain", self.framing == "docker-t"
         for start, end, _, _ in scanner.lines(data, first, stop):
             skipped = data.count(b"\n", pos, start)
             if skipped:
                 items.append(skipped)
             raw = data[start:end]
-            if self.framing == "docker-t":
+            if plain:
+                items.append(LogLine(self.source, _decode(raw), None))
+            elif stamped:
                 body, stamp = split_logs_t(raw)
                 items.append(LogLine(self.source, _decode(body), stamp))
             else:
-                items.append(LogLine(self.source, _decode(raw), None))
+                items.append(compose_line(self.source, raw))
             pos = end + 1
         rest = data.count(b"\n", pos, stop)
         if rest:
@@ -426,4 +436,6 @@ def sniff(head: bytes) -> Framing:
         return "docker-json"
     if looks_like_cri(head):  # (before `docker logs -t`: a CRI line starts with a time too)
         return "cri"
+    if looks_like_compose(head):
+        return "compose"
     return "docker-t" if looks_like_logs_t(head) else "plain"

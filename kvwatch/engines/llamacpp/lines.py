@@ -1,10 +1,10 @@
 """The shapes of llama-server output: the envelope around a message, and the messages we read.
 
 An envelope is whatever wraps llama.cpp's own text: a `--log-jsonl` object, a journald/syslog or ISO
-prefix (after `docker compose logs`' `service  | `, llama.cpp#23206), the router's `[port] ` prefix,
-ANSI colour, and `--log-prefix`/`--log-timestamps` (`M.SS.mmm.uuu L `, time since process start,
-minutes unbounded). Messages are matched on their text only, never on the function column or the level
-letter (both changed across builds).
+prefix, the router's `[port] ` prefix, ANSI colour, and `--log-prefix`/`--log-timestamps`
+(`M.SS.mmm.uuu L `, time since process start, minutes unbounded); `docker compose logs`' `service  | `
+is a source's framing, stripped before (kvwatch.sources.compose). Messages are matched on their text
+only, never on the function column or the level letter (both changed across builds).
 """
 
 from __future__ import annotations
@@ -25,8 +25,6 @@ _MONTHS |= {m: i for i, m in enumerate(("Jul", "Aug", "Sep", "Oct", "Nov", "Dec"
 _SYSLOG = re.compile(r"([A-Z][a-z]{2}) +(\d{1,2}) (\d\d):(\d\d):(\d\d) \S+ ([^\s:]+): ")
 _ISO = re.compile(r"(\d{4}-\d\d-\d\dT\d\d:\d\d:\d\d(?:\.\d+)?(?:Z|[+-]\d\d:\d\d)) (?:\S+ ([^\s:]+): )?")
 _PORT = re.compile(r"\[ *(\d+)\] ")
-# `docker compose logs`: the service's name, padded, then ` | ` (`llama-cpp  | `, `llama_1  | `).
-_COMPOSE = re.compile(r"[a-z0-9][\w.-]* +\| ")
 # Minutes since the process started: up to 7 digits (19 years of uptime). A longer number is not a
 # clock but damage, which would carry every later line's time past year 9999 (times never go back).
 _REL = re.compile(r"(\d{1,7})\.(\d\d)\.(\d{3})\.(\d{3}) ")
@@ -159,12 +157,7 @@ def unwrap(text: str, clock: YearlessClock, process: str | None = None) -> list[
 
 
 def _transport(text: str, clock: YearlessClock) -> tuple[float | None, str | None, str]:
-    """Strip a journald/syslog or ISO transport prefix (and a compose prefix); its time and its tag, when
-    it has them."""
-    if text[:1].islower() and not text.startswith(("slot ", "srv ")):
-        compose = _COMPOSE.match(text)
-        if compose:
-            text = text[compose.end() :]
+    """Strip a journald/syslog or ISO transport prefix; its time and its tag, when it has them."""
     if text[:1].isdigit():
         iso = _ISO.match(text)
         if iso:

@@ -60,6 +60,13 @@ _JSON_TIME = re.compile(r"^(?:(\d{4})-)?(\d\d)-(\d\d)[ T](\d\d):(\d\d):(\d\d)")
 _RELEASE = re.compile(r"(\d+)\.(\d+)")
 #: The first release whose V0 `_get_stats` swaps the columns on the CPU backend (vllm PR #18674).
 CPU_COLUMN_FROM = (0, 9)
+# A V0 usage line only the CPU backend's swapped columns print (read in 0.8.5's and 0.9.0's
+# engine/llm_engine.py `_get_stats`, core/block_manager.py, core/block/cpu_gpu_block_allocator.py): on
+# any other backend the CPU column is the swap space, whose blocks only swapped requests hold (swap_out
+# allocates them, swap_in and abort free them; a prefix-cached free block counts as free), so it reads
+# above 0.0% only beside `Swapped: N reqs` with N > 0. From 0.9.0 the CPU backend prints its own cache
+# there, its GPU column the swap space it never has (0 blocks: 0.0%).
+_CPU_COLUMNS = re.compile(r"Swapped: 0 reqs, .*GPU KV cache usage: 0\.0%, CPU KV cache usage: (?!0\.0%)\d")
 
 #: The markers of the lines with figures (the others are startup and lifecycle lines).
 _NUMBERS = ("throughput:", "Prefix cache hit rate", "KV Transfer", "SpecDecoding", "Speculative")
@@ -129,6 +136,7 @@ class VllmParser:
         self._platform: str | None = None
         self._device: str | None = None
         self._version: str | None = None
+        self._cpu_columns = False  # the stats lines themselves showed the CPU backend's columns
         self._v0_column = "GPU"
         # Whether the engine came up or died (engine_start_failed)
         self._life = Lifecycle(source)
@@ -264,6 +272,7 @@ class VllmParser:
             "platform": self._platform,
             "device": self._device,
             "version": self._version,
+            "cpu_columns": self._cpu_columns,
             "served": self._life.served,
         }
 
@@ -275,13 +284,18 @@ class VllmParser:
         if not all(value is None or isinstance(value, str) for value in (platform, device, version)):
             raise TypeError("vllm parser state: platform, device and version are strings or null")
         self._platform, self._device, self._version = platform, device, version
+        self._cpu_columns = state.get("cpu_columns") is True
         self._life.served = state.get("served") is True
         self._backend()
 
     def _backend(self) -> None:
         """The V0 column holding the engine's KV cache: CPU on the CPU backend from 0.9.0, else GPU."""
-        # The platform line is vLLM's own verdict; device_config (`cpu` for neuron too) only without it.
-        cpu = self._platform == "cpu" if self._platform is not None else self._device == "cpu"
+        # The platform line is vLLM's own verdict; device_config (`cpu` for neuron too) only without it;
+        # without either, a usage line only the CPU backend's columns print (_CPU_COLUMNS).
+        if self._platform is not None:
+            cpu = self._platform == "cpu"
+        else:
+            cpu = self._device == "cpu" if self._device is not None else self._cpu_columns
         release = _RELEASE.match(self._version or "")
         # An unknown version is read as the last V0 releases (0.9.0-0.10.2) print.
         swapped = release is None or (int(release.group(1)), int(release.group(2))) >= CPU_COLUMN_FROM
@@ -343,6 +357,9 @@ class VllmParser:
             stats = parse_stats(self.source, when, message, self._v0_column, unknown)
             if stats is None or isinstance(stats, ParseError):
                 return stats
+            if stats.v0 and self._v0_column == "GPU" and self._cpu_backend_columns(message):
+                stats = parse_stats(self.source, when, message, self._v0_column)
+                assert stats is not None and not isinstance(stats, ParseError)  # (read above)
             self._engine = stats.engine
             events: list[Event] = [stats] if self._life.served else [*self._life.serving(when), stats]
             return events + self._drift.keys(when, "stats", unknown, frozenset()) if unknown else events
@@ -380,6 +397,15 @@ class VllmParser:
             return ParseError("vllm SpecDecoding: accepted/drafted counts unreadable")
         accepted, drafted = int(match.group(1)), int(match.group(2))
         return [VllmSpecDecoding(self.source, when, self._engine, accepted, drafted)]
+
+    def _cpu_backend_columns(self, message: str) -> bool:
+        """Whether a V0 usage line shows the CPU backend's swapped columns when no startup line said where
+        the engine runs (then the cache is read in the CPU column from this line on)."""
+        if self._platform is not None or self._device is not None or not _CPU_COLUMNS.search(message):
+            return False
+        self._cpu_columns = True
+        self._backend()
+        return self._v0_column == "CPU"
 
     def _facts(self, message: str, prefix: str, when: float) -> ParseResult:
         facts = vllm_facts.facts_of(message)
