@@ -185,7 +185,6 @@ def _judge(
     stored = sum(k.store for k in kv)
     loaded = sum(k.load for k in kv) + sum(k.load_blocks for k in kv)
     blocks = sum(k.store_blocks for k in kv)
-    external = sum(s.external_lines for s in stats)
     hit = any(s.external_lines and s.external_max > 0 for s in stats)
     if loaded > 0 or hit:
         return None
@@ -195,35 +194,19 @@ def _judge(
         return _blocks_finding(source, engine, eng=eng, win=win, busy=busy, stats=stats, kv=kv)
     lookups = [k.lookups for k in kv if k.lookup_lines]
     usage = next((s.usage_last for s in stats if s.usage_last is not None), None)
-    groups = win.facts.get("offload_excluded_groups")
-    evidence = {
-        "busy_intervals": len(busy),
-        "span_seconds": round(busy[-1][0] - busy[0][0], 1),
-        "stored_bytes_window": stored,
-        "stored_bytes_total": eng.store_total,
-        "loaded_bytes_window": 0,
-        "loaded_bytes_total": eng.load_total,
-        "external_hit_rate": "0.0% on every line" if external else "not reported",
-        "external_lines": external,
-        "lookups_window": sum(lookups) if lookups else None,
-        "gpu_kv_usage_last": usage,
-        "prompt_throughput_mean": round(sum(prompt for _, prompt in busy) / len(busy), 1),
-        "connector": win.facts.get("connector"),
-        "vllm_version": win.facts.get("version"),
-        "excluded_kv_groups": groups,
-    }
-    gb = stored / 1e9
-    return Finding(
-        alert="write_only_offload",
-        labels=(("source", source), ("engine", engine)),
-        severity="warning",
+    return _finding(
+        source,
+        engine,
+        win=win,
+        busy=busy,
+        stats=stats,
+        moved=("bytes", stored, eng.store_total, eng.load_total),
+        extra={"lookups_window": sum(lookups) if lookups else None, "gpu_kv_usage_last": usage},
         summary=(
-            f"KV offload stored {gb:.1f} GB over the last {len(busy)} busy stats intervals and loaded "
-            "nothing back (External prefix cache hit rate 0.0%)"
+            f"KV offload stored {stored / 1e9:.1f} GB over the last {len(busy)} busy stats intervals and "
+            "loaded nothing back (External prefix cache hit rate 0.0%)"
         ),
-        cause=CAUSE_HYBRID.format(groups=groups) if groups else CAUSE_UNKNOWN,
         fix=FIX,
-        evidence={k: v for k, v in evidence.items() if v is not None},
     )
 
 
@@ -239,17 +222,49 @@ def _blocks_finding(
 ) -> Finding:
     """_judge's finding for a connector that counts blocks (its verdict already taken)."""
     blocks = sum(k.store_blocks for k in kv)
+    return _finding(
+        source,
+        engine,
+        win=win,
+        busy=busy,
+        stats=stats,
+        moved=("blocks", blocks, eng.store_blocks_total, eng.load_blocks_total),
+        extra={},
+        summary=(
+            f"KV offload stored {blocks} KV blocks over the last {len(busy)} busy stats intervals and "
+            "loaded none back"
+        ),
+        fix=FIX_BLOCKS,
+    )
+
+
+def _finding(
+    source: str,
+    engine: str,
+    *,
+    win: SourceWindow,
+    busy: list[tuple[float, float]],
+    stats: list[StatsPoint],
+    moved: tuple[str, float, float, float],
+    extra: dict[str, object],
+    summary: str,
+    fix: str,
+) -> Finding:
+    """The finding, its evidence in one order whatever the connector counts in (`moved`: the unit, the
+    window's and the total stores, the total loads)."""
+    unit, stored, stored_total, loaded_total = moved
     external = sum(s.external_lines for s in stats)
     groups = win.facts.get("offload_excluded_groups")
     evidence = {
         "busy_intervals": len(busy),
         "span_seconds": round(busy[-1][0] - busy[0][0], 1),
-        "stored_blocks_window": blocks,
-        "stored_blocks_total": eng.store_blocks_total,
-        "loaded_blocks_window": 0,
-        "loaded_blocks_total": eng.load_blocks_total,
+        f"stored_{unit}_window": stored,
+        f"stored_{unit}_total": stored_total,
+        f"loaded_{unit}_window": 0,
+        f"loaded_{unit}_total": loaded_total,
         "external_hit_rate": "0.0% on every line" if external else "not reported",
         "external_lines": external,
+        **extra,
         "prompt_throughput_mean": round(sum(prompt for _, prompt in busy) / len(busy), 1),
         "connector": win.facts.get("connector"),
         "vllm_version": win.facts.get("version"),
@@ -259,12 +274,9 @@ def _blocks_finding(
         alert="write_only_offload",
         labels=(("source", source), ("engine", engine)),
         severity="warning",
-        summary=(
-            f"KV offload stored {blocks} KV blocks over the last {len(busy)} busy stats intervals and "
-            "loaded none back"
-        ),
+        summary=summary,
         cause=CAUSE_HYBRID.format(groups=groups) if groups else CAUSE_UNKNOWN,
-        fix=FIX_BLOCKS,
+        fix=fix,
         evidence={k: v for k, v in evidence.items() if v is not None},
     )
 
