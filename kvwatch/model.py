@@ -106,7 +106,10 @@ class RequestRecord:
 
     `conversation` names the conversation the engine shows the request continues ("": not known);
     `selection` how the engine chose where to serve it ("": not told); `derived` marks counts inferred
-    (less exact); `entry` the gateway entry point it came through (None: not a gateway's).
+    (less exact); `entry` the gateway entry point it came through (None: not a gateway's); `server` the
+    process that served it where one source carries several (a journal's `name[pid]`; None: the source's
+    only one): once a source's requests name a second server, windows keep each server's apart and the
+    request detectors judge each on its own.
     """
 
     source: str
@@ -119,6 +122,7 @@ class RequestRecord:
     selection: str = ""
     derived: bool = False
     entry: str | None = None
+    server: str | None = None
 
 
 @dataclass(slots=True)

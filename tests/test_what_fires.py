@@ -29,6 +29,9 @@ LOGS = sorted(
 #: and each excerpt's truth file.
 FIRES = {
     "samples/llamacpp-default-verbosity.log": {"no_signal"},
+    # the broken server's alerts, labelled with its `server` (the healthy one of each journal fires none)
+    "samples/llamacpp-journal-swa-two-servers.log": {"prefix_reuse_broken"},
+    "samples/llamacpp-journal-two-servers.log": {"pinned_cache_length", "prefix_reuse_broken"},
     "samples/llamacpp-swa-varying-header.log": {"prefix_reuse_broken"},
     "samples/llamacpp-synthetic-incident4.log": {"prefix_reuse_broken"},
     "samples/llamacpp-varying-header-chat.log": {"pinned_cache_length", "prefix_reuse_broken"},

@@ -3,7 +3,8 @@
 A probabilistic cause (contention, eviction) never produces an exact constant; a prefix that changes
 right after the first C tokens on every request does (incident 1: C = 17920 = 280 x 64, the tool
 definitions before Claude Code's per-request `x-anthropic-billing-header ... cch=` line). Judged per
-request group (a llama.cpp source, or a gateway source and entry) over its most recent requests:
+request group (a llama.cpp source, each server of a source that carries several, or a gateway source
+and entry) over its most recent requests:
 the most common non-zero cached length C covers at least `min_share` of them, their prompts are on
 average at least `min_growth` x C, and they grow: either their rank correlation with time is at least
 `min_trend` (one conversation growing turn by turn), or they average at least `far_growth` x C (many

@@ -9,7 +9,8 @@ tool-list change (the prefix changes once, then is reused again) does not.
 It judges effective reuse (n_past, the tokens actually kept), never a low or missing sim_best: the host
 prompt cache can rescue a low-similarity pick, and a broken prefix usually shows as an LRU pick with no
 similarity line at all. `cache reuse is not supported - ignoring n_cache_reuse` is the unrelated
-chunk-shifting feature and plays no part.
+chunk-shifting feature and plays no part. A source that carries several servers' requests (a journal's
+`name[pid]`) is judged per server, its findings labelled with the `server`.
 """
 
 from __future__ import annotations
@@ -18,7 +19,7 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 
 from kvwatch.model import Finding
-from kvwatch.windows.window import RequestPoint, Tally, Windows, newest, ordered
+from kvwatch.windows.window import Labels, RequestPoint, Tally, Windows, newest, ordered
 
 CAUSE_REPROCESS = (
     "llama.cpp forces full prompt re-processing: on SWA / hybrid / recurrent models the cache can only "
@@ -104,7 +105,7 @@ def _hopeless(points: Sequence[RequestPoint], cfg: Settings, wanted: float, larg
     return False
 
 
-def _judge(source: str, points: Sequence[RequestPoint], cfg: Settings) -> Finding | None:
+def _judge(labels: Labels, points: Sequence[RequestPoint], cfg: Settings) -> Finding | None:
     if _hopeless(points, cfg, cfg.min_share * cfg.requests, cfg.min_prompt):
         return None
     sizeable = _last_sizeable(points, cfg)
@@ -124,7 +125,7 @@ def _judge(source: str, points: Sequence[RequestPoint], cfg: Settings) -> Findin
     }
     return Finding(
         alert="prefix_reuse_broken",
-        labels=(("source", source),),
+        labels=labels,
         severity="warning",
         summary=(
             f"{len(poor)} of the last {len(sizeable)} prompts reused almost nothing "
@@ -173,7 +174,9 @@ def _per_slot(
     return found
 
 
-def _waste(source: str, slots: Mapping[int | None, Sequence[RequestPoint]], cfg: Settings) -> Finding | None:
+def _waste(
+    labels: Labels, slots: Mapping[int | None, Sequence[RequestPoint]], cfg: Settings
+) -> Finding | None:
     """The slot with the most full re-processings of large prompts, when it has `waste_requests`."""
     for points in slots.values():
         if not _hopeless(points, cfg, cfg.waste_requests, cfg.large_prompt):
@@ -205,7 +208,7 @@ def _waste(source: str, slots: Mapping[int | None, Sequence[RequestPoint]], cfg:
     }
     return Finding(
         alert="prefix_reuse_broken",
-        labels=(("source", source),),
+        labels=labels,
         severity="warning",
         summary=(
             f"{len(wasted)} of the last {len(recent)} prompts{where} were large and re-processed in full "
@@ -273,13 +276,14 @@ def detect(windows: Windows, now: float, cfg: Settings) -> list[Finding]:
         tally = windows.tallies[labels]
         if _still_healthy(points, tally, cfg):  # (first: nothing found either way, and it costs least)
             continue
-        if len(labels) != 1:
+        named = dict(labels)
+        if "entry" in named:  # (a gateway's entry: the usage detectors judge those)
             continue
-        source = dict(labels)["source"]
+        source = named["source"]
         if "server_requests" not in windows.engines.signals(windows.source(source).kind):
             continue
         slots = windows.slots[labels]
-        finding = _judge(source, points, cfg) or _waste(source, slots, cfg)
+        finding = _judge(labels, points, cfg) or _waste(labels, slots, cfg)
         if finding is not None:
             findings.append(finding)
         elif cfg.requests >= 1:  # (the rules' own reading of fewer: see _last_sizeable)

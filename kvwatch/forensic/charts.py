@@ -68,14 +68,13 @@ def markers_of(alerts: Sequence[Alert], restarts: dict[str, list[float]]) -> lis
 
 
 def applies(marker: Marker, labels: dict[str, str]) -> bool:
-    """Whether a marker belongs on a chart of `labels`: same source, and the same entry, model and engine
-    where both name one (an alert of one entry is marked on its source's charts too)."""
+    """Whether a marker belongs on a chart of `labels`: same source, and the same entry, model, engine and
+    server where both name one (an alert of one entry is marked on its source's charts too)."""
     own = dict(marker.labels)
     if own.get("source") != labels.get("source"):
         return False
-    return all(
-        own[key] == labels[key] for key in ("entry", "model", "engine") if key in own and key in labels
-    )
+    keys = ("entry", "model", "engine", "server")
+    return all(own[key] == labels[key] for key in keys if key in own and key in labels)
 
 
 def _num(value: float) -> float | int | None:

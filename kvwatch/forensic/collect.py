@@ -302,7 +302,7 @@ def from_windows(windows: Any) -> Collected:
         entry = labels.get("entry")
         if entry is not None and source in gateways:  # (drawn from the usage records, with their model)
             continue
-        group = data.group(source, entry or "", labels)
+        group = data.group(source, entry or labels.get("server") or "", labels)
         for point in points:
             data.seen(source, point.time)
             lane = f"slot {point.slot}" if point.slot is not None else point.conversation

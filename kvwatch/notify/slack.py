@@ -79,9 +79,10 @@ def _evidence_blocks(evidence: dict[str, Any], budget: int) -> list[Block]:
 
 
 def _title(alert: Alert) -> str:
-    """`FIRING: name — source` (or RESOLVED), the header's and the fallback's first words."""
-    source = alert.labels.get("source")
-    return f"{alert.state.upper()}: {alert.alert}" + (f" — {source}" if source else "")
+    """`FIRING: name — source` (or RESOLVED; `source · server` where the source carries several servers),
+    the header's and the fallback's first words."""
+    where = " · ".join(alert.labels[k] for k in ("source", "server") if alert.labels.get(k))
+    return f"{alert.state.upper()}: {alert.alert}" + (f" — {where}" if where else "")
 
 
 def alert_blocks(alert: Alert, max_blocks: int = MAX_BLOCKS) -> list[Block]:

@@ -56,7 +56,7 @@ def render(summary: Summary, alerts: list[Alert]) -> str:
         lines.append("")
     lines.append(f"alerts: {len(alerts)} transitions")
     for alert in alerts:
-        lines.append(
-            f"  {iso(alert.at)}  {alert.state:<8} {alert.severity:<8} {alert.alert}  {alert.summary}"
-        )
+        server = alert.labels.get("server")  # (one of several servers of its source: say which)
+        name = f"{alert.alert} ({server})" if server else alert.alert
+        lines.append(f"  {iso(alert.at)}  {alert.state:<8} {alert.severity:<8} {name}  {alert.summary}")
     return "\n".join(lines) + "\n"

@@ -285,6 +285,10 @@ class SourceWindow:
     adapters: dict[str, RequestAdapter | None] = field(default_factory=dict)  # engine -> its (or none)
     offload: OffloadHistory | None = None  # an external tier's (offload layer's) history, once it logs
     failed: EngineFailed | None = None  # its engine's failure since it last became ready
+    #: The server its requests named first since it started (None: none named), and whether another
+    #: has named itself since: then each server's requests are a group of their own (Windows._record).
+    server: str | None = None
+    servers: bool = False
 
 
 def _turns(last: CacheRateSample, line: CacheRateSample) -> bool:
@@ -465,7 +469,7 @@ class Windows:
         self.changes += 1
 
     def _request(self, window: SourceWindow, event: RequestRecord) -> None:
-        self._record(event)
+        self._record(window, event)
 
     def _prefetch(self, window: SourceWindow, event: CachePrefetch) -> None:
         prefetches = window.prefetches
@@ -576,12 +580,14 @@ class Windows:
             self.changes += 1
             self.signals += 1
         if record is not None:
-            self._record(record)
+            self._record(window, record)
 
-    def _record(self, record: RequestRecord) -> None:
+    def _record(self, window: SourceWindow, record: RequestRecord) -> None:
         source = record.source
-        entry = record.entry
+        entry, server = record.entry, record.server
         labels: Labels = (("source", source),) if entry is None else (("source", source), ("entry", entry))
+        if server is not None and (window.servers or self._servers(window, labels, server)):
+            labels += (("server", server),)  # (one source, several servers: each judged on its own)
         point = RequestPoint(
             record.time,
             record.prompt_tokens,
@@ -593,6 +599,27 @@ class Windows:
             record.conversation,
         )
         self._add_request(labels, point)
+
+    def _servers(self, window: SourceWindow, labels: Labels, server: str) -> bool:
+        """Whether a source's requests, this one of `server`, come from several servers (the second one
+        to name itself since the source started splits its group: what came before is the first's).
+        A source's only server is not named: its group and alerts are those of its source alone."""
+        first = window.server
+        if first is None:
+            window.server = server
+            return False
+        if first == server:
+            return False
+        window.servers = True
+        self.version += 1
+        self.shape += 1
+        self.changes += 1
+        own = (*labels, ("server", first))
+        if labels in self.requests:  # (a group cleared by a restart is kept empty: replaced whole)
+            self.requests[own] = self.requests.pop(labels)
+            self.slots[own] = self.slots.pop(labels)
+            self.tallies[own] = self.tallies.pop(labels)
+        return True
 
     def _add_request(self, labels: Labels, point: RequestPoint) -> None:
         self.version += 1
@@ -639,6 +666,7 @@ class Windows:
         window.last_stats = None
         window.started = event.time
         window.derived_requests = window.exact_requests = window.joined_requests = 0
+        window.server, window.servers = None, False  # (a restarted unit's new process: its only server)
         window.prefetches.clear()
         if window.offload is not None:
             window.offload.restart()

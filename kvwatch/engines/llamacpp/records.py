@@ -43,6 +43,7 @@ class Requests:
             conversation=f"slot {slot} #{number}" if server is None else f"{server} slot {slot} #{number}",
             selection=event.selection,
             derived=event.derived,
+            server=None if server is None else str(server),
         )
 
     def restart(self) -> None:

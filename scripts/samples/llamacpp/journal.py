@@ -1,4 +1,4 @@
-"""Makes samples/llamacpp-journal-two-servers.log (+ .golden): two real llama-servers in one journal."""
+"""Makes samples/llamacpp-journal-two-servers.log, samples/llamacpp-journal-swa-two-servers.log."""
 
 from __future__ import annotations
 
@@ -8,14 +8,26 @@ from pathlib import Path
 
 from scripts.samples.made import Made
 
-NAME = "llamacpp-journal-two-servers.log"
 SAMPLES = Path(__file__).resolve().parents[3] / "samples"
-#: The two real b11434 captures (samples/README.llamacpp.md), each one server: its unit's name and pid,
-#: and when it started. The second starts 1 s after the first: its ten requests run while the first
-#: one's first two do.
-SERVERS = (
-    ("llamacpp-healthy-two-slots.log", "llama-server[4101]", 0.0),
-    ("llamacpp-varying-header-chat.log", "llama-server[4377]", 1.0),
+#: Each journal sample: its name and its two real b11434 captures (samples/README.llamacpp.md), each one
+#: server: its unit's name and pid, and when it started.
+JOURNALS = (
+    # The second starts 1 s after the first: its ten requests run while the first one's first two do.
+    (
+        "llamacpp-journal-two-servers.log",
+        (
+            ("llamacpp-healthy-two-slots.log", "llama-server[4101]", 0.0),
+            ("llamacpp-varying-header-chat.log", "llama-server[4377]", 1.0),
+        ),
+    ),
+    # The broken one (SWA, full re-processing) starts first; the healthy one 0.5 s later.
+    (
+        "llamacpp-journal-swa-two-servers.log",
+        (
+            ("llamacpp-swa-varying-header.log", "llama-server[5188]", 0.0),
+            ("llamacpp-healthy-two-slots.log", "llama-server[5203]", 0.5),
+        ),
+    ),
 )
 START = datetime(2026, 12, 5, 9, 14, 2, tzinfo=timezone.utc)
 HOST = "gpu-host"
@@ -39,13 +51,18 @@ def entries(lines: list[str], tag: str, offset: float) -> list[tuple[float, int,
     return out
 
 
-def make() -> list[Made]:
-    """The two servers' lines in time order (a server's own lines keep their order), journald-framed."""
+def journal(name: str, servers: tuple[tuple[str, str, float], ...]) -> Made:
+    """The servers' lines in time order (a server's own lines keep their order), journald-framed."""
     merged: list[tuple[float, int, int, str]] = []
-    for index, (sample, tag, offset) in enumerate(SERVERS):
+    for index, (sample, tag, offset) in enumerate(servers):
         lines = (SAMPLES / sample).read_text(encoding="utf-8").splitlines()
         merged += [(at, index, number, text) for at, number, text in entries(lines, tag, offset)]
     merged.sort(key=lambda entry: (entry[0], entry[1], entry[2]))
     text = "".join(line + "\n" for *_, line in merged)
-    note = f"{NAME}: {len(merged)} lines, " + ", ".join(f"{tag} from {s}" for s, tag, _ in SERVERS)
-    return [Made(NAME, text.encode("utf-8"), note)]
+    note = f"{name}: {len(merged)} lines, " + ", ".join(f"{tag} from {s}" for s, tag, _ in servers)
+    return Made(name, text.encode("utf-8"), note)
+
+
+def make() -> list[Made]:
+    """Every journal sample."""
+    return [journal(name, servers) for name, servers in JOURNALS]
