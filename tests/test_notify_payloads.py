@@ -199,3 +199,13 @@ def test_fit_never_cuts_an_entity() -> None:
         fit("a&amp;&amp;", 8),
         fit("a&amp;&amp;", 5),
     ]
+
+
+def test_alertmanager_url_may_name_the_alerts_endpoint_itself() -> None:
+    """A URL given as Alertmanager's docs show it (`…/api/v2/alerts`) is posted to as it is, not doubled."""
+    with Receiver() as receiver:
+        for url in (receiver.base, receiver.base + "/api/v2/alerts", receiver.base + "/api/v2/alerts/"):
+            notifier = AlertmanagerNotifier("am", Secret(url), timeout=2)
+            assert "ok" == notifier.send([make_alert()], new_session()).kind
+        paths = [seen.path for seen in receiver.seen]
+    assert ["/api/v2/alerts"] * 3 == paths

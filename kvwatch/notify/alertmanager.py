@@ -70,8 +70,11 @@ class AlertmanagerNotifier:
     transport: Transport = field(default_factory=Transport, repr=False)
 
     def endpoint(self) -> Secret:
-        """The alerts endpoint under the configured base URL."""
-        return Secret(self.url.reveal().rstrip("/") + "/api/v2/alerts")
+        """The alerts endpoint under the configured base URL (a URL that already names it is taken as
+        it is: `http://am:9093/api/v2/alerts` is what Alertmanager's own docs show, and a doubled path
+        would be a 404 for every alert)."""
+        base = self.url.reveal().rstrip("/")
+        return Secret(base if base.endswith("/api/v2/alerts") else base + "/api/v2/alerts")
 
     def send(self, alerts: Sequence[Alert], session: requests.Session) -> Outcome:
         """Post `alerts` as one JSON list."""
