@@ -172,7 +172,14 @@ def _children_of(pid: int) -> list[int]:
 def _replay_running(log: Path, setup: str = "", pass_fds: tuple[int, ...] = ()) -> subprocess.Popen[bytes]:
     """`kvwatch replay --format prom LOG` started in a session of its own, after `setup` (Python run
     first in its process, e.g. to lower thresholds), with `pass_fds` open in it; stderr piped."""
-    script = f"import sys\nfrom kvwatch import cli\n{setup}sys.exit(cli.main(sys.argv[1:]))\n"
+    # Ctrl-C as a shell's foreground job gets it: SIGINT at Python's own handler. A runner that started
+    # the tests as a background job (`cmd &` in a script) passes SIGINT on ignored, and Python keeps an
+    # ignored SIGINT ignored, as it should for a background replay: not the case tested here.
+    script = (
+        "import signal, sys\nfrom kvwatch import cli\n"
+        "signal.signal(signal.SIGINT, signal.default_int_handler)\n"
+        f"{setup}sys.exit(cli.main(sys.argv[1:]))\n"
+    )
     return subprocess.Popen(
         [sys.executable, "-c", script, "replay", "--format", "prom", str(log)],
         stdout=subprocess.DEVNULL,
