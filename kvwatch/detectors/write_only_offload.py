@@ -21,7 +21,7 @@ from dataclasses import dataclass
 from itertools import takewhile
 
 from kvwatch.model import Finding
-from kvwatch.windows.window import EngineWindow, KvPoint, SourceWindow, StatsPoint, Windows, ordered
+from kvwatch.windows.window import EngineWindow, SourceWindow, StatsPoint, Windows, ordered
 
 CAUSE_HYBRID = (
     "The startup log shows KV groups excluded from offloading ({groups}). vLLM's OffloadingConnector "
@@ -191,7 +191,20 @@ def _judge(
     if stored < cfg.min_store_bytes:
         if blocks < cfg.min_store_blocks or not any(k.block_lines for k in kv):
             return None
-        return _blocks_finding(source, engine, eng=eng, win=win, busy=busy, stats=stats, kv=kv)
+        return _finding(
+            source,
+            engine,
+            win=win,
+            busy=busy,
+            stats=stats,
+            moved=("blocks", blocks, eng.store_blocks_total, eng.load_blocks_total),
+            extra={},
+            summary=(
+                f"KV offload stored {blocks} KV blocks over the last {len(busy)} busy stats intervals and "
+                "loaded none back"
+            ),
+            fix=FIX_BLOCKS,
+        )
     lookups = [k.lookups for k in kv if k.lookup_lines]
     usage = next((s.usage_last for s in stats if s.usage_last is not None), None)
     return _finding(
@@ -207,34 +220,6 @@ def _judge(
             "loaded nothing back (External prefix cache hit rate 0.0%)"
         ),
         fix=FIX,
-    )
-
-
-def _blocks_finding(
-    source: str,
-    engine: str,
-    *,
-    eng: EngineWindow,
-    win: SourceWindow,
-    busy: list[tuple[float, float]],
-    stats: list[StatsPoint],
-    kv: list[KvPoint],
-) -> Finding:
-    """_judge's finding for a connector that counts blocks (its verdict already taken)."""
-    blocks = sum(k.store_blocks for k in kv)
-    return _finding(
-        source,
-        engine,
-        win=win,
-        busy=busy,
-        stats=stats,
-        moved=("blocks", blocks, eng.store_blocks_total, eng.load_blocks_total),
-        extra={},
-        summary=(
-            f"KV offload stored {blocks} KV blocks over the last {len(busy)} busy stats intervals and "
-            "loaded none back"
-        ),
-        fix=FIX_BLOCKS,
     )
 
 
