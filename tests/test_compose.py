@@ -9,9 +9,9 @@ from datetime import datetime, timedelta, timezone
 from pathlib import Path
 
 import pytest
-from cri_helpers import Line, framed, sample_lines
-from test_cri import TRANSPORT_TIMED, replay
-from test_golden import sample_logs
+from corpora import sample_logs
+from cri_helpers import Line, sample_lines
+from test_cri import START, TRANSPORT_TIMED, replay, unframed_replay
 from test_wild_framings import replay as replay_json
 from test_wild_framings import value
 
@@ -21,7 +21,6 @@ from kvwatch.sources.fileframing import FileFraming
 from kvwatch.sources.framing import Framer, sniff
 from kvwatch.sources.openfile import FileCounters
 
-START = datetime(2026, 8, 20, tzinfo=timezone.utc)
 WHEN = datetime(2026, 8, 20, 9, 30, 1, 500000, tzinfo=timezone.utc)
 #: compose's colours (cmd/formatter/colors.go): the rainbow's first, an intense one.
 CYAN, INTENSE_YELLOW, RESET = "\x1b[36m", "\x1b[33;1m", "\x1b[0m"
@@ -126,12 +125,7 @@ def test_every_sample_under_compose_replays_as_the_unframed_log(
     lines = sample_lines(log)
     assert lines
     name = log.name.removesuffix(".gz").removesuffix(".1")
-    expected = replay(log, capsys)
-    if log.name in TRANSPORT_TIMED:
-        reference = tmp_path / "docker" / name
-        reference.parent.mkdir()
-        reference.write_bytes(framed(lines, "docker-json", START))
-        expected = replay(reference, capsys)
+    expected = unframed_replay(log, lines, tmp_path, capsys)
     variants = {
         "plain": composed(lines, compose_prefix("engine", 8), stamped=False),
         "tty-t": composed(lines, compose_prefix("engine-1", 12, CYAN), stamped=True),
