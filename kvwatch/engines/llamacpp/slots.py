@@ -237,7 +237,7 @@ class Stream:
             # sampler, progress and graph lines, most of a -lv 4 log: no _update branch reads them
             # (but one naming a figure kvwatch reads is a reworded message: told as format drift)
             drift = self.drift
-            if drift is None or drift.shapes is None or drift.shapes.marked(msg) is None:
+            if drift is None or drift.shapes is None or not drift.shapes.marked(msg):
                 return []
             return drift.line(now, msg) or []
         return self.apply((slot, request), msg, now, source)
