@@ -370,9 +370,10 @@ def _update(request: Request, msg: str) -> bool | None:
             return False
         return True
     elif msg.startswith("failed to truncate tokens"):
-        # `failed to truncate tokens with position >= %d - clearing the memory` (2025 server.cpp,
-        # after the memory_seq_rm line): nothing of the slot's memory is reused, the prompt is
-        # processed whole
+        # `failed to truncate tokens with position >= %d - clearing the memory` (tools/server/
+        # server-context.cpp of llama-cpp-python 0.3.17-0.3.23's llama.cpp and b9093-b9113, right after
+        # the memory_seq_rm line; `clearing prompt with N tokens` follows): nothing of the slot's memory
+        # is reused, the prompt is processed whole
         request.reused, request.armed, request.full = 0, False, True
     elif msg.startswith("total time"):
         return request.stopped
