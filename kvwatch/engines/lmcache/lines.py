@@ -116,9 +116,14 @@ MP_WINDOW = re.compile(
     r"retrieve ops=(\d+) tokens=(\d+) size=([\d.]+)GB"
 )
 MP_CUMULATIVE = re.compile(r"L0<->L1 stats \[[^\]]*\] cumulative: store ops=")
-# Remote connectors, DEBUG (v1/storage_backend/connector/instrumented_connector.py:40, :195 in 0.5.6):
-# `[%s]Bytes offloaded: %.3f MBytes in %.3f ms` (%s: the connector's name).
-BYTES_OFFLOADED = re.compile(r"\[(.*)\]Bytes offloaded: ([\d.]+) MBytes in ([\d.]+) ms\Z")
+# Remote connectors, DEBUG (v1/storage_backend/connector/instrumented_connector.py): 0.4.1-0.5.6 put /
+# batched_put `[%s]Bytes offloaded: %.3f MBytes in %.3f ms` (:40, :195; %s: the connector's name,
+# `InstrumentedRemoteConnector(<...RedisConnector object at 0x...>)` where it has no __repr__), get /
+# batched_get `[%s]Bytes loaded: ...` the same; 0.3.9's f-string `... in %.3fms`; 0.3.0 `Bytes offloaded:
+# %.4f MBytes` alone.
+BYTES_OFFLOADED = re.compile(
+    r"(?:\[(.*)\])?Bytes (?:offloaded|loaded): ([\d.]+) MBytes(?: in ([\d.]+) ?ms)?\Z"
+)
 # MP mode's server (v1/multiprocess/server.py 0.3.12-0.4.x, modules/*_transfer.py 0.5.x), INFO.
 MP_STORED = re.compile(r"Stored (\d+) tokens in (\d+(?:\.\d+)?) seconds\Z")
 MP_RETRIEVED = re.compile(r"Retrieved (\d+) tokens in (\d+(?:\.\d+)?) seconds\Z")

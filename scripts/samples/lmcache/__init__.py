@@ -5,10 +5,10 @@ from __future__ import annotations
 
 from types import ModuleType
 
-from scripts.samples.lmcache import failed, healthy, mp, tp2, write_only
+from scripts.samples.lmcache import failed, healthy, mp, remote, tp2, write_only
 from scripts.samples.made import Made
 
-MAKERS: tuple[ModuleType, ...] = (healthy, write_only, failed, tp2, mp)
+MAKERS: tuple[ModuleType, ...] = (healthy, write_only, failed, tp2, mp, remote)
 HEAD = """# LMCache samples
 
 Synthetic: every record is built from the format strings, `file:lineno` and colours of the LMCache
