@@ -72,14 +72,14 @@ class Server9113:
         return n
 
     def cache_update(self, prompt: list[str], lcp: int) -> None:
-        """`get_available_slot` after an LRU pick: save the slot's prompt, find nothing better, clear."""
+        """`get_available_slot` after an LRU pick: save the slot's prompt and find nothing better (`load`
+        then keeps the slot as it is: the request's `keep_first(0)` empties it)."""
         t0 = self.log.us
         self.srv("get_availabl", "updating prompt cache")
         n = len(self.slot)
         self.srv(
             "prompt_save",
-            f" - saving prompt with length {n}, total state size = "
-            f"{state_mib(n) + len(self.checkpoints) * RECURRENT_MIB:.3f} MiB (draft: 0.000 MiB)",
+            f" - saving prompt with length {n}, total state size = {state_mib(n):.3f} MiB (draft: 0.000 MiB)",
         )
         self.cache.append((pointer(self.rng), n, len(self.checkpoints)))
         self.log.tick(n * 9)
@@ -87,13 +87,13 @@ class Server9113:
             "load",
             f" - looking for better prompt, base f_keep = {lcp / n:.3f}, sim = {lcp / len(prompt):.3f}",
         )
-        self.sl("prompt_clear", -1, f"clearing prompt with {n} tokens", step=40)
-        self.slot = []
         total = sum(state_mib(t) + c * RECURRENT_MIB for _, t, c in self.cache)
+        per_token = max(1.0, total * 1024 * 1024 / sum(t for _, t, _ in self.cache))  # bytes
+        est = max(N_CTX, int(CACHE_LIMIT_MIB * 1024 * 1024 / per_token))
         self.srv(
             "update",
             f" - cache state: {len(self.cache)} prompts, {total:.3f} MiB (limits: {CACHE_LIMIT_MIB:.3f} MiB, "
-            f"{N_CTX} tokens, {int(CACHE_LIMIT_MIB / KV_MIB_PER_TOKEN)} est)",
+            f"{N_CTX} tokens, {est} est)",
         )
         for address, tokens, ckpts in self.cache:
             self.srv(
