@@ -108,7 +108,8 @@ SGLANG_RETRIEVE = re.compile(
     r"LMCache retrieve (?:started: lookup=(\d+), offset=(\d+), (?:retrieve (\d+)|new_tokens=(\d+))"
     r"(?: new tokens)?|skipped: lookup=\d+, offset=\d+, no new tokens to load)\Z"
 )
-# MP mode's opt-in window stats (lmcache 0.5.6 v1/mp_observability/subscribers/logging/extra_stats.py:160):
+# MP mode's opt-in window stats (lmcache 0.5.2-0.5.6, `--enable-extra-logging`,
+# v1/mp_observability/subscribers/logging/extra_stats.py:160):
 # `L0<->L1 stats [%s] last %.1fs: store ops=N tokens=N size=X.XXGB avg_copy=... | retrieve ops=...`; the
 # `cumulative:` twin repeats the totals. Both repeat the per-operation INFO lines below: recognised only.
 MP_WINDOW = re.compile(
@@ -116,11 +117,11 @@ MP_WINDOW = re.compile(
     r"retrieve ops=(\d+) tokens=(\d+) size=([\d.]+)GB"
 )
 MP_CUMULATIVE = re.compile(r"L0<->L1 stats \[[^\]]*\] cumulative: store ops=")
-# Remote connectors, DEBUG (v1/storage_backend/connector/instrumented_connector.py): 0.4.1-0.5.6 put /
+# Remote connectors, DEBUG (v1/storage_backend/connector/instrumented_connector.py): 0.3.15-0.5.6 put /
 # batched_put `[%s]Bytes offloaded: %.3f MBytes in %.3f ms` (:40, :195; %s: the connector's name,
 # `InstrumentedRemoteConnector(<...RedisConnector object at 0x...>)` where it has no __repr__), get /
-# batched_get `[%s]Bytes loaded: ...` the same; 0.3.9's f-string `... in %.3fms`; 0.3.0 `Bytes offloaded:
-# %.4f MBytes` alone.
+# batched_get `[%s]Bytes loaded: ...` the same; 0.3.9-0.3.12's f-string `... in %.3fms`; 0.3.0's
+# `Bytes offloaded: %.4f MBytes` alone.
 BYTES_OFFLOADED = re.compile(
     r"(?:\[(.*)\])?Bytes (?:offloaded|loaded): ([\d.]+) MBytes(?: in ([\d.]+) ?ms)?\Z"
 )

@@ -34,7 +34,7 @@ REDIS = "InstrumentedRemoteConnector(<lmcache.v1.storage_backend.connector.redis
 
 
 def bytes_offloaded(version: str, t: int, mbytes: float, ms: float) -> str:
-    """`[%s]Bytes offloaded: %.3f MBytes in %.3f ms` (0.4.1-0.5.6; 0.3.9's f-string has `in %.3fms`)."""
+    """`[%s]Bytes offloaded: %.3f MBytes in %.3f ms` (0.3.15-0.5.6; 0.3.9-0.3.12's f-string: `in %.3fms`)."""
     message = f"[{REDIS}]Bytes offloaded: {mbytes:.3f} MBytes in {ms:.3f} ms"
     return record(
         "DEBUG", t, message, "instrumented_connector.py", REMOTE[version]["offloaded"], INSTRUMENTED

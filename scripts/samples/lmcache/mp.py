@@ -12,7 +12,7 @@ from scripts.samples.vllm.server import at
 # v1/distributed/storage_manager.py (prefetch 651) of lmcache 0.5.6.
 TRANSFER = ("engine_driven_transfer.py", "lmcache.v1.multiprocess.modules.engine_driven_transfer")
 STORAGE = ("storage_manager.py", "lmcache.v1.distributed.storage_manager")
-# `--enable-extra-logging` (0.5.3-0.5.6; not 0.5.0): v1/mp_observability/subscribers/logging/extra_stats.py
+# `--enable-extra-logging` (0.5.2-0.5.6; not 0.5.1): v1/mp_observability/subscribers/logging/extra_stats.py
 # logs per device, at each flush (interval 10 s), `L0<->L1 stats [%s] last %.1fs: %s | %s` (:160) and
 # `L0<->L1 stats [%s] cumulative: %s | %s` (:169), each side `{label} ops=N tokens=N size=X.XXGB
 # avg_copy=X.XXGB/s` (`n/a` untimed).
@@ -102,7 +102,7 @@ def mp_sample(name: str, *, extra: bool) -> Made:
     ])  # fmt: skip
     if extra:
         note += (
-            "\n\nWith `--enable-extra-logging` (0.5.3+): every 10 s the window's and the cumulative "
+            "\n\nWith `--enable-extra-logging` (0.5.2+): every 10 s the window's and the cumulative "
             "`L0<->L1 stats [cuda:0] ...` lines (extra_stats.py:160, :169), recognised and not summed (they "
             "repeat the `Stored` / `Retrieved` lines); the sums are the same."
         )
