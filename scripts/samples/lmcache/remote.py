@@ -12,8 +12,8 @@ WHAT = {
         + URL
         + "`, LMCACHE_LOG_LEVEL=DEBUG): every store is followed by "
         "the connector's DEBUG `[InstrumentedRemoteConnector(<...RedisConnector object at 0x...>)]Bytes "
-        "offloaded: X MBytes in Y ms` (instrumented_connector.py:194, batched_put; this form 0.3.15-0.5.6) while every lookup "
-        "finds 0 "
+        "offloaded: X MBytes in Y ms` (instrumented_connector.py:194, batched_put; this form 0.3.15-0.5.6) "
+        "while every lookup finds 0 "
         "tokens and External stays 0.0%: the remote tier is written and never read."
     ),
     "healthy": (
