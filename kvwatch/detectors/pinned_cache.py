@@ -377,7 +377,10 @@ class Creep:
 
 def creeping(points: Sequence[RequestPoint], cfg: Settings) -> Creep | None:
     """The creep of the group's recent requests with a partial hit, if they show one (see Settings)."""
-    recent = [p for p in newest(points, cfg.max_requests) if 0 < p.cached < p.prompt]
+    # (a prompt sent again reuses all but its last token, which every engine computes again: SGLang
+    # caps a match at the prompt's length - 1, llama-server evaluates at least one token. That is a
+    # full hit, not a break point, and its unchanged length is no creep)
+    recent = [p for p in newest(points, cfg.max_requests) if 0 < p.cached < p.prompt - 1]
     n = len(recent)
     if n < max(cfg.min_requests, 3):  # (a creep needs a few steps, whatever min_requests allows)
         return None
