@@ -69,6 +69,20 @@ def test_vllm_off_by_flag_names_the_flag_to_drop(tmp_path: Path) -> None:
     assert "drop --no-enable-prefix-caching" in alert["fix"]
 
 
+def test_vllm_before_0_8_names_the_default_from_its_namespace_line(tmp_path: Path) -> None:
+    """vLLM 0.7's `args: Namespace(...)` line says the flag was not given (enable_prefix_caching=None):
+    the V0 engine's default turned the cache off, and the summary says so in vLLM's words."""
+    lines = [
+        "INFO 04-18 14:12:51 api_server.py:841] args: Namespace(host=None, port=8000, model='Qwen/Qwen2.5-14B-Instruct', enable_prefix_caching=None, disable_sliding_window=False)",
+        "INFO 04-18 14:19:58 llm_engine.py:234] Initializing a V0 LLM engine (v0.7.2) with config: model='Qwen/Qwen2.5-14B-Instruct', seed=0, enable_prefix_caching=False, chunked_prefill_enabled=False",
+        "INFO 04-18 14:22:45 metrics.py:455] Avg prompt throughput: 117.5 tokens/s, Avg generation throughput: 33.6 tokens/s, Running: 1 reqs, Swapped: 0 reqs, Pending: 0 reqs, GPU KV cache usage: 0.1%, CPU KV cache usage: 0.0%.",
+    ]
+    (alert,) = replay(tmp_path, lines)
+    assert alert["evidence"]["setting"] == "vLLM's default for this model"
+    assert alert["summary"].startswith("vLLM runs without its prefix cache")
+    assert "the V0 engine for every model" in alert["cause"]
+
+
 def test_vllm_with_its_prefix_cache_on_fires_nothing(tmp_path: Path) -> None:
     """enable_prefix_caching=True (by default or asked for) fires nothing."""
     assert replay(tmp_path, start(on="True")) == []

@@ -7,6 +7,7 @@ import dataclasses
 from kvwatch.engines.vllm.facts import VLLM_DEFAULT
 from kvwatch.model import Finding
 
+SUMMARY = "vLLM runs without its prefix cache (enable_prefix_caching=False): every prompt is computed in full"
 OFF_BY_USER = (
     "vLLM started with --no-enable-prefix-caching: every prompt, shared system prompts and earlier "
     "turns of a conversation included, is computed in full."
@@ -40,6 +41,7 @@ def cache_off(finding: Finding) -> Finding:
     how = " and the command line did not ask for it" if setting == VLLM_DEFAULT else ""
     return dataclasses.replace(
         finding,
+        summary=SUMMARY,
         cause=OFF_BY_USER if by_user else OFF_BY_DEFAULT.format(how=how),
         fix=FIX.format(drop=" (drop --no-enable-prefix-caching)" if by_user else ""),
     )

@@ -34,6 +34,7 @@ _PREFIX_CACHING = re.compile(r"\benable_prefix_caching=(True|False)")
 # vLLM prints once per start, before the engine (0.32.0's api_utils.py).
 _LOGO = re.compile(r"█ +version ([0-9][\w.+-]*)")
 _SIMPLE_OFFLOAD = re.compile(r"\b(SimpleCPUOffloadConnector): role=")
+_NAMESPACE_CACHING = re.compile(r"\benable_prefix_caching=(None|False)\b")
 #: The prefix-cache setting when the command line did not name it (vLLM chose by the model).
 VLLM_DEFAULT = "vLLM's default for this model"
 
@@ -96,6 +97,15 @@ def _engine_config(message: str) -> Facts:
     return facts
 
 
+def _namespace(message: str) -> Facts:
+    # (before 0.8 the API server logs every argument, `args: Namespace(..., enable_prefix_caching=None,
+    # ...)`, 0.7.2's entrypoints/openai/api_server.py; None is the flag not given)
+    match = _NAMESPACE_CACHING.search(message)
+    if match is None:
+        return []
+    return [("prefix_cache_setting", "--no-enable-prefix-caching" if match[1] == "False" else VLLM_DEFAULT)]
+
+
 def _logo(message: str) -> Facts:
     match = _LOGO.search(message)
     return [("version", match.group(1))] if match else []
@@ -144,6 +154,7 @@ RULES: tuple[tuple[str, Callable[[str], Facts]], ...] = (
     ("LLM engine (v", _engine_config),
     ("Creating v1 connector", _connector),
     ("non-default args", _non_default),
+    ("args: Namespace(", _namespace),
     ("KV offloading: EAGLE/MTP", _excluded),
     ("no KV-cache group is annotated as a drafter", _no_drafter),
     ("ybrid kv cache manager", _hybrid),
@@ -162,6 +173,7 @@ MARKERS = (
     "LLM engine",
     "connector",
     "non-default",
+    "args: Namespace(",
     "KV offloading",
     "ybrid",
     "stats logging",
