@@ -23,10 +23,10 @@ what it holds and each with a longer prompt, look the same (their next turns bre
 A third rule (evidence `rule` "creep") takes the break point that is not fixed but creeps: Claude
 Code's `<total_tokens>` reminder changes every turn and sits a few tokens later each time, so the
 cached length moves up ~13 tokens a request while prompts grow by hundreds. Over the group's recent
-requests with a partial hit, at least `min_share` of the steps between cached lengths lie in 0 to
-`creep_step` tokens, prompts grow at least `creep_ratio` times faster than the cached length (and at
-least that many tokens a request), and they trend up (`min_trend`): the part recomputed each turn grows
-with the session. A healthy conversation reuses its previous turn: its cached length grows as fast as
+requests with a partial hit (all but the last token cached is a full hit), at least `min_share` of
+the steps between cached lengths lie in 0 to `creep_step` tokens, prompts grow at least `creep_ratio`
+times faster than the cached length (and at least that many tokens a request), and they trend up
+(`min_trend`): the part recomputed each turn grows with the session. A healthy conversation reuses its previous turn: its cached length grows as fast as
 its prompt.
 """
 
