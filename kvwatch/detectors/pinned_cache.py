@@ -26,8 +26,8 @@ cached length moves up ~13 tokens a request while prompts grow by hundreds. Over
 requests with a partial hit (all but the last token cached is a full hit), at least `min_share` of
 the steps between cached lengths lie in 0 to `creep_step` tokens, prompts grow at least `creep_ratio`
 times faster than the cached length (and at least that many tokens a request), and they trend up
-(`min_trend`): the part recomputed each turn grows with the session. A healthy conversation reuses its previous turn: its cached length grows as fast as
-its prompt.
+(`min_trend`): the part recomputed each turn grows with the session. A healthy conversation reuses its
+previous turn: its cached length grows as fast as its prompt.
 """
 
 from __future__ import annotations
