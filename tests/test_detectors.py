@@ -112,6 +112,16 @@ def test_write_only_offload_names_the_hybrid_cause() -> None:
     )
 
 
+def test_write_only_offload_without_drafter_groups_names_no_excluded_group() -> None:
+    """vLLM 0.34's `no KV-cache group is annotated as a drafter group` (fact `none (...)`) excludes no
+    group: the alert gives the general cause, naming where to look, not an exclusion that did not happen."""
+    events: list[Event] = [
+        EngineFact("v", T0 - 5, "offload_excluded_groups", "none (no drafter group annotated)"),
+        *offload_traffic(26),
+    ]
+    (finding,) = write_only_offload.detect(windows_of(events), T0 + 250, write_only_offload.Settings())
+    assert finding.cause == write_only_offload.CAUSE_UNKNOWN
+
 def llama(prompts: list[int], cached: list[int], reprocess: bool = False) -> list[Event]:
     """llama.cpp request records one second apart."""
     return [
