@@ -122,6 +122,7 @@ def test_write_only_offload_without_drafter_groups_names_no_excluded_group() -> 
     (finding,) = write_only_offload.detect(windows_of(events), T0 + 250, write_only_offload.Settings())
     assert finding.cause == write_only_offload.CAUSE_UNKNOWN
 
+
 def llama(prompts: list[int], cached: list[int], reprocess: bool = False) -> list[Event]:
     """llama.cpp request records one second apart."""
     return [
