@@ -395,6 +395,36 @@ def test_lmcache_lines_in_an_sglang_log_are_read_as_its_layer() -> None:
     assert [34] == metrics["kvwatch_sglang_prefill_cached_tokens_total"]
 
 
+def test_sglang_adapter_skip_and_store_kv_lines_of_the_releases_are_recognised(tmp_path: Path) -> None:
+    """LMCache 0.5.0-0.5.6's SGLang adapter: `retrieve skipped: ... no new tokens to retrieve` loads
+    nothing, `store_kv started` / `completed` are recognised without adding to the engine's `Stored` line."""
+    import contextlib
+    import io
+
+    from kvwatch.cli import main as cli
+
+    tail = "(sglang_adapter.py:{}:lmcache.integration.sglang.sglang_adapter)"
+    log = tmp_path / "lm.log"
+    log.write_text(
+        "[2026-01-20 21:24:54,336] LMCache INFO: LMCache retrieve skipped: lookup=32, offset=32, no new "
+        f"tokens to retrieve {tail.format(325)}\n"
+        "[2026-01-20 21:24:54,340] LMCache INFO: LMCache store_kv started: tokens=80, num_layers=28, "
+        f"offset=0 {tail.format(368)}\n"
+        "[2026-01-20 21:24:54,347] LMCache INFO: Stored 80 out of total 80 tokens. size: 0.0107 GB, cost "
+        "2.1000 ms, throughput: 5.0952 GB/s; offload_time: 2.0000 ms, put_time: 0.1000 ms "
+        "(cache_engine.py:588:lmcache.v1.cache_engine)\n"
+        "[2026-01-20 21:24:54,348] LMCache INFO: LMCache store_kv completed: stored 80 tokens "
+        f"{tail.format(410)}\n"
+    )
+    out = io.StringIO()
+    with contextlib.redirect_stdout(out):
+        assert 0 == cli(["replay", "--engine", "lmcache", "--format", "json", str(log)])
+    metrics = json.loads(out.getvalue())["metrics"]
+    assert [4] == [s["value"] for s in metrics["kvwatch_lines_recognized_total"]]
+    assert [80] == [s["value"] for s in metrics["kvwatch_lmcache_stored_tokens_total"]]
+    assert not [s for s in metrics.get("kvwatch_lmcache_retrieved_tokens_total", []) if s["value"]]
+
+
 def test_2024_store_skips_and_injections_are_stores_and_loads() -> None:
     """lmcache_vllm's `Store skips N tokens and then stores M tokens` is a store of M; `Injected token
     number: K` a load of K (LMCache#469's lines)."""

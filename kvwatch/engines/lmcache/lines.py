@@ -103,10 +103,18 @@ STORED = re.compile(
 STORE_SKIPS = re.compile(r"Store skips (\d+) tokens and then stores (\d+) tokens\Z")
 INJECTED = re.compile(r"Injected token number: (\d+)\Z")
 # SGLang's LMCache adapter (lmcache/integration/sglang/sglang_adapter.py, LMCache PR #2410, 2026-01):
-# INFO before its synchronous retrieve of the tokens past what the radix cache holds (`offset`).
+# INFO before its synchronous retrieve of the tokens past what the radix cache holds (`offset`); when
+# there are none, `LMCache retrieve skipped: lookup=%d, offset=%d, no new tokens to retrieve` (0.5.0-0.5.6;
+# `to load` in the PR).
 SGLANG_RETRIEVE = re.compile(
     r"LMCache retrieve (?:started: lookup=(\d+), offset=(\d+), (?:retrieve (\d+)|new_tokens=(\d+))"
-    r"(?: new tokens)?|skipped: lookup=\d+, offset=\d+, no new tokens to load)\Z"
+    r"(?: new tokens)?|skipped: lookup=\d+, offset=\d+, no new tokens to (?:load|retrieve))\Z"
+)
+# Its store (0.5.0-0.5.6, INFO): `LMCache store_kv started: tokens=%d, num_layers=%d, offset=%d` and
+# `LMCache store_kv completed: stored %d tokens`, around the engine's own `Stored N out of total M`, which
+# counts the store: recognised only.
+SGLANG_STORE_KV = re.compile(
+    r"LMCache store_kv (?:started: tokens=\d+, num_layers=\d+, offset=\d+|completed: stored \d+ tokens)\Z"
 )
 # MP mode's opt-in window stats (lmcache 0.5.2-0.5.6, `--enable-extra-logging`,
 # v1/mp_observability/subscribers/logging/extra_stats.py:160):
