@@ -131,6 +131,19 @@ def llama(prompts: list[int], cached: list[int], reprocess: bool = False) -> lis
     ]
 
 
+def test_prefix_reuse_broken_names_the_failed_truncation() -> None:
+    """Large prompts re-processed in full after `failed to truncate tokens` (llama.cpp b9093-b9113) get
+    that cause and its fix, not the per-request header's."""
+    events: list[Event] = [
+        LlamaRequest(
+            "l", T0 + i, 0, i, 8000 + i, 0, 8000 + i, "lcp", full_reprocess=True, truncate_failed=True
+        )
+        for i in range(3)
+    ]
+    (finding,) = prefix_reuse.detect(windows_of(events), T0 + 3, prefix_reuse.Settings())
+    assert (prefix_reuse.CAUSE_TRUNCATE, prefix_reuse.FIX_TRUNCATE) == (finding.cause, finding.fix)
+
+
 GROWING = [480 + 30 * i for i in range(10)]
 
 

@@ -557,3 +557,4 @@ def test_failed_truncation_in_b9113_order_reuses_nothing() -> None:
     ]
     [got] = requests(lines)
     assert (7180, 0, True, 7180) == (got.prompt_tokens, got.reused_tokens, got.full_reprocess, got.new_tokens)
+    assert got.truncate_failed
