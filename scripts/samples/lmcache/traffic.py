@@ -9,7 +9,7 @@ from dataclasses import dataclass, field
 from scripts.samples.lmcache import lines as lm
 from scripts.samples.vllm.messages import Stat, stats_msg
 from scripts.samples.vllm.server import Server, at, plain
-from scripts.samples.vllm.startup import LOGO
+from scripts.samples.vllm.startup import LOGO, vllm_config
 
 CHUNK = 256
 KV_BYTES_PER_TOKEN = 147456  # Qwen3-8B: 36 layers x 8 KV heads x 128 x 2 (K, V) x bf16
@@ -69,7 +69,11 @@ def simulate(plan: Plan) -> tuple[bytes, Sums]:
         f"{plan.tp}, 'kv_transfer_config': KVTransferConfig(kv_connector='LMCacheConnectorV1', kv_role='kv_both')}}",  # noqa: E501
     )
     where = lm.WHERE[plan.lmcache]
-    if plan.remote:
+    if plan.remote:  # (the engine starts, then its workers' LMCache engines connect to the remote tier)
+        config = vllm_config("Qwen/Qwen3-8B", "Qwen/Qwen3-8B", max_len=40960, tp=plan.tp, dp=1)
+        s.log(
+            t + 6 * lm.NS, core, "init", f"Initializing a V1 LLM engine (v{plan.vllm}) with config: {config}"
+        )
         for proc in workers:
             s.raw(t + 20 * lm.NS, proc, lm.record(
                 "INFO", t + 20 * lm.NS, f"Connected to remote storage at {plan.remote}, remote_mla_worker_id_as_0 "  # noqa: E501
