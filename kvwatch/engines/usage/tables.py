@@ -6,7 +6,8 @@ text kvwatch never reads):
 
 - new-api `logs` (QuantumNous/new-api `model/log.go`, `Log`): its JSON names, and the database column
   of the one field named otherwise (`ChannelId`: JSON `channel`, column `channel_id`), as the `sql`
-  source hands a row on.
+  source hands a row on; later trees' `Log` adds `request_id` and `upstream_request_id` (JSON
+  `omitempty`), known too. A fork's own columns are not: they are counted.
 - LiteLLM (litellm 1.60.0 to 1.110.2): a `LiteLLM_SpendLogs` row (`litellm/proxy/schema.prisma`, its
   columns, `created_at` and `updated_at` included), the `SpendLogsPayload` written to it
   (`litellm/proxy/_types.py`), and the `StandardLoggingPayload` every LiteLLM logger is handed
@@ -23,7 +24,7 @@ NEWAPI = frozenset(
     {
         "id", "user_id", "created_at", "type", "content", "username", "token_name", "model_name", "quota",
         "prompt_tokens", "completion_tokens", "use_time", "is_stream", "channel", "channel_id",
-        "channel_name", "token_id", "group", "ip", "other",
+        "channel_name", "token_id", "group", "ip", "other", "request_id", "upstream_request_id",
     }
 )  # fmt: skip
 
