@@ -21,7 +21,8 @@ connector's dict under its class name, `NixlConnector={...}, OffloadingConnector
 - OffloadingConnector: 0.16-0.23 (`offloading_connector.py`, then `offloading/metrics.py`)
   `<src>_to_<dst>_total_bytes` / `_total_time` between the mediums `GPU` and `CPU` (`kv_offload/
   mediums.py`); 0.24-0.34 `offloading/metrics.py`, the flat metric names its and its specs' metric
-  definitions declare (`kv_offload/cpu/spec.py`, `kv_offload/tiering/`), each as `name`, labelled
+  definitions declare (`kv_offload/cpu/spec.py`, `kv_offload/tiering/`, the KVCR tier's from the kvcr
+  package 0.1.1), each as `name`, labelled
   `name:('label', ...)`, and a histogram's as `name_count` and `name_sum`.
 - SimpleCPUOffloadConnector: 0.32-0.34 `v1/simple_kv_offload/metrics.py` (kvwatch.engines.vllm.simplecpu).
 - LMCacheMPConnector: LMCache 0.5.6's own (`lmcache/integration/vllm/lmcache_mp_metrics.py`; vLLM's
@@ -111,6 +112,10 @@ _OFFLOADING = frozenset(
         "vllm:kv_offload_tiering_promotion_latency_seconds", "vllm:kv_offload_tiering_read_bytes",
         "vllm:kv_offload_tiering_read_time", "vllm:kv_offload_tiering_write_bytes",
         "vllm:kv_offload_tiering_write_time",
+        # the KVCR tier's, with `enable_telemetry` (0.30-0.34 `kv_offload/tiering/kvcr/manager.py`,
+        # `vllm:` + kvcr 0.1.1's `core.py` names)
+        "vllm:kvcr_duration_seconds", "vllm:kvcr_transfer_bytes", "vllm:kvcr_transfer_blocks",
+        "vllm:kvcr_state",
     }
 )  # fmt: skip
 _SIMPLE_CPU = frozenset(
