@@ -245,7 +245,7 @@ class LlamacppParser:
                 if (
                     "memory_seq_rm" not in msg
                     and (four not in _LOUD or (four == "tota" and not request.stopped))
-                    and marked(msg) is None  # (else it may be drift: apply tells it)
+                    and not marked(msg)  # (else it may be drift: apply tells it)
                 ):
                     header = False
                     continue  # quiet (`total time` ends only a request stopped before it)
@@ -421,7 +421,7 @@ class LlamacppParser:
                             elif (
                                 (prefix not in READ or (prefix == "tota" and not request.stopped))
                                 and "memory_seq_rm" not in msg
-                                and marked(msg) is None  # (else it may be drift: the general path)
+                                and not marked(msg)  # (else it may be drift: the general path)
                             ):
                                 # (a request reads `total time` only when `stop processing` came first)
                                 last, pending = stamp, True

@@ -371,7 +371,12 @@ class LmstudioParser:
             match = ls.REUSE.match(body)
             if match is None:
                 raise ls.GarbledError("a torn `Cache reuse summary` line")
-            return self._record(int(match[2]), int(match[1]), "llama.cpp", None)
+            matched, total = int(match[1]), int(match[2])
+            # A prompt reused whole still has its last token decoded again, for its logits (llama.cpp's
+            # server: "we have to evaluate at least 1 token to generate logits", n_past - 1; the runtime
+            # prints `939/939` then `Prompt tokens to decode: 1`): that token is computed, not cached.
+            cached = matched - 1 if matched == total > 0 else matched
+            return self._record(total, cached, "llama.cpp", None)
         if body.startswith("Trimmed ") and not body.startswith("Trimmed tokens"):
             match = ls.TRIMMED.match(body)
             if match is None:
