@@ -62,12 +62,14 @@ class FakeTime:
 
 @dataclass
 class Reply:
-    """One scripted answer; `hang` holds the request that long (or until the receiver closes)."""
+    """One scripted answer; `hang` holds the request that long (or until the receiver closes) and never
+    answers; `delay` holds it that long (or until `release`) and then answers."""
 
     status: int = 200
     body: str = "ok"
     headers: dict[str, str] = field(default_factory=dict)
     hang: float = 0.0
+    delay: float = 0.0
 
 
 @dataclass
@@ -154,6 +156,8 @@ class Receiver:
                     seen.status = "hang"
                     receiver.release.wait(reply.hang)
                     return
+                if reply.delay:
+                    receiver.release.wait(reply.delay)
                 self.send_response(reply.status)
                 for key, value in reply.headers.items():
                     self.send_header(key, value)

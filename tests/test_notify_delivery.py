@@ -238,6 +238,28 @@ def test_restart_resends_what_was_pending_and_nothing_twice(
         assert 4 == receiver.count()
 
 
+def test_a_queue_closed_for_a_reload_leaves_the_spool_to_its_successor(
+    tmp_path: Path, registry: CollectorRegistry
+) -> None:
+    """A send still in flight when a reload replaces the queue does not rewrite the spool the new queue
+    owns: an alert queued on the new one meanwhile stays spooled (the old one's may be sent again)."""
+    counter = notifications_counter(registry)
+    with Receiver([Reply(delay=30)]) as receiver:
+        notifier = WebhookNotifier("hook", Secret(receiver.url), timeout=30)
+        first = Delivery(notifier, tmp_path, counter)
+        first.start()
+        first.enqueue(make_alert(summary="a"))
+        wait_until(lambda: receiver.count() == 1)
+        assert not first.close(0.05, handing_over=True)  # (its send still waits for the answer)
+        second = Delivery(notifier, tmp_path, counter)
+        second.enqueue(make_alert(summary="b"))
+        receiver.release.set()
+        wait_until(lambda: count(registry, "hook", "ok") == 1.0)
+        assert first.close(5)
+    spooled = json.loads((tmp_path / "notify-hook.json").read_text())["pending"]
+    assert ["a", "b"] == [record["summary"] for record in spooled]
+
+
 def test_a_receiver_can_drop_a_transition_sent_again(tmp_path: Path, registry: CollectorRegistry) -> None:
     """A transition whose answer was lost in an outage is sent again by the restarted delivery with
     the same id and fingerprint; another transition of the same alert has its own id."""

@@ -92,7 +92,7 @@ def apply_reload(daemon: Running, config: Config, prepared: Prepared) -> None:
         daemon.alerts.silences = silences_of(config)
         old = daemon.alerts.deliveries
         for delivery in old:
-            delivery.close(2.0)
+            delivery.close(2.0, handing_over=True)
         daemon.alerts.deliveries = build_deliveries(prepared, daemon.config, daemon.counter, old)
 
     daemon.call(swap)

@@ -106,7 +106,7 @@ class Delivery:
         self._sizes = [_size(alert) for alert in self._pending]
         self._inflight = 0
         self._cv = threading.Condition()
-        self._stopping = False
+        self._stopping = self._handed_over = False
         self._thread: threading.Thread | None = None
         self._spool_error = ""
         self._last_send: float | None = None
@@ -176,15 +176,19 @@ class Delivery:
             self._cv.wait_for(lambda: not self._pending or self._stopping, timeout)
             return not self._pending
 
-    def close(self, timeout: float = 5.0) -> bool:
-        """Stop the thread (pending alerts stay spooled); True if it ended within `timeout`."""
+    def close(self, timeout: float = 5.0, *, handing_over: bool = False) -> bool:
+        """Stop the thread (pending alerts stay spooled); True if it ended within `timeout`.
+        `handing_over`: a successor (a reload's) loads the spool once this returns and owns it: a send
+        still in flight then no longer rewrites it (its alert may be sent again, never lost)."""
         with self._cv:
             self._stopping = True
             self._cv.notify_all()
-        if self._thread is not None:
-            self._thread.join(timeout)
+        if self._thread is None:
+            return True
+        self._thread.join(timeout)
+        with self._cv:
+            self._handed_over = handing_over and self._thread.is_alive()
             return not self._thread.is_alive()
-        return True
 
     def _run(self) -> None:
         """The sending loop: take the head, pace, send, then remove it or wait and retry."""
@@ -261,9 +265,8 @@ class Delivery:
             self._reason, self._detail = outcome.reason, outcome.detail
 
     def _remove(self, batch: Sequence[Alert], outcome: Outcome) -> None:
-        """Take the head batch off (delivered, or rejected: dropped and said) and rewrite the spool; the
-        receiver answered, so a failure ends here (one line). A stopping queue leaves the spool to its
-        successor (a reload's), which loaded it already: the batch may be sent again, never lost."""
+        """Take the head batch off (delivered, or rejected: dropped and said) and rewrite the spool (unless
+        a successor owns it: `close`); the receiver answered, so a failure ends here (one line)."""
         with self._cv:
             del self._pending[: len(batch)]
             del self._sizes[: len(batch)]
@@ -283,7 +286,7 @@ class Delivery:
                 self._dropped, self._last_drop = self._dropped + len(batch), outcome.reason
                 for alert in batch:
                     log.warning("notifier %s: %s; dropped %s", self.name, outcome.describe(), _named(alert))
-            if not self._stopping:
+            if not self._handed_over:
                 self._save()
             self._cv.notify_all()
 
