@@ -105,6 +105,9 @@ class RequestRecord:
     engine converts its own events into these (kvwatch.engines.capabilities.ConvertsRequests).
 
     `conversation` names the conversation the engine shows the request continues ("": not known);
+    `reprocess_cause` why the engine re-processed the prompt in full, where its lines say a cause the
+    detectors word differently (`memory_truncate_failed`: llama.cpp could not cut its memory back; "":
+    none told);
     `selection` how the engine chose where to serve it ("": not told); `derived` marks counts inferred
     (less exact); `entry` the gateway entry point it came through (None: not a gateway's); `server` the
     process that served it where one source carries several (a journal's `name[pid]`; None: the source's
@@ -123,6 +126,7 @@ class RequestRecord:
     derived: bool = False
     entry: str | None = None
     server: str | None = None
+    reprocess_cause: str = ""
 
 
 @dataclass(slots=True)

@@ -149,7 +149,8 @@ def sample_bytes() -> dict[str, bytes]:
     logs: dict[str, bytes] = {}
     for path in sample_logs():
         data = path.read_bytes()
-        logs[path.name.split(".")[0]] = gzip.decompress(data) if path.suffix == ".gz" else data
+        # (by the name before `.log`: `lmcache-0.5.6-tp2`, not `lmcache-0`, which samples of one family share)
+        logs[path.name[: path.name.index(".log")]] = gzip.decompress(data) if path.suffix == ".gz" else data
     return logs
 
 

@@ -112,12 +112,36 @@ def test_write_only_offload_names_the_hybrid_cause() -> None:
     )
 
 
+def test_write_only_offload_without_drafter_groups_names_no_excluded_group() -> None:
+    """vLLM 0.34's `no KV-cache group is annotated as a drafter group` (fact `none (...)`) excludes no
+    group: the alert gives the general cause, naming where to look, not an exclusion that did not happen."""
+    events: list[Event] = [
+        EngineFact("v", T0 - 5, "offload_excluded_groups", "none (no drafter group annotated)"),
+        *offload_traffic(26),
+    ]
+    (finding,) = write_only_offload.detect(windows_of(events), T0 + 250, write_only_offload.Settings())
+    assert finding.cause == write_only_offload.CAUSE_UNKNOWN
+
+
 def llama(prompts: list[int], cached: list[int], reprocess: bool = False) -> list[Event]:
     """llama.cpp request records one second apart."""
     return [
         LlamaRequest("l", T0 + i, 0, i, p, c, p - c, "lru", full_reprocess=reprocess)
         for i, (p, c) in enumerate(zip(prompts, cached, strict=True))
     ]
+
+
+def test_prefix_reuse_broken_names_the_failed_truncation() -> None:
+    """Large prompts re-processed in full after `failed to truncate tokens` (llama.cpp b9093-b9113) get
+    that cause and its fix, not the per-request header's."""
+    events: list[Event] = [
+        LlamaRequest(
+            "l", T0 + i, 0, i, 8000 + i, 0, 8000 + i, "lcp", full_reprocess=True, truncate_failed=True
+        )
+        for i in range(3)
+    ]
+    (finding,) = prefix_reuse.detect(windows_of(events), T0 + 3, prefix_reuse.Settings())
+    assert (prefix_reuse.CAUSE_TRUNCATE, prefix_reuse.FIX_TRUNCATE) == (finding.cause, finding.fix)
 
 
 GROWING = [480 + 30 * i for i in range(10)]
@@ -968,6 +992,16 @@ CLAUDE_TURNS = [21000 + 900 * i for i in range(12)]
         ),
         # a cached length that jumps (two conversations interleaved)
         ("jumping", llama(CLAUDE_TURNS, [14_000 if i % 2 else 2_000 for i in range(12)]), []),
+        # short prompts sent again, all but their last token cached (full hits: no break point), then
+        # three long unrelated prompts (SGLang 0.5.16's benchmark, tests/wild): no creep to judge
+        (
+            "full hits",
+            llama(
+                [48, 73, 67, 81, 91, 101, 111, 4689, 4658, 4720],
+                [1, 72, 66, 80, 90, 100, 110, 37, 46, 46],
+            ),
+            [],
+        ),
     ],
 )
 def test_pinned_cache_length_creeping_break_point(

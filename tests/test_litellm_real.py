@@ -86,7 +86,7 @@ def test_callback_records_are_read_with_litellms_cached_tokens(
     vllm: VllmServer, litellm_venv: Path, tmp_path: Path
 ) -> None:
     """One line of LiteLLM config: every request through the proxy becomes a usage record kvwatch reads,
-    per entry, with the cached tokens the clients were told."""
+    per entry, with the cached tokens the clients were told; no key of a record is unknown to kvwatch."""
     reset_prefix_cache(vllm)
     gateway = proxy(litellm_venv, tmp_path, vllm)
     try:
@@ -107,6 +107,12 @@ def test_callback_records_are_read_with_litellms_cached_tokens(
     assert cached.get("/v1/messages", 0.0) == sum(s.cached_tokens for s in messages)
     prompt = totals(kv, "kvwatch_usage_prompt_tokens_total")
     assert prompt["/v1/chat/completions"] == sum(s.prompt_tokens for s in chat)
+    _, _, body = kv.get("/metrics")
+    unknown = [
+        s for family in text_string_to_metric_families(body) for s in family.samples
+        if s.name == "kvwatch_unknown_fields_total" and s.labels.get("source") == "litellm"
+    ]  # fmt: skip
+    assert not unknown
     assert kv.stop() == 0
     assert claude_traffic.SYSTEM[:40] not in gateway.usage.read_text()  # no prompt text in the records
 

@@ -509,6 +509,16 @@ def test_a_request_released_without_timings_ends_at_the_slot_s_next_task_or_the_
     assert [7] == [r.task for r in requests(CANCELLED[:-1] + nxt)]  # (task 9 never ends)
 
 
+def test_a_request_released_without_timings_ends_at_a_restart() -> None:
+    """A restart closes it too (the old process prints nothing more): its record comes before the
+    restart's, not lost with the old process's slots (NemoClaw's cancelled request before a restart)."""
+    restart = "srv    load_model: initializing slots, n_slots = 4"
+    events, _ = run([*CANCELLED, restart, *[line.replace("task 7", "task 0") for line in CANCELLED[:3]]])
+    assert [(LlamaRequest, 7), (ServerRestart, None)] == [
+        (type(e), getattr(e, "task", None)) for e in events
+    ]  # (task 0 of the new run never ends)
+
+
 def test_failed_truncation_clears_the_memory_and_reuses_nothing() -> None:
     """`failed to truncate tokens with position >= N - clearing the memory` after the memory_seq_rm line:
     the reuse is 0 and the request is a full re-process."""
@@ -522,3 +532,29 @@ def test_failed_truncation_clears_the_memory_and_reuses_nothing() -> None:
     ]
     [got] = requests(lines)
     assert (500, 0, True) == (got.prompt_tokens, got.reused_tokens, got.full_reprocess)
+
+
+def test_failed_truncation_in_b9113_order_reuses_nothing() -> None:
+    """b9113's own order (server-context.cpp:2599-2631): the whole prompt cached, n_past cut by one, the cut
+    refused, `clearing prompt`, then the prefill from 0 with no memory_seq_rm of its own: reuse 0, full."""
+    lines = [
+        "38.11.021.679 I slot get_availabl: id  0 | task -1 | selected slot by LCP similarity, sim_best = 1.000 (> 0.100 thold), f_keep = 1.000",
+        "38.11.021.839 I slot launch_slot_: id  0 | task 6109 | processing task, is_child = 0",
+        "38.11.022.219 I slot update_slots: id  0 | task 6109 | new prompt, n_ctx_slot = 65536, n_keep = 0, task.n_tokens = 7180",
+        "38.11.022.249 W slot update_slots: id  0 | task 6109 | need to evaluate at least 1 token for each active slot (n_past = 7180, task.n_tokens() = 7180)",
+        "38.11.022.255 W slot update_slots: id  0 | task 6109 | n_past was set to 7179",
+        "38.11.022.295 I slot update_slots: id  0 | task 6109 | n_tokens = 7179, memory_seq_rm [7179, end)",
+        "38.11.022.315 W slot update_slots: id  0 | task 6109 | failed to truncate tokens with position >= 7179 - clearing the memory",
+        "38.11.022.321 I slot prompt_clear: id  0 | task 6109 | clearing prompt with 7179 tokens",
+        "38.11.022.333 I slot update_slots: id  0 | task 6109 | prompt processing progress, n_tokens = 2048, batch.n_tokens = 2048, progress = 0.285237",
+        "38.12.151.135 I slot update_slots: id  0 | task 6109 | n_tokens = 2048, memory_seq_rm [2048, end)",
+        "38.12.151.147 I slot update_slots: id  0 | task 6109 | prompt processing done, n_tokens = 7180, batch.n_tokens = 5132",
+        "38.21.559.840 I slot print_timing: id  0 | task 6109 | ",
+        "prompt eval time =    3964.43 ms /  7180 tokens (    0.55 ms per token,  1811.11 tokens per second)",
+        "       eval time =    6570.18 ms /   270 tokens (   24.33 ms per token,    41.09 tokens per second)",
+        "      total time =   10534.61 ms /  7450 tokens",
+        "38.21.560.000 I slot      release: id  0 | task 6109 | stop processing: n_tokens = 7449, truncated = 0",
+    ]
+    [got] = requests(lines)
+    assert (7180, 0, True, 7180) == (got.prompt_tokens, got.reused_tokens, got.full_reprocess, got.new_tokens)
+    assert got.truncate_failed

@@ -395,6 +395,36 @@ def test_lmcache_lines_in_an_sglang_log_are_read_as_its_layer() -> None:
     assert [34] == metrics["kvwatch_sglang_prefill_cached_tokens_total"]
 
 
+def test_sglang_adapter_skip_and_store_kv_lines_of_the_releases_are_recognised(tmp_path: Path) -> None:
+    """LMCache 0.5.0-0.5.6's SGLang adapter: `retrieve skipped: ... no new tokens to retrieve` loads
+    nothing, `store_kv started` / `completed` are recognised without adding to the engine's `Stored` line."""
+    import contextlib
+    import io
+
+    from kvwatch.cli import main as cli
+
+    tail = "(sglang_adapter.py:{}:lmcache.integration.sglang.sglang_adapter)"
+    log = tmp_path / "lm.log"
+    log.write_text(
+        "[2026-01-20 21:24:54,336] LMCache INFO: LMCache retrieve skipped: lookup=32, offset=32, no new "
+        f"tokens to retrieve {tail.format(325)}\n"
+        "[2026-01-20 21:24:54,340] LMCache INFO: LMCache store_kv started: tokens=80, num_layers=28, "
+        f"offset=0 {tail.format(368)}\n"
+        "[2026-01-20 21:24:54,347] LMCache INFO: Stored 80 out of total 80 tokens. size: 0.0107 GB, cost "
+        "2.1000 ms, throughput: 5.0952 GB/s; offload_time: 2.0000 ms, put_time: 0.1000 ms "
+        "(cache_engine.py:588:lmcache.v1.cache_engine)\n"
+        "[2026-01-20 21:24:54,348] LMCache INFO: LMCache store_kv completed: stored 80 tokens "
+        f"{tail.format(410)}\n"
+    )
+    out = io.StringIO()
+    with contextlib.redirect_stdout(out):
+        assert 0 == cli(["replay", "--engine", "lmcache", "--format", "json", str(log)])
+    metrics = json.loads(out.getvalue())["metrics"]
+    assert [4] == [s["value"] for s in metrics["kvwatch_lines_recognized_total"]]
+    assert [80] == [s["value"] for s in metrics["kvwatch_lmcache_stored_tokens_total"]]
+    assert not [s for s in metrics.get("kvwatch_lmcache_retrieved_tokens_total", []) if s["value"]]
+
+
 def test_2024_store_skips_and_injections_are_stores_and_loads() -> None:
     """lmcache_vllm's `Store skips N tokens and then stores M tokens` is a store of M; `Injected token
     number: K` a load of K (LMCache#469's lines)."""
@@ -405,9 +435,9 @@ def test_2024_store_skips_and_injections_are_stores_and_loads() -> None:
 
 def test_mp_window_stats_and_remote_put_lines_are_recognised_not_summed_twice(tmp_path: Path) -> None:
     """MP mode's `L0<->L1 stats [...] last Xs: store ops=... | retrieve ops=...` (and its cumulative twin)
-    and remote connectors' DEBUG `[...]Bytes offloaded: X MBytes in Y ms` are LMCache's (lmcache 0.5.6
-    extra_stats.py, instrumented_connector.py), recognised without adding to the sums: the per-operation
-    INFO lines beside them already count those transfers."""
+    and remote connectors' DEBUG `[...]Bytes offloaded: X MBytes in Y ms` / `Bytes loaded` are LMCache's
+    (lmcache 0.5.6 extra_stats.py, instrumented_connector.py; 0.3.9's and 0.3.0's forms too), recognised
+    without adding to the sums: the per-operation INFO lines beside them already count those transfers."""
     import contextlib
     import io
 
@@ -423,10 +453,18 @@ def test_mp_window_stats_and_remote_put_lines_are_recognised_not_summed_twice(tm
         "(extra_stats.py:169:x)\n"
         "[2026-01-20 21:24:54,348] LMCache DEBUG: [InstrumentedRemoteConnector(MooncakestoreConnector)]Bytes "
         "offloaded: 12.345 MBytes in 3.210 ms (instrumented_connector.py:40:x)\n"
+        # its get / batched_get twin; 0.3.9's f-string (`ms` unspaced); 0.3.0's (no name, no time)
+        "[2026-01-20 21:24:54,349] LMCache DEBUG: [InstrumentedRemoteConnector(<lmcache.v1.storage_backend."
+        "connector.redis_connector.RedisConnector object at 0x7f3a5c1e2d90>)]Bytes loaded: 37.749 MBytes in "
+        "20.112 ms (instrumented_connector.py:166:x)\n"
+        "[2026-01-20 21:24:54,350] LMCache DEBUG: [InstrumentedRemoteConnector(x)]Bytes offloaded: 12.345 "
+        "MBytes in 3.210ms (instrumented_connector.py:40:x)\n"
+        "[2026-01-20 21:24:54,351] LMCache DEBUG: Bytes offloaded: 12.3450 MBytes "
+        "(instrumented_connector.py:51:x)\n"
     )
     out = io.StringIO()
     with contextlib.redirect_stdout(out):
         assert 0 == cli(["replay", "--engine", "lmcache", "--format", "json", str(log)])
     metrics = json.loads(out.getvalue())["metrics"]
-    assert [3] == [s["value"] for s in metrics["kvwatch_lines_recognized_total"]]
+    assert [6] == [s["value"] for s in metrics["kvwatch_lines_recognized_total"]]
     assert not [s for s in metrics.get("kvwatch_lmcache_stores_total", []) if s["value"]]

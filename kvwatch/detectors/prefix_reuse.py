@@ -39,6 +39,32 @@ FIX = (
     "ignoring n_cache_reuse` (that is --cache-reuse chunk shifting), --parallel, --swa-full."
 )
 
+# llama.cpp b9093-b9113 (llama-cpp-python 0.3.17-0.3.23), server-context.cpp: a fully cached prompt is cut
+# back one token ([TAG_PROMPT_LOGITS]); a recurrent memory cannot drop its last position, the cut fails and
+# the memory is cleared. b9246's update_slots looks for a context checkpoint in that case instead.
+CAUSE_TRUNCATE = (
+    "llama.cpp could not cut its memory back (`failed to truncate tokens with position >= N - clearing "
+    "the memory`): on a recurrent or hybrid model the slot already held the request's whole prompt (the "
+    "same prompt sent again: a `max_tokens: 1` cache warm-up, a retry, a regenerate), llama.cpp keeps one "
+    "token to evaluate, the recurrent state cannot drop its last position, and the memory is cleared, so "
+    "the prompt is processed again in full. llama.cpp b9093-b9113 (llama-cpp-python 0.3.17-0.3.23) do this."
+)
+FIX_TRUNCATE = (
+    "Upgrade llama.cpp to b9246 or later: a fully cached prompt then restores the context checkpoint made "
+    "before the prompt's end instead of clearing the memory. Until then, do not send the same prompt twice "
+    "(drop cache warm-up requests; expect a retry to re-process in full)."
+)
+
+
+def _cause(points: Sequence[RequestPoint]) -> tuple[str, str]:
+    """The cause and fix the poor points' lines show: most of them a failed truncation, most of them a
+    forced full re-processing, or a prefix that breaks early."""
+    if sum(p.reprocess_cause == "memory_truncate_failed" for p in points) * 2 >= len(points):
+        return CAUSE_TRUNCATE, FIX_TRUNCATE
+    if sum(p.full_reprocess for p in points) * 2 >= len(points):
+        return CAUSE_REPROCESS, FIX
+    return CAUSE_PREFIX, FIX
+
 
 @dataclass(frozen=True)
 class Settings:
@@ -123,6 +149,7 @@ def _judge(labels: Labels, points: Sequence[RequestPoint], cfg: Settings) -> Fin
         "poor_reuse_requests": len(poor),
         **_figures(sizeable),
     }
+    cause, fix = _cause(sizeable)
     return Finding(
         alert="prefix_reuse_broken",
         labels=labels,
@@ -131,8 +158,8 @@ def _judge(labels: Labels, points: Sequence[RequestPoint], cfg: Settings) -> Fin
             f"{len(poor)} of the last {len(sizeable)} prompts reused almost nothing "
             f"({reused} of {prompt} tokens, {reprocessed} fully re-processed)"
         ),
-        cause=CAUSE_REPROCESS if reprocessed * 2 >= len(sizeable) else CAUSE_PREFIX,
-        fix=FIX,
+        cause=cause,
+        fix=fix,
         evidence=evidence,
     )
 
@@ -193,10 +220,10 @@ def _waste(
     if worst is None:
         return None
     slot, recent, wasted = worst
-    reprocessed = sum(p.full_reprocess for p in wasted)
     prompt = sum(p.prompt for p in wasted)
     reused = sum(p.cached for p in wasted)
     where = "" if slot is None else f" on slot {slot}"
+    cause, fix = _cause(wasted)
     evidence = {
         "rule": "waste",
         "slot": slot,
@@ -214,8 +241,8 @@ def _waste(
             f"{len(wasted)} of the last {len(recent)} prompts{where} were large and re-processed in full "
             f"({reused} of {prompt} tokens reused, {prompt - reused} computed again)"
         ),
-        cause=CAUSE_REPROCESS if reprocessed * 2 >= len(wasted) else CAUSE_PREFIX,
-        fix=FIX,
+        cause=cause,
+        fix=fix,
         evidence=evidence,
     )
 

@@ -24,7 +24,9 @@ from kvwatch.model import Finding
 from kvwatch.windows.window import EngineWindow, SourceWindow, StatsPoint, Windows, ordered
 
 CAUSE_HYBRID = (
-    "The startup log shows KV groups excluded from offloading ({groups}). vLLM's OffloadingConnector "
+    "The startup log names KV groups whose trailing chunk is excluded from offloading ({groups}: `KV "
+    "offloading: EAGLE/MTP draft attention groups [...] detected.`, which vLLM 0.24-0.33 follow with "
+    "`... excluded from offloading` and 0.34 does not). vLLM's OffloadingConnector "
     "looks a prefix up in every KV group (full attention, sliding window, EAGLE/MTP draft) and reports "
     "no hit when any group misses; the excluded groups never store their trailing chunk, so every "
     "lookup misses and the stored full-attention prefixes are never loaded."
@@ -223,6 +225,12 @@ def _judge(
     )
 
 
+def _excludes(groups: str | None) -> bool:
+    """Whether the startup log named KV groups excluded from offloading (0.34's `no KV-cache group is
+    annotated as a drafter group` names none: that is `none (...)`)."""
+    return groups is not None and not groups.startswith("none")
+
+
 def _finding(
     source: str,
     engine: str,
@@ -260,7 +268,7 @@ def _finding(
         labels=(("source", source), ("engine", engine)),
         severity="warning",
         summary=summary,
-        cause=CAUSE_HYBRID.format(groups=groups) if groups else CAUSE_UNKNOWN,
+        cause=CAUSE_HYBRID.format(groups=groups) if _excludes(groups) else CAUSE_UNKNOWN,
         fix=fix,
         evidence={k: v for k, v in evidence.items() if v is not None},
     )

@@ -77,14 +77,16 @@ class Drift:
     shapes: Shapes | None = None
     counts: dict[str, int] = field(default_factory=dict)
 
-    def seen(self, when: float, shape: str) -> list[Event]:
-        """One more line of a drifted `shape` (already sanitised): its events."""
+    def seen(self, when: float, shape: str, told: bool = True) -> list[Event]:
+        """One more line of a drifted `shape` (already sanitised): its events. `told`: False for keys
+        that are counted and listed but are no drift (a plugin's own, which no release of the engine
+        printed): no fact, so no `format_drift`."""
         counts = self.counts
         if shape not in counts and len(counts) >= MAX_SHAPES:
             shape = "other"
         count = counts[shape] = counts.get(shape, 0) + 1
         events: list[Event] = [UnreadFields(self.source, when, self.engine, shape)]
-        if _power_of_ten(count):
+        if told and _power_of_ten(count):
             events.append(EngineFact(self.source, when, f"{FACT}{self.engine}:{shape}", str(count)))
         return events
 
@@ -97,10 +99,12 @@ class Drift:
             return None
         return self.seen(when, sanitise(text if message is None else message))
 
-    def keys(self, when: float, kind: str, keys: Iterable[str], known: frozenset[str]) -> list[Event]:
+    def keys(
+        self, when: float, kind: str, keys: Iterable[str], known: frozenset[str], told: bool = True
+    ) -> list[Event]:
         """The keys of a line read by key that kvwatch does not know: their drift events ([]: none)."""
         extra = [key for key in keys if key not in known]
-        return self.seen(when, key_shape(kind, extra)) if extra else []
+        return self.seen(when, key_shape(kind, extra), told) if extra else []
 
 
 def is_fact(key: str) -> bool:

@@ -90,6 +90,7 @@ class RequestPoint(NamedTuple):
     derived: bool = False
     slot: int | None = None
     conversation: str = ""  # the conversation the engine shows it continues ("": not known)
+    reprocess_cause: str = ""  # RequestRecord.reprocess_cause
 
 
 @dataclass(slots=True)
@@ -597,6 +598,7 @@ class Windows:
             record.derived,
             record.slot,
             record.conversation,
+            record.reprocess_cause,
         )
         self._add_request(labels, point)
 

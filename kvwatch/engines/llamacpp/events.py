@@ -34,6 +34,7 @@ class LlamaRequest:
     prompt_eval_seconds: float | None = None
     derived: bool = False
     server: str | int | None = None
+    truncate_failed: bool = False  # `failed to truncate tokens ... clearing the memory` (b9093-b9113)
 
 
 @dataclass(slots=True)

@@ -245,7 +245,7 @@ class LlamacppParser:
                 if (
                     "memory_seq_rm" not in msg
                     and (four not in _LOUD or (four == "tota" and not request.stopped))
-                    and marked(msg) is None  # (else it may be drift: apply tells it)
+                    and not marked(msg)  # (else it may be drift: apply tells it)
                 ):
                     header = False
                     continue  # quiet (`total time` ends only a request stopped before it)
@@ -421,7 +421,7 @@ class LlamacppParser:
                             elif (
                                 (prefix not in READ or (prefix == "tota" and not request.stopped))
                                 and "memory_seq_rm" not in msg
-                                and marked(msg) is None  # (else it may be drift: the general path)
+                                and not marked(msg)  # (else it may be drift: the general path)
                             ):
                                 # (a request reads `total time` only when `stop processing` came first)
                                 last, pending = stamp, True
@@ -635,12 +635,20 @@ class LlamacppParser:
         return None if early is None else list(early)
 
     def _restart(self, stream: Stream, env: ln.Envelope, wall: float | None) -> list[Event]:
-        """Forget the old process's slots; announce the new run unless its own start line did."""
-        self._legacy.pop(_key_of(env), None)
+        """Forget the old process's slots, its requests released without timings first made records (no
+        timings will come for them now, as at the end of input); announce the new run unless its own
+        start line did."""
+        key = _key_of(env)
+        self._legacy.pop(key, None)
+        ended = stream.drop_in_flight(self._last, self.source)
+        if isinstance(key, str):  # (a process's stream: see _parse_one)
+            for event in ended:
+                if type(event) is LlamaRequest:
+                    event.server = key
         stream.reset()
         now = self._time(stream, env, wall)
         stream.announced = True
-        return [ServerRestart(self.source, now, "llamacpp")]
+        return [*ended, ServerRestart(self.source, now, "llamacpp")]
 
     def _time(self, stream: Stream, env: ln.Envelope, wall: float | None) -> float:
         """Event time of a message (rules in the module docstring), never before the last one."""

@@ -39,6 +39,7 @@ class Requests:
             event.prompt_tokens,
             event.reused_tokens,
             full_reprocess=event.full_reprocess,
+            reprocess_cause="memory_truncate_failed" if event.truncate_failed else "",
             slot=slot,
             conversation=f"slot {slot} #{number}" if server is None else f"{server} slot {slot} #{number}",
             selection=event.selection,

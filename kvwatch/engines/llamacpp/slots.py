@@ -41,6 +41,7 @@ class Request:
     armed: bool = False  # the next memory_seq_rm gives the reused prefix (after new prompt / restore)
     restore_past: int | None = None
     full: bool = False
+    truncate_failed: bool = False  # the full re-process came from `failed to truncate tokens ...`
     restores: int = 0
     new: int | None = None
     eval_seconds: float | None = None
@@ -68,7 +69,7 @@ class Request:
         return LlamaRequest(
             source, time, slot, self.task, prompt, reused, self.new, self.pick.selection,
             sim_best=self.pick.sim, f_keep=self.pick.keep, prompt_cache_rescue=self.pick.rescue,
-            full_reprocess=self.full, checkpoint_restores=self.restores,
+            full_reprocess=self.full, truncate_failed=self.truncate_failed, checkpoint_restores=self.restores,
             prompt_eval_seconds=self.eval_seconds, derived=derived,
         )  # fmt: skip
 
@@ -370,10 +371,11 @@ def _update(request: Request, msg: str) -> bool | None:
             return False
         return True
     elif msg.startswith("failed to truncate tokens"):
-        # `failed to truncate tokens with position >= %d - clearing the memory` (2025 server.cpp,
-        # after the memory_seq_rm line): nothing of the slot's memory is reused, the prompt is
-        # processed whole
-        request.reused, request.armed, request.full = 0, False, True
+        # `failed to truncate tokens with position >= %d - clearing the memory` (tools/server/
+        # server-context.cpp of llama-cpp-python 0.3.17-0.3.23's llama.cpp and b9093-b9113, right after
+        # the memory_seq_rm line; `clearing prompt with N tokens` follows): nothing of the slot's memory
+        # is reused, the prompt is processed whole
+        request.reused, request.armed, request.full, request.truncate_failed = 0, False, True, True
     elif msg.startswith("total time"):
         return request.stopped
     elif msg.startswith("restored context checkpoint"):

@@ -103,12 +103,21 @@ STORED = re.compile(
 STORE_SKIPS = re.compile(r"Store skips (\d+) tokens and then stores (\d+) tokens\Z")
 INJECTED = re.compile(r"Injected token number: (\d+)\Z")
 # SGLang's LMCache adapter (lmcache/integration/sglang/sglang_adapter.py, LMCache PR #2410, 2026-01):
-# INFO before its synchronous retrieve of the tokens past what the radix cache holds (`offset`).
+# INFO before its synchronous retrieve of the tokens past what the radix cache holds (`offset`); when
+# there are none, `LMCache retrieve skipped: lookup=%d, offset=%d, no new tokens to retrieve` (0.5.0-0.5.6;
+# `to load` in the PR).
 SGLANG_RETRIEVE = re.compile(
     r"LMCache retrieve (?:started: lookup=(\d+), offset=(\d+), (?:retrieve (\d+)|new_tokens=(\d+))"
-    r"(?: new tokens)?|skipped: lookup=\d+, offset=\d+, no new tokens to load)\Z"
+    r"(?: new tokens)?|skipped: lookup=\d+, offset=\d+, no new tokens to (?:load|retrieve))\Z"
 )
-# MP mode's opt-in window stats (lmcache 0.5.6 v1/mp_observability/subscribers/logging/extra_stats.py:160):
+# Its store (0.5.0-0.5.6, INFO): `LMCache store_kv started: tokens=%d, num_layers=%d, offset=%d` and
+# `LMCache store_kv completed: stored %d tokens`, around the engine's own `Stored N out of total M`, which
+# counts the store: recognised only.
+SGLANG_STORE_KV = re.compile(
+    r"LMCache store_kv (?:started: tokens=\d+, num_layers=\d+, offset=\d+|completed: stored \d+ tokens)\Z"
+)
+# MP mode's opt-in window stats (lmcache 0.5.2-0.5.6, `--enable-extra-logging`,
+# v1/mp_observability/subscribers/logging/extra_stats.py:160):
 # `L0<->L1 stats [%s] last %.1fs: store ops=N tokens=N size=X.XXGB avg_copy=... | retrieve ops=...`; the
 # `cumulative:` twin repeats the totals. Both repeat the per-operation INFO lines below: recognised only.
 MP_WINDOW = re.compile(
@@ -116,9 +125,14 @@ MP_WINDOW = re.compile(
     r"retrieve ops=(\d+) tokens=(\d+) size=([\d.]+)GB"
 )
 MP_CUMULATIVE = re.compile(r"L0<->L1 stats \[[^\]]*\] cumulative: store ops=")
-# Remote connectors, DEBUG (v1/storage_backend/connector/instrumented_connector.py:40, :195 in 0.5.6):
-# `[%s]Bytes offloaded: %.3f MBytes in %.3f ms` (%s: the connector's name).
-BYTES_OFFLOADED = re.compile(r"\[(.*)\]Bytes offloaded: ([\d.]+) MBytes in ([\d.]+) ms\Z")
+# Remote connectors, DEBUG (v1/storage_backend/connector/instrumented_connector.py): 0.3.15-0.5.6 put /
+# batched_put `[%s]Bytes offloaded: %.3f MBytes in %.3f ms` (:40, :195; %s: the connector's name,
+# `InstrumentedRemoteConnector(<...RedisConnector object at 0x...>)` where it has no __repr__), get /
+# batched_get `[%s]Bytes loaded: ...` the same; 0.3.9-0.3.12's f-string `... in %.3fms`; 0.3.0's
+# `Bytes offloaded: %.4f MBytes` alone.
+BYTES_OFFLOADED = re.compile(
+    r"(?:\[(.*)\])?Bytes (?:offloaded|loaded): ([\d.]+) MBytes(?: in ([\d.]+) ?ms)?\Z"
+)
 # MP mode's server (v1/multiprocess/server.py 0.3.12-0.4.x, modules/*_transfer.py 0.5.x), INFO.
 MP_STORED = re.compile(r"Stored (\d+) tokens in (\d+(?:\.\d+)?) seconds\Z")
 MP_RETRIEVED = re.compile(r"Retrieved (\d+) tokens in (\d+(?:\.\d+)?) seconds\Z")

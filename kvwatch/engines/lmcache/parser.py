@@ -459,9 +459,10 @@ class LmcacheLayer:
             lm.MP_WINDOW.match(message)
             or lm.MP_CUMULATIVE.match(message)
             or lm.BYTES_OFFLOADED.match(message)
+            or lm.SGLANG_STORE_KV.match(message)
         ):
             # (recognised, not summed: they repeat the per-operation INFO lines, `Stored %d tokens in %.3f
-            # seconds` / `Stored N out of total M`, which LMCache prints beside them)
+            # seconds` / `Stored N out of total M`, which LMCache prints beside them; SGLang's store_kv)
             return []
         injected = lm.INJECTED.match(message)
         if injected is not None:  # 2024's retrieve: what it loaded, not what it was asked for

@@ -148,7 +148,8 @@ def looks_like(sample: str) -> bool:
     hits = 0
     previous = ""
     for text in ls.ascii_brackets(sample).splitlines()[:2000]:
-        framed = ls.ONE_LINE.match(text) or (text.startswith(" ") and ls.HEADER.match(previous))
+        # (a record's message under its header, its leading space lost or not: a header is LM Studio's alone)
+        framed = ls.ONE_LINE.match(text) or (ls.HEADER.match(previous) and not ls.HEADER.match(text))
         if ls.STANDALONE.match(text):
             hits += 2  # (a line only mlx-engine writes names the engine alone)
         elif framed or "[cache_wrapper][" in text or "Cache reuse summary: " in text:
@@ -327,10 +328,11 @@ class LmstudioParser:
             # message alone, at the start time (nothing earlier tells the time)
             self._open, self._last = True, self._start_time
         if self._header:
+            # A two-line record's message: ` message`; a paste that lost its leading space (mlx-lm#480's
+            # full-width one: `【cache_wrapper】【INFO】: Trimmed 74 ...` under `... 【DEBUG】`) reads the
+            # same.
             self._header = False
-            if not text.startswith(" "):
-                return None
-            return self._message(text[1:])
+            return self._message(text[1:] if text.startswith(" ") else text)
         return self._message(text)
 
     def _start(self, stamp: str, level: str, *, two_line: bool) -> ParseResult:
@@ -369,7 +371,12 @@ class LmstudioParser:
             match = ls.REUSE.match(body)
             if match is None:
                 raise ls.GarbledError("a torn `Cache reuse summary` line")
-            return self._record(int(match[2]), int(match[1]), "llama.cpp", None)
+            matched, total = int(match[1]), int(match[2])
+            # A prompt reused whole still has its last token decoded again, for its logits (llama.cpp's
+            # server: "we have to evaluate at least 1 token to generate logits", n_past - 1; the runtime
+            # prints `939/939` then `Prompt tokens to decode: 1`): that token is computed, not cached.
+            cached = matched - 1 if matched == total > 0 else matched
+            return self._record(total, cached, "llama.cpp", None)
         if body.startswith("Trimmed ") and not body.startswith("Trimmed tokens"):
             match = ls.TRIMMED.match(body)
             if match is None:

@@ -47,6 +47,7 @@ from kvwatch.engines.usage.fields import (
     path_get,
     read_usage,
 )
+from kvwatch.engines.usage.tables import KNOWN as TABLE_KEYS
 from kvwatch.model import Event, LogLine, UsageRecord
 from kvwatch.parsers.base import ParseError, ParseResult, ParserSettings
 from kvwatch.parsers.clock import LineClock
@@ -147,14 +148,25 @@ class UsageParser:
                 skipped: list[Event] = [UsageSkipped(self.source, when, reading)]
                 if reading == "no_usage":
                     skipped += self._unread_usage(obj, when)
-                return skipped
+                return skipped + self._unread_keys(obj, when)
             record = self._record(obj, reading, line.time)
         except FieldError as err:
             return ParseError(f"usage: {err}")
         if record is None:
             return ParseError("usage: no usable time (none in the row, no transport time, no earlier row)")
         self._last_time = record.time
-        return [record]
+        return [record, *self._unread_keys(obj, record.time)]
+
+    def _unread_keys(self, obj: dict[str, Any], when: float) -> list[Event]:
+        """The top-level keys of a gateway table's row that its format is not known to carry, counted
+        (kvwatch.engines.usage.tables); none for a mapped source or a row of another shape."""
+        if self.mapping.maps_tokens():
+            return []
+        table = _table_row(obj)
+        known = None if table is None else TABLE_KEYS[table]
+        if known is None or known.issuperset(obj):
+            return []
+        return self._drift.keys(when, f"{table} row", obj, known)
 
     def _unread_usage(self, obj: dict[str, Any], when: float) -> list[Event]:
         """A row without usage where one is looked for, but with token counts elsewhere: a usage of a

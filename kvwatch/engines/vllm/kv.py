@@ -89,7 +89,7 @@ def _plain_number(raw: str) -> object:
         return _literal(raw)
 
 
-def _flatten(text: str) -> dict[str, float]:
+def _flatten(text: str, keys: list[tuple[str, str]] | None = None) -> dict[str, float]:
     values: dict[str, float] = {}
     for item in split_top(text):
         key, eq, raw = item.partition("=")
@@ -100,11 +100,15 @@ def _flatten(text: str) -> dict[str, float]:
             nested = _literal(raw)
             if not isinstance(nested, dict):
                 raise KvPayloadError(f"{key}: unreadable nested stats")
+            if keys is not None:
+                keys += ((key, str(inner)) for inner in nested)
             for inner, value in nested.items():
                 number = _number(value, f"{key}/{inner}")
                 if number is not None:
                     values[f"{key}/{inner}"] = number
             continue
+        if keys is not None:
+            keys.append(("", key))
         if raw.lower() in ("nan", "inf", "-inf", "+inf"):
             raise KvPayloadError(f"{key}: {raw} is not a finite number")
         number = _number(_plain_number(raw), key)
@@ -152,14 +156,16 @@ def _lookup(values: dict[str, float], names: tuple[str, str]) -> float | None:
 
 
 def read_kv_payload(
-    text: str, *, fast: bool = True
+    text: str, *, fast: bool = True, keys: list[tuple[str, str]] | None = None
 ) -> tuple[dict[str, float], int | None, int | None, int | None]:
     """The text after `KV Transfer metrics: ` read: its numeric keys, flattened (`Connector/key` for
     MultiConnector), and the verdicts (store_bytes, load_bytes, lookups), as a plain tuple. `fast`: the
-    common flat payload read a quicker way (the same result); False: every payload the general way."""
+    common flat payload read a quicker way (the same result); False: every payload the general way.
+    `keys`, when given, receives each item's (connector, key) read the general way, whatever its value
+    (the connector "" for a flat item); read the fast way, it stays empty: `values` holds every key."""
     values = _flat(text) if fast else None
     if values is None:
-        values = _flatten(text)
+        values = _flatten(text, keys)
         tails = [k.rpartition("/")[2] for k in values]
         store, load = _pick(values, _STORE_KEYS, tails), _pick(values, _LOAD_KEYS, tails)
         lookups = _pick(values, _LOOKUP_KEYS, tails)

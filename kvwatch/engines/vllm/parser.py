@@ -18,6 +18,7 @@ from typing import TYPE_CHECKING, Any
 
 from kvwatch.engines import layer_parsers
 from kvwatch.engines.vllm import facts as vllm_facts
+from kvwatch.engines.vllm.connectors import unread
 from kvwatch.engines.vllm.events import VllmKvTransfer, VllmSpecDecoding
 from kvwatch.engines.vllm.kv import KvPayloadError, read_kv_payload
 from kvwatch.engines.vllm.lifecycle import MARKERS as LIFE_MARKERS
@@ -382,14 +383,21 @@ class VllmParser:
         return [*facts, *life] if isinstance(facts, list) else life
 
     def _kv(self, payload: str, when: float) -> ParseResult:
+        keys: list[tuple[str, str]] = []
         try:
-            values, store, load, lookups = read_kv_payload(payload, fast=self._fast)
+            values, store, load, lookups = read_kv_payload(payload, fast=self._fast, keys=keys)
         except KvPayloadError as err:
             return ParseError(f"vllm KV Transfer: {err}")
         blocks = read_blocks(values) if "simple_kv_offload" in payload else None
         if blocks is None:
-            return [VllmKvTransfer(self.source, when, self._engine, store, load, lookups)]
-        return [VllmKvTransfer(self.source, when, self._engine, store, load, lookups, *blocks)]
+            events: list[Event] = [VllmKvTransfer(self.source, when, self._engine, store, load, lookups)]
+        else:
+            events = [VllmKvTransfer(self.source, when, self._engine, store, load, lookups, *blocks)]
+        for part in unread(values, keys):
+            # a known connector's new key is drift; a connector kvwatch does not know is only counted
+            kind = f"KV Transfer {part.connector}"
+            events += self._drift.keys(when, kind, part.keys, frozenset(), told=part.known)
+        return events
 
     def _spec(self, message: str, when: float) -> ParseResult:
         match = _SPEC.search(message) or _V0_SPEC.search(message)

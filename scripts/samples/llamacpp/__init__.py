@@ -4,10 +4,10 @@ from __future__ import annotations
 
 from types import ModuleType
 
-from scripts.samples.llamacpp import b9934, incident4, journal, v2025_08, y2024
+from scripts.samples.llamacpp import b9113, b9934, incident4, journal, v2025_08, y2024
 from scripts.samples.made import Made
 
-MAKERS: tuple[ModuleType, ...] = (v2025_08, incident4, b9934, y2024, journal)
+MAKERS: tuple[ModuleType, ...] = (v2025_08, incident4, b9113, b9934, y2024, journal)
 
 
 def make() -> list[Made]:

@@ -22,6 +22,30 @@ WHERE: dict[str, dict[str, int]] = {
               "block": 1793, "pressure": 519},
 }  # fmt: skip
 
+#: A remote tier's lines (lmcache 0.5.6): the adapter's DEBUG `Storing KV cache ...` (wait_for_save), the
+#: remote backend's INFO `Connected to remote storage at %s, remote_mla_worker_id_as_0 mode: %s`, and
+#: v1/storage_backend/connector/instrumented_connector.py's DEBUG batched_put / batched_get lines.
+REMOTE: dict[str, dict[str, int]] = {
+    "0.5.6": {"storing": 1193, "connected": 84, "offloaded": 194, "loaded": 166}
+}
+INSTRUMENTED = "lmcache.v1.storage_backend.connector.instrumented_connector"
+#: RedisConnector has no __repr__: InstrumentedRemoteConnector's name holds object.__repr__'s address.
+REDIS = "InstrumentedRemoteConnector(<lmcache.v1.storage_backend.connector.redis_connector.RedisConnector object at 0x7f3a5c1e2d90>)"  # noqa: E501
+
+
+def bytes_offloaded(version: str, t: int, mbytes: float, ms: float) -> str:
+    """`[%s]Bytes offloaded: %.3f MBytes in %.3f ms` (0.3.15-0.5.6; 0.3.9-0.3.12's f-string: `in %.3fms`)."""
+    message = f"[{REDIS}]Bytes offloaded: {mbytes:.3f} MBytes in {ms:.3f} ms"
+    return record(
+        "DEBUG", t, message, "instrumented_connector.py", REMOTE[version]["offloaded"], INSTRUMENTED
+    )
+
+
+def bytes_loaded(version: str, t: int, mbytes: float, ms: float) -> str:
+    """`[%s]Bytes loaded: %.3f MBytes in %.3f ms` (batched_get)."""
+    message = f"[{REDIS}]Bytes loaded: {mbytes:.3f} MBytes in {ms:.3f} ms"
+    return record("DEBUG", t, message, "instrumented_connector.py", REMOTE[version]["loaded"], INSTRUMENTED)
+
 
 def record(level: str, t: int, message: str, file: str, lineno: int, name: str) -> str:  # noqa: PLR0917
     """One record of LMCache's CustomFormatter (lmcache/logging.py), local time = UTC, with its newline."""

@@ -9,7 +9,7 @@ from dataclasses import dataclass, field
 from scripts.samples.lmcache import lines as lm
 from scripts.samples.vllm.messages import Stat, stats_msg
 from scripts.samples.vllm.server import Server, at, plain
-from scripts.samples.vllm.startup import LOGO
+from scripts.samples.vllm.startup import LOGO, vllm_config
 
 CHUNK = 256
 KV_BYTES_PER_TOKEN = 147456  # Qwen3-8B: 36 layers x 8 KV heads x 128 x 2 (K, V) x bf16
@@ -28,6 +28,7 @@ class Plan:
     sessions: int = 6
     turns: int = 8
     growth: tuple[int, int] = (300, 1400)  # tokens a turn adds to its session's prompt
+    remote: str = ""  # a remote tier's URL: LMCACHE_LOG_LEVEL=DEBUG, its connector's `Bytes offloaded`
 
 
 @dataclass
@@ -68,6 +69,16 @@ def simulate(plan: Plan) -> tuple[bytes, Sums]:
         f"{plan.tp}, 'kv_transfer_config': KVTransferConfig(kv_connector='LMCacheConnectorV1', kv_role='kv_both')}}",  # noqa: E501
     )
     where = lm.WHERE[plan.lmcache]
+    if plan.remote:  # (the engine starts, then its workers' LMCache engines connect to the remote tier)
+        config = vllm_config("Qwen/Qwen3-8B", "Qwen/Qwen3-8B", max_len=40960, tp=plan.tp, dp=1)
+        s.log(
+            t + 6 * lm.NS, core, "init", f"Initializing a V1 LLM engine (v{plan.vllm}) with config: {config}"
+        )
+        for proc in workers:
+            s.raw(t + 20 * lm.NS, proc, lm.record(
+                "INFO", t + 20 * lm.NS, f"Connected to remote storage at {plan.remote}, remote_mla_worker_id_as_0 "  # noqa: E501
+                "mode: False", "remote_backend.py", lm.REMOTE[plan.lmcache]["connected"],
+                "lmcache.v1.storage_backend.remote_backend"), "stderr")  # fmt: skip
     sizes = [0] * plan.sessions
     t += 30 * lm.NS
     n = 0
@@ -132,6 +143,10 @@ def simulate(plan: Plan) -> tuple[bytes, Sums]:
                         "stderr",
                     )
                     sums.add(sums.retrieved, worker, got)
+                    if plan.remote:
+                        mbytes = got * KV_BYTES_PER_TOKEN / plan.tp / 1e6
+                        s.raw(tw, proc, lm.bytes_loaded(plan.lmcache, tw, mbytes, mbytes / rng.uniform(0.8, 2.0)),  # noqa: E501
+                              "stderr")  # fmt: skip
                     if got < need:
                         sums.add(sums.short, worker, 1)
                         prefix = "" if plan.lmcache.startswith("0.3.") else f"Request {rid}"
@@ -181,6 +196,11 @@ def simulate(plan: Plan) -> tuple[bytes, Sums]:
                         ),
                         "stderr",
                     )
+                if plan.remote:  # the adapter's wait_for_save, DEBUG from 0.3.15
+                    s.raw(ts, proc, lm.record(
+                        "DEBUG", ts, f"Storing KV cache for {offered} out of {total} tokens "
+                        f"(skip_leading_tokens={hit}) for request {rid}", "vllm_v1_adapter.py",
+                        lm.REMOTE[plan.lmcache]["storing"], lm.ADAPTER), "stderr")  # fmt: skip
                 gib = new * KV_BYTES_PER_TOKEN / plan.tp / (1 << 30)
                 s.raw(
                     ts,
@@ -196,6 +216,11 @@ def simulate(plan: Plan) -> tuple[bytes, Sums]:
                     "stderr",
                 )
                 sums.add(sums.stored, worker, new)
+                if plan.remote and new:  # the chunks go on to the remote tier in one batched put
+                    tr = ts + rng.randint(20, 90) * 1_000_000
+                    mbytes = new * KV_BYTES_PER_TOKEN / plan.tp / 1e6
+                    s.raw(tr, proc, lm.bytes_offloaded(plan.lmcache, tr, mbytes, mbytes / rng.uniform(0.9, 2.4)),  # noqa: E501
+                          "stderr")  # fmt: skip
         t += 4 * lm.NS
         external = 0.0 if plan.mode == "write_only" else rng.uniform(30, 70)
         st = Stat(

@@ -4,10 +4,10 @@ from __future__ import annotations
 
 from types import ModuleType
 
-from scripts.samples.lmstudio import llamacpp_runtime, mlx_text, mlx_vision, trimming, verbose_off
+from scripts.samples.lmstudio import full_width, llamacpp_runtime, mlx_text, mlx_vision, trimming, verbose_off
 from scripts.samples.made import Made
 
-MAKERS: tuple[ModuleType, ...] = (mlx_text, trimming, llamacpp_runtime, mlx_vision, verbose_off)
+MAKERS: tuple[ModuleType, ...] = (mlx_text, trimming, full_width, llamacpp_runtime, mlx_vision, verbose_off)
 
 
 def make() -> list[Made]:

@@ -178,6 +178,8 @@ LINES: dict[str, dict[str, str]] = {
         "kvxfer": "metrics.py:108",
         "store_failed": "scheduler.py:2468",
         "load_failed": "scheduler.py:2481",
+        "eagle": "scheduler.py:236",  # (offloading/scheduler.py: the shortened EAGLE/MTP line)
+        "specdec": "metrics.py:120",
     },
 }
 

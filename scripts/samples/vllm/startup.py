@@ -160,13 +160,17 @@ def startup(s: Server, t: int, cfg: Setup, tally: Tally) -> int:
                 f"Creating v1 connector with name: {cfg.connector} and engine_id: {engine_id}",
             )
         if cfg.eagle:
+            # 0.24-0.33 explain the exclusion; 0.34 prints only the detection (offloading/scheduler.py)
+            tail = (
+                ""
+                if s.v >= (0, 34)
+                else " The trailing chunk of these groups will be excluded from offloading due to volatility."
+            )
             s.log(
                 t,
                 eng,
                 "eagle",
-                f"KV offloading: EAGLE/MTP draft attention groups {cfg.eagle} "
-                "detected. The trailing chunk of these groups will be excluded from offloading "
-                "due to volatility.",
+                f"KV offloading: EAGLE/MTP draft attention groups {cfg.eagle} detected.{tail}",
             )
             tally.facts.append(f"EAGLE/MTP draft attention groups {cfg.eagle} startup line")
     t += 2 * sec

@@ -1,21 +1,22 @@
-"""Makes samples/vllm-write-only-offload.log (+ .golden): incident 2, stores never loaded."""
+"""Makes samples/vllm-write-only-offload.log and samples/vllm-0.34-write-only-offload.log: incident 2."""
 
 from __future__ import annotations
 
 import random
 
 from scripts.samples.made import Made
-from scripts.samples.vllm.lines import NS
+from scripts.samples.vllm.lines import LINES, NS, vtuple
 from scripts.samples.vllm.messages import Stat, offload_kv, spec_msg, stats_msg, walk
 from scripts.samples.vllm.readme import Tally, readme_section, remember
 from scripts.samples.vllm.server import Server, at, fuuid, plain
 from scripts.samples.vllm.startup import Setup, kvtc, startup, traffic, vllm_config
 
 
-def write_only_sample() -> tuple[bytes, str]:
-    """The incident-2 shape (MTP draft groups make every lookup miss)."""
-    version = "0.26.0"
-    rng = random.Random(2002)
+def write_only_sample(
+    version: str = "0.26.0", seed: int = 2002, start: str = "2026-08-18T01:19:40"
+) -> tuple[bytes, list[str], Tally]:
+    """The incident-2 shape (MTP draft groups make every lookup miss): the log, what it shows, the tally."""
+    rng = random.Random(seed)
     s = Server(version, rng)
     tally = Tally()
     model = "deepseek-ai/DeepSeek-V4-Flash"
@@ -49,7 +50,7 @@ def write_only_sample() -> tuple[bytes, str]:
         shards=46,
         arch="DeepseekV4ForCausalLM",
     )
-    t = startup(s, at("2026-08-18T01:19:40") + 88_000_000, cfg, tally)
+    t = startup(s, at(start) + 88_000_000, cfg, tally)
     tally.facts.insert(
         0,
         "non-default args: kv_transfer_config KVTransferConfig(kv_connector="
@@ -93,25 +94,41 @@ def write_only_sample() -> tuple[bytes, str]:
     t += 10 * NS
     s.log(t, api, "stats", stats_msg(version, "Engine 000: ", st))
     remember(tally, "0", st)
+    eagle = LINES[version]["eagle"]
     body = [
         f"vLLM **{version}**, V1, `deepseek-ai/DeepSeek-V4-Flash` on TP=8 (`Worker_TP0..7`), "
         "OffloadingConnector via `--kv-transfer-config` with `cpu_bytes_to_use=960000000000`, "
         "`block_size` 256, MTP speculative decoding with 7 tokens. Startup has the INFO "
-        "`[scheduler.py:194] KV offloading: EAGLE/MTP draft attention groups [2] detected. ...` line. "
-        "Then 40 intervals of 10 s (6 min 40 s) of heavy prefill, each with an `Engine 000:` line, a "
+        f"`[{eagle}] KV offloading: EAGLE/MTP draft attention groups [2] detected.` line"
+        + (
+            " (0.34's whole line: 0.24-0.33 add `The trailing chunk of these groups will be excluded from "
+            "offloading due to volatility.`; `distributed/kv_transfer/kv_connector/v1/offloading/"
+            "scheduler.py`, read in the 0.34.0 wheel). "
+            if vtuple(version) >= (0, 34)
+            else " (`... excluded from offloading due to volatility.` follows). "
+        )
+        + "Then 40 intervals of 10 s (6 min 40 s) of heavy prefill, each with an `Engine 000:` line, a "
         "`SpecDecoding metrics:` line and a `KV Transfer metrics:` line that has store keys, "
         "`lookup_sync_delay_seconds_count` (growing 40 -> ~160 per interval), "
         "`cpu_cache_read_usage_perc=0.0` and never a load key. `External prefix cache hit rate: "
         "0.0%` on every line. Interval 24 is the incident's moment: prompt 34844.3 tokens/s, GPU KV "
         "0.5%, Prefix 88.3%, External 0.0%, `vllm:kv_offload_store_bytes=20646236160`. Ends with "
-        "one `0.0 tokens/s` line.",
+        "one `0.0 tokens/s` line. Fires `write_only_offload`, whose advice names both wordings.",
     ]
-    return plain(s.render()), readme_section(
-        "vllm-write-only-offload.log", body, tally, "load bytes: 0 (no load key anywhere)", maker=__name__
-    )
+    return plain(s.render()), body, tally
+
+
+SAMPLES = (
+    ("vllm-write-only-offload.log", "0.26.0", 2002, "2026-08-18T01:19:40"),
+    ("vllm-0.34-write-only-offload.log", "0.34.0", 3402, "2026-11-21T14:02:10"),
+)
 
 
 def make() -> list[Made]:
-    """The sample and its README section."""
-    data, section = write_only_sample()
-    return [Made("vllm-write-only-offload.log", data, section)]
+    """The samples and their README sections."""
+    made = []
+    for name, version, seed, start in SAMPLES:
+        data, body, tally = write_only_sample(version, seed, start)
+        section = readme_section(name, body, tally, "load bytes: 0 (no load key anywhere)", maker=__name__)
+        made.append(Made(name, data, section))
+    return made
