@@ -15,16 +15,17 @@ from collections.abc import Callable, Mapping
 from datetime import datetime, timezone
 from typing import Any, Protocol
 
-from kvwatch.engines import FALLBACK, detect_engine, make_parser, markers_of
+from kvwatch.engines import FALLBACK, make_parser, markers_of
+from kvwatch.engines.detect import Detector
 from kvwatch.model import Event, LogLine
 from kvwatch.parsers.base import Draining, ParseError, Parser, ParseResult, ParserSettings, Resumable
 from kvwatch.sources.file import FileSource
 from kvwatch.sources.settings import FileSettings, SourceConfig
 from kvwatch.sources.stdin import StdinSource
 
-#: `engine = "auto"` decides on at most this many lines (or SNIFF_BYTES), else falls back to vLLM.
-SNIFF_LINES = 2000
-SNIFF_BYTES = 64 * 1024
+#: An `auto` source whose lines leave the detection rule undecided (kvwatch.engines.detect) decides on
+#: what it holds once no line came for this long (seconds): a quiet log must not wait for its head.
+QUIET = 10.0
 
 
 class Source(Protocol):
@@ -123,13 +124,16 @@ def parser_state(parser: Parser) -> dict[str, Any] | None:
 
 def drained(parser: object) -> list[Event]:
     """What `parser` holds back only to hand it on in bulk (sums), handed on now: none where it holds
-    nothing of the kind, or is an auto parser still undecided."""
-    inner = parser.inner if isinstance(parser, AutoParser) else parser
-    return inner.drain() if isinstance(inner, Draining) else []
+    nothing of the kind; an auto parser still undecided decides now if its log fell quiet."""
+    if isinstance(parser, AutoParser):
+        return parser.drain()
+    return parser.drain() if isinstance(parser, Draining) else []
 
 
 class AutoParser:
-    """Holds the first lines until `detect_engine` recognises them, then parses them all.
+    """Holds the first lines until the detection rule (kvwatch.engines.detect, which replay follows on
+    the same lines) decides, then parses them all; at the end of input, or once the log fell quiet
+    (QUIET seconds without a line), it decides on what it holds (vLLM when unsure).
 
     While it holds lines (`holding`), the daemon does not save the source's position: a crash then
     reads them again instead of losing them. Held lines count as neither recognised nor errors until
@@ -138,15 +142,22 @@ class AutoParser:
     """
 
     def __init__(
-        self, source: str, settings: ParserSettings, options: Mapping[str, Any] | None = None
+        self,
+        source: str,
+        settings: ParserSettings,
+        options: Mapping[str, Any] | None = None,
+        clock: Callable[[], float] = time.monotonic,
     ) -> None:
-        """Start undecided; `options`: engine name -> its options (the chosen one's reach its parser)."""
+        """Start undecided; `options`: engine name -> its options (the chosen one's reach its parser);
+        `clock`: seconds, to tell a quiet log."""
         self.source = source
         self.settings = settings
         self.options = options or {}
+        self.clock = clock
         self.inner: Parser | None = None
         self.held: list[LogLine] = []
-        self._size = 0
+        self.detector = Detector()
+        self._last = clock()
         self._unsettled = (0, 0)  # recognised lines and parse errors among the held, not yet counted
         self.markers: tuple[str, ...] = ()  # the chosen parser's; none while undecided (every line held)
 
@@ -160,21 +171,35 @@ class AutoParser:
         if self.inner is not None:
             return self.inner.parse(line)
         self.held.append(line)
-        self._size += len(line.text) + 1
-        engine = detect_engine("\n".join(held.text for held in self.held))
-        if engine is None and len(self.held) < SNIFF_LINES and self._size < SNIFF_BYTES:
+        self._last = self.clock()
+        if not self.detector.feed(line.text):
             return None
-        return self._decide(engine or FALLBACK)
+        return self._decide(self.detector.engine or FALLBACK)
 
     def flush(self) -> list[Event]:
-        """End of input: decide (vLLM when unsure) and parse what is held."""
-        events: list[Event] | None = []
-        if self.inner is None:
-            events = self._decide(FALLBACK)
-            if events is not None:  # (no line returns them: each recognised one is settle()'s to count)
-                self._unsettled = (self._unsettled[0] + 1, self._unsettled[1])
+        """End of input: decide on what is held (vLLM when unsure) and parse it."""
+        events = self._decide_held() if self.inner is None else []
         assert self.inner is not None
-        return [*(events or []), *self.inner.flush()]
+        return [*events, *self.inner.flush()]
+
+    def drain(self) -> list[Event]:
+        """The chosen parser's sums held back (see `drained`); undecided, a log quiet for QUIET seconds
+        decides on what it holds, as replay does on the file as it stands then."""
+        if self.inner is None:
+            if not self.held or self.clock() - self._last < QUIET:
+                return []
+            events = self._decide_held()
+        else:
+            events = []
+        assert self.inner is not None
+        return [*events, *(self.inner.drain() if isinstance(self.inner, Draining) else [])]
+
+    def _decide_held(self) -> list[Event]:
+        """Decide on the lines held (no line returns their events: each recognised one is settle()'s)."""
+        events = self._decide(self.detector.end() or FALLBACK)
+        if events is not None:
+            self._unsettled = (self._unsettled[0] + 1, self._unsettled[1])
+        return events or []
 
     def settle(self) -> tuple[int, int, int]:
         """What the held lines parsed since the last call add to the counts: (0 lines, recognised,
