@@ -45,11 +45,14 @@ from kvwatch.engines.llamacpp import lines as ln
 from kvwatch.engines.llamacpp import whole as request_whole
 from kvwatch.engines.llamacpp.events import LlamaRequest
 from kvwatch.engines.llamacpp.slots import READ, Request, Stream
-from kvwatch.model import Event, LogLine, ServerRestart
+from kvwatch.model import Event, LogLine, ServerRestart, ServerStopped
 from kvwatch.parsers.base import BlockResult, ParseError, ParseResult, ParserSettings, tally
 from kvwatch.parsers.clock import YearlessClock
 from kvwatch.parsers.drift import Drift
 
+#: What llama-server writes as it exits on SIGINT or SIGTERM (b11434's tools/server/server.cpp,
+#: `clean_up`: `SRV_INF("%s: cleaning up before exit...\n", __func__)`): a stop, not a crash.
+_EXIT = "cleaning up before exit"
 #: The first letters of a 2024 `server_log` line (INFO, DEBUG, VERB, WARN, ERR).
 _LEGACY_START = frozenset("IDVWE")
 _round_us = ln.round_us  # (a global: `_stamped` runs once a line)
@@ -597,8 +600,10 @@ class LlamacppParser:
         if is_restart:
             if not stream.announced:
                 stream.announced = True
-                events.append(ServerRestart(self.source, now, "llamacpp"))
+                events.append(ServerRestart(self.source, now, "llamacpp", _server(env, key)))
             return events
+        if env.process is not None and _EXIT in body:  # (a named process's own: see ServerStopped)
+            events.append(ServerStopped(self.source, now, str(key)))
         try:
             result = stream.read(body, now, self.source)
             if result is None:
@@ -636,11 +641,12 @@ class LlamacppParser:
 
     def _restart(self, stream: Stream, env: ln.Envelope, wall: float | None) -> list[Event]:
         """Forget the old process's slots; announce the new run unless its own start line did."""
-        self._legacy.pop(_key_of(env), None)
+        key = _key_of(env)
+        self._legacy.pop(key, None)
         stream.reset()
         now = self._time(stream, env, wall)
         stream.announced = True
-        return [ServerRestart(self.source, now, "llamacpp")]
+        return [ServerRestart(self.source, now, "llamacpp", _server(env, key))]
 
     def _time(self, stream: Stream, env: ln.Envelope, wall: float | None) -> float:
         """Event time of a message (rules in the module docstring), never before the last one."""
@@ -677,6 +683,12 @@ class LlamacppParser:
 def _key(saved: object) -> Key:
     """A stream's key as a snapshot saved it (JSON: a port number, a process name, or null)."""
     return saved if saved is None or isinstance(saved, str) else int(saved)  # type: ignore[call-overload]
+
+
+def _server(env: ln.Envelope, key: Key) -> str | None:
+    """The server a restart names: the process a transport named (journald's `name[pid]`, a compose
+    service), as its records do; None for a plain log's (or a router's port: one process)."""
+    return None if env.process is None else str(key)
 
 
 def _key_of(env: ln.Envelope) -> Key:
