@@ -173,6 +173,56 @@ def test_ollama_s_two_runners_are_judged_apart(tmp_path: Path, framing: str) -> 
     ]
 
 
+def on_port(lines: list[str], port: str) -> list[str]:
+    """A capture's lines with its server listening on another port."""
+    return [
+        line.replace("listening on http://127.0.0.1:34267", f"listening on http://127.0.0.1:{port}")
+        for line in lines
+    ]
+
+
+def test_a_server_killed_without_a_word_is_replaced_by_the_one_on_its_address(tmp_path: Path) -> None:
+    """Of two servers, the broken one is killed (no `cleaning up before exit`) and its unit's new
+    process listens on its address: the killed one's requests go (its alerts resolve), the other
+    server's stay, and the new one is judged on its own."""
+    log = journal(
+        tmp_path / "killed.log",
+        (lines_of(HEALTHY, exits=False), "llama-server[4101]", 0.0),
+        (lines_of(BROKEN, exits=False), "llama-server[4377]", 1.0),
+        (on_port(lines_of(HEALTHY, exits=False), "43719"), "llama-server[4999]", 300.0),
+        (exit_line(15), "llama-server[4101]", 0.0),
+    )
+    found = replayed(log)
+    broken = {"source": "killed", "server": "llama-server[4377]"}
+    assert [(state, name, labels) for _, state, name, labels in transitions(found)] == [
+        ("firing", "pinned_cache_length", broken),
+        ("firing", "prefix_reuse_broken", broken),
+        ("resolved", "pinned_cache_length", broken),
+        ("resolved", "prefix_reuse_broken", broken),
+    ]
+    assert pinned_groups(found) == {"llama-server[4101]", "llama-server[4999]"}
+
+
+def test_a_lone_server_killed_and_started_on_its_address_is_a_restart(tmp_path: Path) -> None:
+    """A lone server killed without a word, its unit's new process on its address: a restart (the
+    source's own group goes on, unlabelled), not a second server."""
+    log = journal(
+        tmp_path / "lone-killed.log",
+        (lines_of(BROKEN, exits=False), "llama-server[4377]", 0.0),
+        (on_port(lines_of(HEALTHY, exits=False), "43719"), "llama-server[4999]", 300.0),
+        (exit_line(15), "llama-server[4999]", 300.0),
+    )
+    found = replayed(log)
+    source = {"source": "lone-killed"}
+    assert [(state, name, labels) for _, state, name, labels in transitions(found)] == [
+        ("firing", "pinned_cache_length", source),
+        ("firing", "prefix_reuse_broken", source),
+        ("resolved", "pinned_cache_length", source),
+        ("resolved", "prefix_reuse_broken", source),
+    ]
+    assert pinned_groups(found) == {""}
+
+
 def record(server: str | None, time: float, cached: int = 900) -> RequestRecord:
     """A 1000-token request of source `s`."""
     return RequestRecord("s", time, 1000, cached, slot=0, server=server)
