@@ -10,7 +10,8 @@ once a second server names itself its findings do (kvwatch.windows.window). A fi
 whose alert fires under the other reading of its labels (with or without `server`) and that no other
 finding of the tick names goes on as that alert, labels and all, until it resolves: no resolution and
 new firing of the same problem when a second server shows up, or when the daemon restarts with empty
-windows and finds it again before the second server speaks.
+windows and finds it again before the second server speaks. An unlabelled alert gone on so names its
+server in its evidence (`server`), so its repeats and its resolution say whose it is.
 """
 
 from __future__ import annotations
@@ -78,8 +79,13 @@ class AlertBook:
                 self.tracked[key] = Tracked(fresh, now, finding.server or fresh.labels.get("server"))
                 transitions.append(fresh)
             else:
-                # Keep the firing time and the labels it fired with; refresh what the alert says.
-                known.alert = replace(fresh, at=known.alert.at, labels=known.alert.labels)
+                # Keep the firing time and the labels it fired with; refresh what the alert says (and
+                # whose requests it is about, where its labels do not say: it went on from before a
+                # second server spoke).
+                labels, evidence = known.alert.labels, fresh.evidence
+                if "server" in fresh.labels and "server" not in labels:
+                    evidence = {**evidence, "server": fresh.labels["server"]}
+                known.alert = replace(fresh, at=known.alert.at, labels=labels, evidence=evidence)
                 known.last_seen = now
         self._findings, self._present = list(findings), present
         self._resolve(now, transitions)

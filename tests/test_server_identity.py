@@ -259,11 +259,12 @@ def test_the_book_keeps_one_incident_one_alert_when_the_server_label_comes() -> 
     book = AlertBook(resolve_after=60)
     (fired,) = book.update([finding(SOURCE, "a[1]")], 0.0)
     assert [] == book.update([finding(A)], 10.0)
+    assert [(a.labels, a.evidence) for a in book.firing()] == [(SOURCE, {"server": "a[1]"})]
     (other,) = book.update([finding(A), finding(B)], 20.0)
     assert (fired.labels, other.labels) == (SOURCE, B)
     assert [a.labels for a in book.firing()] == [B, SOURCE]  # (in identity order)
     resolved = book.update([finding(B)], 100.0)
-    assert [(a.state, a.labels) for a in resolved] == [("resolved", SOURCE)]
+    assert [(a.state, a.labels, a.evidence) for a in resolved] == [("resolved", SOURCE, {"server": "a[1]"})]
     assert [(a.state, a.labels) for a in book.update([finding(A), finding(B)], 110.0)] == [("firing", A)]
 
 
@@ -356,10 +357,13 @@ def test_the_daemon_restarted_mid_incident_sends_alertmanager_no_second_alert(tm
     restored alerts go on, and Alertmanager gets no unlabelled copy, no resolution."""
     now = datetime.now(timezone.utc).replace(microsecond=0)
     offset = (now - timedelta(seconds=300) - START).total_seconds()
+    # (the broken server starts once the healthy one's requests are written: whenever the daemon's
+    # reads end and its clock ticks, the broken one's requests are judged as one server's of two)
     log = journal(
         tmp_path / "two.log",
         (lines_of(HEALTHY, exits=False), "llama-server[4101]", offset),
-        (lines_of(BROKEN, exits=False), "llama-server[4377]", offset + 1.0),
+        (lines_of(BROKEN, exits=False), "llama-server[4377]", offset + 30.0),
+        (exit_line(1), "llama-server[4101]", offset),  # (a later event: the detectors tick on its time)
     )
     broken = {("pinned_cache_length", "llama-server[4377]"), ("prefix_reuse_broken", "llama-server[4377]")}
     with Receiver() as am:
@@ -372,7 +376,7 @@ def test_the_daemon_restarted_mid_incident_sends_alertmanager_no_second_alert(tm
         more = tmp_path / "more.log"
         journal(
             more,
-            (later(lines_of(BROKEN, exits=False), 120), "llama-server[4377]", offset + 1.0),
+            (later(lines_of(BROKEN, exits=False), 120), "llama-server[4377]", offset + 30.0),
             (later(lines_of(HEALTHY, exits=False), 180)[:40], "llama-server[4101]", offset),
         )
         with log.open("a", encoding="utf-8") as out:
