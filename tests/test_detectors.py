@@ -968,6 +968,16 @@ CLAUDE_TURNS = [21000 + 900 * i for i in range(12)]
         ),
         # a cached length that jumps (two conversations interleaved)
         ("jumping", llama(CLAUDE_TURNS, [14_000 if i % 2 else 2_000 for i in range(12)]), []),
+        # short prompts sent again, all but their last token cached (full hits: no break point), then
+        # three long unrelated prompts (SGLang 0.5.16's benchmark, tests/wild): no creep to judge
+        (
+            "full hits",
+            llama(
+                [48, 73, 67, 81, 91, 101, 111, 4689, 4658, 4720],
+                [1, 72, 66, 80, 90, 100, 110, 37, 46, 46],
+            ),
+            [],
+        ),
     ],
 )
 def test_pinned_cache_length_creeping_break_point(

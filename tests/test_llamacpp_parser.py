@@ -509,6 +509,16 @@ def test_a_request_released_without_timings_ends_at_the_slot_s_next_task_or_the_
     assert [7] == [r.task for r in requests(CANCELLED[:-1] + nxt)]  # (task 9 never ends)
 
 
+def test_a_request_released_without_timings_ends_at_a_restart() -> None:
+    """A restart closes it too (the old process prints nothing more): its record comes before the
+    restart's, not lost with the old process's slots (NemoClaw's cancelled request before a restart)."""
+    restart = "srv    load_model: initializing slots, n_slots = 4"
+    events, _ = run([*CANCELLED, restart, *[line.replace("task 7", "task 0") for line in CANCELLED[:3]]])
+    assert [(LlamaRequest, 7), (ServerRestart, None)] == [
+        (type(e), getattr(e, "task", None)) for e in events
+    ]  # (task 0 of the new run never ends)
+
+
 def test_failed_truncation_clears_the_memory_and_reuses_nothing() -> None:
     """`failed to truncate tokens with position >= N - clearing the memory` after the memory_seq_rm line:
     the reuse is 0 and the request is a full re-process."""

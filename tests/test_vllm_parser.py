@@ -221,6 +221,7 @@ def test_startup_facts() -> None:
         ("block_size", "256", "0"),
         ("spec_method", "mtp", "0"),
         ("model", "m", "0"),
+        ("prefix_cache_setting", "vLLM's default for this model", "0"),  # (the line does not name it)
         ("connector", "OffloadingConnector", "1"),
         ("offload_excluded_groups", "EAGLE/MTP [2]", "1"),
         ("kv_capacity_tokens", "1591312", "1"),

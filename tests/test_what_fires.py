@@ -66,6 +66,14 @@ FIRES = {
     "tests/wild/heldout/vllm-0.19-kvcached-enginecore-failed.log": {"engine_start_failed"},
     "tests/wild/heldout/vllm-xpu-enginecore-failed.log": {"engine_start_failed"},
     "tests/wild/heldout/late-sglang-lmcache-scheduler-exception.log": {"engine_start_failed"},
+    # vLLM 0.25.1 turned its prefix cache off by itself for a hybrid Qwen model (enable_prefix_caching=False)
+    "tests/wild/vllm-0.25-hybrid-prefix-caching-off.log": {"prefix_cache_disabled"},
+    "tests/wild/heldout/vllm-0.25-qwen38-prefix-caching-off.log": {"prefix_cache_disabled"},
+    # vLLM 0.7.2's V0 engine: prefix caching off by default (enable_prefix_caching=False), agents' prompts
+    "tests/wild/vllm-0.7.2-v0-prefix-caching-off-agents.log": {"prefix_cache_disabled"},
+    # a benchmark's unique prompts: six large ones each reusing only ~40 tokens of template, line for line
+    # the per-request header's signature (the truth file says why no failure is asked of it)
+    "tests/wild/sglang-0.5.16-swa-radix-dflash.log": {"pinned_cache_length", "prefix_reuse_broken"},
     # the Spyre plugin's engine printed no stats line for 390 s with a request running (21:43:12 ->
     # 21:49:42): `no_signal`'s documented "silent while busy" case, as the lines show it
     "tests/wild/vllm-plugin-spyre-stats-rising.log": {"no_signal"},

@@ -23,11 +23,11 @@ what it holds and each with a longer prompt, look the same (their next turns bre
 A third rule (evidence `rule` "creep") takes the break point that is not fixed but creeps: Claude
 Code's `<total_tokens>` reminder changes every turn and sits a few tokens later each time, so the
 cached length moves up ~13 tokens a request while prompts grow by hundreds. Over the group's recent
-requests with a partial hit, at least `min_share` of the steps between cached lengths lie in 0 to
-`creep_step` tokens, prompts grow at least `creep_ratio` times faster than the cached length (and at
-least that many tokens a request), and they trend up (`min_trend`): the part recomputed each turn grows
-with the session. A healthy conversation reuses its previous turn: its cached length grows as fast as
-its prompt.
+requests with a partial hit (all but the last token cached is a full hit), at least `min_share` of
+the steps between cached lengths lie in 0 to `creep_step` tokens, prompts grow at least `creep_ratio`
+times faster than the cached length (and at least that many tokens a request), and they trend up
+(`min_trend`): the part recomputed each turn grows with the session. A healthy conversation reuses its
+previous turn: its cached length grows as fast as its prompt.
 """
 
 from __future__ import annotations
@@ -377,7 +377,10 @@ class Creep:
 
 def creeping(points: Sequence[RequestPoint], cfg: Settings) -> Creep | None:
     """The creep of the group's recent requests with a partial hit, if they show one (see Settings)."""
-    recent = [p for p in newest(points, cfg.max_requests) if 0 < p.cached < p.prompt]
+    # (a prompt sent again reuses all but its last token, which every engine computes again: SGLang
+    # caps a match at the prompt's length - 1, llama-server evaluates at least one token. That is a
+    # full hit, not a break point, and its unchanged length is no creep)
+    recent = [p for p in newest(points, cfg.max_requests) if 0 < p.cached < p.prompt - 1]
     n = len(recent)
     if n < max(cfg.min_requests, 3):  # (a creep needs a few steps, whatever min_requests allows)
         return None

@@ -666,13 +666,20 @@ class LlamacppParser:
         return None if early is None else list(early)
 
     def _restart(self, stream: Stream, env: ln.Envelope, wall: float | None) -> list[Event]:
-        """Forget the old process's slots; announce the new run unless its own start line did."""
+        """Forget the old process's slots, its requests released without timings first made records (no
+        timings will come for them now, as at the end of input); announce the new run unless its own
+        start line did."""
         key = _key_of(env)
         self._legacy.pop(key, None)
+        ended = stream.drop_in_flight(self._last, self.source)
+        if isinstance(key, str):  # (a process's stream: see _parse_one)
+            for event in ended:
+                if type(event) is LlamaRequest:
+                    event.server = key
         stream.reset()
         now = self._time(stream, env, wall)
         stream.announced = True
-        return [ServerRestart(self.source, now, "llamacpp", _server(env, key))]
+        return [*ended, ServerRestart(self.source, now, "llamacpp", _server(env, key))]
 
     def _time(self, stream: Stream, env: ln.Envelope, wall: float | None) -> float:
         """Event time of a message (rules in the module docstring), never before the last one."""

@@ -4,17 +4,25 @@ the lines of the cache layers it carries (LMCache) through their own parsers (`l
 from __future__ import annotations
 
 from kvwatch.engines.base import Engine, Later
+from kvwatch.engines.vllm.advice import ADVICE
 from kvwatch.engines.vllm.events import VllmKvTransfer, VllmPrefixV0, VllmSpecDecoding, VllmStats
 from kvwatch.model import EngineFact
 
 
 class Vllm(Engine):
     """vLLM's optional capabilities (kvwatch.engines.capabilities): Reports, ForgetsOnRestart,
-    CarriesLayers."""
+    Advises, CarriesLayers."""
 
     section = Later("kvwatch.engines.vllm.report:section")
     gather = Later("kvwatch.engines.vllm.report:Figures")
-    restart_forgets = ("stats_disabled", "api_server_count", "offload_excluded_groups")
+    restart_forgets = (
+        "stats_disabled",
+        "api_server_count",
+        "offload_excluded_groups",
+        "prefix_cache",
+        "prefix_cache_setting",
+    )
+    advice = ADVICE
     layers = ("lmcache",)
 
 

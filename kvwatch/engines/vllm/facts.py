@@ -34,6 +34,9 @@ _PREFIX_CACHING = re.compile(r"\benable_prefix_caching=(True|False)")
 # vLLM prints once per start, before the engine (0.32.0's api_utils.py).
 _LOGO = re.compile(r"█ +version ([0-9][\w.+-]*)")
 _SIMPLE_OFFLOAD = re.compile(r"\b(SimpleCPUOffloadConnector): role=")
+_NAMESPACE_CACHING = re.compile(r"\benable_prefix_caching=(None|False)\b")
+#: The prefix-cache setting when the command line did not name it (vLLM chose by the model).
+VLLM_DEFAULT = "vLLM's default for this model"
 
 
 def _version(message: str) -> Facts:
@@ -67,6 +70,13 @@ def _non_default(message: str) -> Facts:
         facts.append(("model", models[min(models)]))
     if "'disable_log_stats': True" in message:
         facts.append(("stats_disabled", "--disable-log-stats"))
+    # Who turned the prefix cache off, should the engine config line say it is: the user, or vLLM for a
+    # model it leaves uncached by default (0.25.1 engine/arg_utils.py: enable_prefix_caching unset takes
+    # ModelConfig.is_prefix_caching_supported, False for hybrid, attention-free, encoder-decoder models)
+    if "'enable_prefix_caching': False" in message:
+        facts.append(("prefix_cache_setting", "--no-enable-prefix-caching"))
+    elif "'enable_prefix_caching'" not in message:
+        facts.append(("prefix_cache_setting", VLLM_DEFAULT))
     return facts
 
 
@@ -81,7 +91,19 @@ def _engine_config(message: str) -> Facts:
     caching = _PREFIX_CACHING.search(message)
     if caching:
         facts.append(("prefix_caching", caching.group(1)))
+        # (the engine-neutral state prefix_cache_disabled judges; the engine config line states the
+        # value vLLM settled on, whoever chose it)
+        facts.append(("prefix_cache", "enabled" if caching.group(1) == "True" else "disabled"))
     return facts
+
+
+def _namespace(message: str) -> Facts:
+    # (before 0.8 the API server logs every argument, `args: Namespace(..., enable_prefix_caching=None,
+    # ...)`, 0.7.2's entrypoints/openai/api_server.py; None is the flag not given)
+    match = _NAMESPACE_CACHING.search(message)
+    if match is None:
+        return []
+    return [("prefix_cache_setting", "--no-enable-prefix-caching" if match[1] == "False" else VLLM_DEFAULT)]
 
 
 def _logo(message: str) -> Facts:
@@ -132,6 +154,7 @@ RULES: tuple[tuple[str, Callable[[str], Facts]], ...] = (
     ("LLM engine (v", _engine_config),
     ("Creating v1 connector", _connector),
     ("non-default args", _non_default),
+    ("args: Namespace(", _namespace),
     ("KV offloading: EAGLE/MTP", _excluded),
     ("no KV-cache group is annotated as a drafter", _no_drafter),
     ("ybrid kv cache manager", _hybrid),
@@ -150,6 +173,7 @@ MARKERS = (
     "LLM engine",
     "connector",
     "non-default",
+    "args: Namespace(",
     "KV offloading",
     "ybrid",
     "stats logging",
