@@ -62,12 +62,14 @@ class FakeTime:
 
 @dataclass
 class Reply:
-    """One scripted answer; `hang` holds the request that long (or until the receiver closes)."""
+    """One scripted answer; `hang` holds the request that long (or until the receiver closes) and never
+    answers; `delay` holds it that long (or until `release`) and then answers."""
 
     status: int = 200
     body: str = "ok"
     headers: dict[str, str] = field(default_factory=dict)
     hang: float = 0.0
+    delay: float = 0.0
 
 
 @dataclass
@@ -81,10 +83,12 @@ class Seen:
 
 
 class Receiver:
-    """A real HTTP server on 127.0.0.1 answering POSTs from a script, then `200 ok`."""
+    """A real HTTP server on 127.0.0.1 answering POSTs from a script, then `200 ok`; with `serves`, a POST
+    to any other path is answered `404 page not found` (a wrong URL), outside the script."""
 
-    def __init__(self, replies: Iterable[Reply] = ()) -> None:
+    def __init__(self, replies: Iterable[Reply] = (), serves: str | None = None) -> None:
         """Start serving on a free port."""
+        self.serves = serves
         self.script = deque(replies)
         self.seen: list[Seen] = []
         self.lock = threading.Lock()
@@ -129,8 +133,11 @@ class Receiver:
         """Close on exit."""
         self.close()
 
-    def next_reply(self) -> Reply:
-        """The next scripted reply, or `200 ok` once the script is used up."""
+    def next_reply(self, path: str) -> Reply:
+        """The reply to a POST to `path`: 404 off the served path, else the next scripted reply, or
+        `200 ok` once the script is used up."""
+        if self.serves is not None and path != self.serves:
+            return Reply(404, "404 page not found")
         with self.lock:
             return self.script.popleft() if self.script else Reply()
 
@@ -141,7 +148,7 @@ class Receiver:
         class Handler(BaseHTTPRequestHandler):
             def do_POST(self) -> None:
                 raw = self.rfile.read(int(self.headers.get("Content-Length", "0")))
-                reply = receiver.next_reply()
+                reply = receiver.next_reply(self.path)
                 seen = Seen(self.path, dict(self.headers), json.loads(raw), reply.status)
                 with receiver.lock:
                     receiver.seen.append(seen)
@@ -149,6 +156,8 @@ class Receiver:
                     seen.status = "hang"
                     receiver.release.wait(reply.hang)
                     return
+                if reply.delay:
+                    receiver.release.wait(reply.delay)
                 self.send_response(reply.status)
                 for key, value in reply.headers.items():
                     self.send_header(key, value)

@@ -134,7 +134,7 @@ def test_without_the_ca_or_the_password_alertmanager_is_refused_and_no_secret_is
     alertmanager: str, tmp_path: Path
 ) -> None:
     """The host's trust store does not know the private CA: a TLS error naming scheme, host and port
-    only; with the CA but no password: HTTP 401, permanent."""
+    only; with the CA but no password: HTTP 401, held for a retry (a fixed password delivers it)."""
     auth = '[notifier.basic_auth]\nusername = "kvwatch"\npassword_file = "am-password"\n'
     untrusted = load_config(notifier_config(tmp_path, alertmanager, auth))
     ((_, notifier),) = prepare(untrusted).notifiers
@@ -144,4 +144,4 @@ def test_without_the_ca_or_the_password_alertmanager_is_refused_and_no_secret_is
     anonymous = load_config(notifier_config(tmp_path, alertmanager, 'ca_file = "ca.pem"\n'))
     ((_, notifier),) = prepare(anonymous).notifiers
     outcome = notifier.send([make_alert()], new_session())
-    assert ("permanent", "http_401") == (outcome.kind, outcome.reason)
+    assert ("retry", "http_401") == (outcome.kind, outcome.reason)

@@ -251,7 +251,7 @@ def test_test_alert_prints_each_result_and_fails_if_one_fails(
         cfg.write_text(good + '[[notifier]]\nname = "bad"\ntype = "webhook"\nurl = "http://127.0.0.1:1/x"\n')
         assert 1 == main(["test-alert", "--config", str(cfg)])
         out = capsys.readouterr().out.splitlines()
-        assert ["ok: ok", "bad: retryable error (connection)"] == [
+        assert ["ok: ok", "bad: failed (connection)"] == [
             line.split(":", 2)[0] + ":" + line.split(":", 2)[1] for line in out
         ]
 

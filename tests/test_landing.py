@@ -11,6 +11,7 @@ from pathlib import Path
 from daemon_helpers import Kvwatch, shifted_sample, wait_until
 
 from kvwatch.model import Alert
+from kvwatch.notify.status import Status
 from kvwatch.web.landing import SourceRow, evidence_value, landing_page
 
 NOW = datetime(2026, 12, 1, 21, 3, 22, tzinfo=timezone.utc).timestamp()
@@ -247,3 +248,24 @@ def test_probes_show_their_last_run_and_verdict() -> None:
     assert "not reused: 0 of 7634 prefix tokens cached probe_prefix_miss firing 0.0%" in page
     assert "gateway https://gw.example/v1 not run yet" in page
     assert "Probes" not in text(landing_page("1", [row()], [], NOW))
+
+
+def test_a_failing_notifier_is_named_at_the_top_with_its_last_status_and_what_waits() -> None:
+    """A failing notifier: the header names it with the alerts waiting; its row says since when, its last
+    status and what it means, the waiting count and size; a healthy one says delivering; no table
+    without notifiers."""
+    detail = "https://am.example:9093: HTTP 404: 404 page not found"
+    failing = Status(
+        "pager", "https://am.example:9093", 3, 4200, NOW - 360, "http_404", detail,
+        delivered=5, dropped=1, last_drop="http_400",
+    )  # fmt: skip
+    healthy = Status("chat", "https://hooks.slack.com", 0, 0, delivered=12)
+    page = text(landing_page("1.0", [row()], [], NOW, notifiers=[healthy, failing]))
+    assert "0 alerts firing · 1/1 sources up · notifier failing: pager (3 alerts waiting)" in page
+    assert (
+        "chat https://hooks.slack.com delivering 0 12 0 "
+        "pager https://am.example:9093 failing since 2026-12-01 20:57:22Z (6 min ago) last: http_404: "
+        "https://am.example:9093: HTTP 404: 404 page not found the receiver is misconfigured: check the "
+        "notifier's URL, then reload kvwatch last dropped: http_400 3 (4.2 KB) 5 1"
+    ) in page
+    assert "Notifiers" not in text(landing_page("1.0", [row()], [], NOW))

@@ -52,7 +52,8 @@ def stamp(at: datetime) -> str:
 
 @pytest.mark.slow
 def test_the_landing_page_shows_the_source_and_the_firing_alert_as_a_person_reads_it(tmp_path: Path) -> None:
-    """Source row with its last line's time and counts; the alert's name, cause, evidence, fix; links."""
+    """Source row with its last line's time and counts; the alert's name, cause, evidence, fix; links; the
+    notifier delivering, named by its receiver's scheme and host only."""
     now = datetime.now(timezone.utc).replace(microsecond=0)
     last_line = now - timedelta(seconds=60)
     log = tmp_path / "vllm.log"
@@ -104,4 +105,7 @@ def test_the_landing_page_shows_the_source_and_the_firing_alert_as_a_person_read
     assert href is not None, dom
     assert daemon.url + "/metrics" == urljoin(daemon.url + "/", href[1])
     assert 'kvwatch_alert_firing{alert="write_only_offload"' in metrics
-    assert SECRET_PATH not in dom and hook.base not in dom
+    # The webhook's URL is a credential: the page names its receiver by scheme and host only, in the
+    # notifiers table, as the logs do.
+    assert SECRET_PATH not in dom and 1 == dom.count(hook.base)
+    assert re.search(rf"hook {re.escape(hook.base)} delivering 0 1 0", page), page

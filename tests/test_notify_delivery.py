@@ -1,4 +1,5 @@
-"""Delivery against a real HTTP receiver: retries, Retry-After, permanent errors, pacing, spool."""
+"""Delivery against a real HTTP receiver: held and retried, Retry-After, rejected payloads, pacing, spool,
+a failing notifier's state and its log lines."""
 
 from __future__ import annotations
 
@@ -14,10 +15,11 @@ from prometheus_client import CollectorRegistry
 
 from kvwatch.notify.base import Outcome
 from kvwatch.notify.delivery import Backoff, Delivery, dispatch, notifications_counter
-from kvwatch.notify.payload import alert_to_json
+from kvwatch.notify.payload import alert_to_json, alert_to_record
 from kvwatch.notify.routing import Route, Silence, parse_matcher
 from kvwatch.notify.secrets import Secret
 from kvwatch.notify.slack import SlackNotifier
+from kvwatch.notify.status import Status
 from kvwatch.notify.webhook import WebhookNotifier
 
 NO_JITTER = Backoff(base=1.0, factor=2.0, cap=300.0, jitter=0.0)
@@ -73,17 +75,28 @@ def test_every_alert_arrives_once_in_order_through_429_500_and_a_hang(
         assert 6 == receiver.count()
     assert [1.0, 2.0, 4.0] == fake.sleeps
     assert 3.0 == count(registry, "hook", "ok")
-    assert 3.0 == count(registry, "hook", "retry")
+    held = [count(registry, "hook", f"retry_{reason}") for reason in ("http_429", "http_500", "timeout")]
+    assert [1.0, 1.0, 1.0] == held
     assert [] == json.loads((tmp_path / "notify-hook.json").read_text())["pending"]
 
 
-def test_permanent_errors_are_counted_by_reason_and_not_retried(
-    tmp_path: Path, registry: CollectorRegistry, started: list[Delivery]
+def test_rejected_payloads_are_dropped_counted_and_said(
+    tmp_path: Path,
+    registry: CollectorRegistry,
+    started: list[Delivery],
+    caplog: pytest.LogCaptureFixture,
 ) -> None:
-    """A Slack error body and a plain 4xx each drop their alert once, counted by reason."""
+    """400, 413, 422 and Slack's invalid_payload drop their alert at once, each counted by reason and
+    logged naming the alert; the alerts after them are delivered."""
+    caplog.set_level(logging.WARNING, logger="kvwatch.notify.delivery")
     fake = FakeTime()
-    script = [Reply(404, "channel_not_found"), Reply(400, "bad request")]
-    alerts = [make_alert(summary=f"alert {i}") for i in range(3)]
+    script = [
+        Reply(400, "bad request"),
+        Reply(413, "too big"),
+        Reply(422, "no"),
+        Reply(400, "invalid_payload"),
+    ]
+    alerts = [make_alert(summary=f"alert {i}", labels={"source": f"s{i}"}) for i in range(5)]
     with Receiver(script) as receiver:
         delivery = webhook_delivery(receiver, tmp_path, registry, fake)
         started.append(delivery)
@@ -91,36 +104,112 @@ def test_permanent_errors_are_counted_by_reason_and_not_retried(
         for alert in alerts:
             delivery.enqueue(alert)
         wait_until(lambda: delivery.pending() == [])
-        assert [alert_to_json(alerts[2])] == receiver.accepted()
-        assert 3 == receiver.count()
+        assert [alert_to_json(alerts[4])] == receiver.accepted()
+        assert 5 == receiver.count()
     assert [] == fake.sleeps
-    assert 1.0 == count(registry, "hook", "permanent_channel_not_found")
-    assert 1.0 == count(registry, "hook", "permanent_http_400")
-    assert 0.0 == count(registry, "hook", "retry")
+    reasons = ("http_400", "http_413", "http_422", "invalid_payload")
+    assert [1.0] * 4 == [count(registry, "hook", f"dropped_{reason}") for reason in reasons]
+    status = delivery.status()
+    assert (4, 1, "invalid_payload", False) == (
+        status.dropped,
+        status.delivered,
+        status.last_drop,
+        status.failing,
+    )
+    dropped = [r.getMessage() for r in caplog.records if "dropped pinned_cache_length" in r.getMessage()]
+    assert [f"(source=s{i})" in line and ": rejected (" in line for i, line in enumerate(dropped)] == [
+        True
+    ] * 4
 
 
-def test_a_repeated_failure_is_logged_once(
+@pytest.mark.parametrize(
+    ("reply", "reason"),
+    [
+        (Reply(404, "404 page not found"), "http_404"),
+        (Reply(401, "Unauthorized"), "http_401"),
+        (Reply(403, "Forbidden"), "http_403"),
+        (Reply(405, "Method Not Allowed"), "http_405"),
+        (Reply(408, "Request Timeout"), "http_408"),
+        (Reply(429, "slow down"), "http_429"),
+        (Reply(502, "Bad Gateway"), "http_502"),
+        (Reply(404, "channel_not_found"), "channel_not_found"),
+        (Reply(hang=10), "timeout"),
+    ],
+)
+def test_a_misconfigured_or_unreachable_receiver_delays_alerts_never_drops_them(
+    reply: Reply, reason: str, tmp_path: Path, registry: CollectorRegistry, started: list[Delivery]
+) -> None:
+    """Five answers of a wrong path, a wrong credential, a busy or hanging receiver hold every alert;
+    once it answers 200 all arrive, in order, none lost, and the status is no longer failing."""
+    fake = FakeTime()
+    alerts = [make_alert(summary=f"alert {i}") for i in range(3)]
+    with Receiver([reply] * 5) as receiver:
+        delivery = webhook_delivery(receiver, tmp_path, registry, fake)
+        started.append(delivery)
+        for alert in alerts:
+            delivery.enqueue(alert)
+        delivery.start()
+        wait_until(lambda: len(receiver.accepted()) == 3)
+        wait_until(lambda: delivery.pending() == [])
+        assert [alert_to_json(a) for a in alerts] == receiver.accepted()
+        assert 8 == receiver.count()
+    assert 5 == len(fake.sleeps)
+    assert (5.0, 3.0) == (count(registry, "hook", f"retry_{reason}"), count(registry, "hook", "ok"))
+    status = delivery.status()
+    assert (False, 3, 0, 0) == (status.failing, status.delivered, status.dropped, status.pending)
+
+
+def test_a_failing_notifier_says_so_once_per_change_of_state(
     tmp_path: Path,
     registry: CollectorRegistry,
     started: list[Delivery],
     caplog: pytest.LogCaptureFixture,
 ) -> None:
-    """The same error text on consecutive attempts is logged only the first time."""
-    caplog.set_level(logging.WARNING, logger="kvwatch.notify.delivery")
-    script = [Reply(503, "busy")] * 4 + [Reply(410, "gone")] * 2
+    """Many failed attempts make one line when the failure starts, one when its reason changes, one when
+    it recovers; meanwhile the status shows since when, why and what waits."""
+    caplog.set_level(logging.INFO, logger="kvwatch.notify.delivery")
+    script = [Reply(404, "404 page not found")] * 4 + [Reply(503, "busy")] * 3
+    seen: list[Status] = []
+    holder: list[Delivery] = []
+    fake = FakeTime()
+
+    def sleep(seconds: float) -> None:
+        """The backoff's wait: a look at the status first."""
+        seen.append(holder[0].status())
+        fake.sleep(seconds)
+
     with Receiver(script) as receiver:
-        delivery = webhook_delivery(receiver, tmp_path, registry, FakeTime())
+        notifier = WebhookNotifier("hook", Secret(receiver.url), timeout=0.2)
+        delivery = Delivery(
+            notifier, tmp_path, notifications_counter(registry), backoff=NO_JITTER,
+            clock=fake.time, sleep=sleep, wall=lambda: 1767225600.0,
+        )  # fmt: skip
+        holder.append(delivery)
         started.append(delivery)
-        delivery.start()
-        for i in range(3):
+        for i in range(2):
             delivery.enqueue(make_alert(summary=f"alert {i}"))
+        delivery.start()
         wait_until(lambda: delivery.pending() == [])
         where = receiver.base
-    messages = [r.getMessage() for r in caplog.records if r.levelno == logging.WARNING]
+    first = seen[0]
+    assert (True, 1767225600.0, "http_404", 2) == (
+        first.failing,
+        first.failing_since,
+        first.reason,
+        first.pending,
+    )
+    assert (f"{where}: HTTP 404: 404 page not found", where) == (first.detail, first.receiver)
+    assert ["http_404"] * 4 + ["http_503"] * 3 == [status.reason for status in seen if status.failing]
+    messages = [r.getMessage() for r in caplog.records if r.name == "kvwatch.notify.delivery"]
     assert [
-        f"notifier hook: retryable error (http_503): {where}: HTTP 503: busy; will retry",
-        f"notifier hook: permanent error (http_410): {where}: HTTP 410: gone; dropped 1 alert(s)",
+        f"notifier hook: failed (http_404): {where}: HTTP 404: 404 page not found (the receiver is "
+        "misconfigured: check the notifier's URL, then reload kvwatch); holding 2 alert(s), retrying with "
+        "backoff",
+        f"notifier hook: failing for another reason: failed (http_503): {where}: HTTP 503: busy (the "
+        "receiver is down, overloaded or unreachable); holding 2 alert(s)",
+        "notifier hook: recovered after 0 s failing (http_503); 1 held alert(s) left to send",
     ] == messages
+    assert (False, 2) == (delivery.status().failing, delivery.status().delivered)
 
 
 def test_restart_resends_what_was_pending_and_nothing_twice(
@@ -149,6 +238,28 @@ def test_restart_resends_what_was_pending_and_nothing_twice(
         assert 4 == receiver.count()
 
 
+def test_a_queue_closed_for_a_reload_leaves_the_spool_to_its_successor(
+    tmp_path: Path, registry: CollectorRegistry
+) -> None:
+    """A send still in flight when a reload replaces the queue does not rewrite the spool the new queue
+    owns: an alert queued on the new one meanwhile stays spooled (the old one's may be sent again)."""
+    counter = notifications_counter(registry)
+    with Receiver([Reply(delay=30)]) as receiver:
+        notifier = WebhookNotifier("hook", Secret(receiver.url), timeout=30)
+        first = Delivery(notifier, tmp_path, counter)
+        first.start()
+        first.enqueue(make_alert(summary="a"))
+        wait_until(lambda: receiver.count() == 1)
+        assert not first.close(0.05, handing_over=True)  # (its send still waits for the answer)
+        second = Delivery(notifier, tmp_path, counter)
+        second.enqueue(make_alert(summary="b"))
+        receiver.release.set()
+        wait_until(lambda: count(registry, "hook", "ok") == 1.0)
+        assert first.close(5)
+    spooled = json.loads((tmp_path / "notify-hook.json").read_text())["pending"]
+    assert ["a", "b"] == [record["summary"] for record in spooled]
+
+
 def test_a_receiver_can_drop_a_transition_sent_again(tmp_path: Path, registry: CollectorRegistry) -> None:
     """A transition whose answer was lost in an outage is sent again by the restarted delivery with
     the same id and fingerprint; another transition of the same alert has its own id."""
@@ -162,7 +273,7 @@ def test_a_receiver_can_drop_a_transition_sent_again(tmp_path: Path, registry: C
         first.start()
         first.enqueue(firing)
         first.enqueue(resolved)
-        wait_until(lambda: count(registry, "hook", "retry") == 1.0)  # the answer never came
+        wait_until(lambda: count(registry, "hook", "retry_timeout") == 1.0)  # the answer never came
         assert first.close(timeout=5)
         second = Delivery(notifier, tmp_path, counter, backoff=slow)
         second.start()
@@ -208,14 +319,27 @@ def test_enqueue_returns_while_the_receiver_hangs(
         assert ["first", "second"] == [a.summary for a in delivery.pending()]
 
 
-def test_queue_overflow_drops_the_oldest_and_counts_it(tmp_path: Path, registry: CollectorRegistry) -> None:
-    """Beyond max_pending the oldest unsent alert is dropped and counted as dropped_overflow."""
+def test_the_queue_is_bounded_by_bytes_and_drops_the_oldest_when_full(
+    tmp_path: Path, registry: CollectorRegistry, caplog: pytest.LogCaptureFixture
+) -> None:
+    """Beyond max_bytes of spooled alerts the oldest waiting alert is dropped, counted as dropped_overflow
+    and logged by name; a large alert pushes out as many small ones as it needs, never itself."""
     notifier = WebhookNotifier("hook", Secret("http://127.0.0.1:9/x"))
-    delivery = Delivery(notifier, tmp_path, notifications_counter(registry), max_pending=2)
-    for i in range(3):
-        delivery.enqueue(make_alert(summary=f"alert {i}"))
+    small = [make_alert(summary=f"alert {i}") for i in range(3)]
+    size = len(json.dumps(alert_to_record(small[0]), ensure_ascii=False).encode())
+    delivery = Delivery(notifier, tmp_path, notifications_counter(registry), max_bytes=2 * size + size // 2)
+    for alert in small:
+        delivery.enqueue(alert)
     assert ["alert 1", "alert 2"] == [a.summary for a in delivery.pending()]
-    assert 1.0 == count(registry, "hook", "dropped_overflow")
+    big = make_alert(summary="big", evidence={"text": "x" * 3 * size})
+    delivery.enqueue(big)
+    assert [big] == delivery.pending()
+    assert 3.0 == count(registry, "hook", "dropped_overflow")
+    status = delivery.status()
+    assert (1, 3, "overflow") == (status.pending, status.dropped, status.last_drop)
+    assert status.pending_bytes == len(json.dumps(alert_to_record(big), ensure_ascii=False).encode())
+    logged = [r.getMessage() for r in caplog.records if "queue full" in r.getMessage()]
+    assert 3 == sum("dropped the oldest waiting, pinned_cache_length firing" in line for line in logged)
 
 
 def test_a_corrupt_spool_is_moved_aside(tmp_path: Path, registry: CollectorRegistry) -> None:

@@ -31,20 +31,33 @@ NOW = 1767225600.0  # 2026-01-01T00:00:00Z, a Thursday
         (429, "", None, ("retry", "http_429", None)),  # no header: the backoff decides
         (500, "rollup_error", None, ("retry", "http_500", None)),
         (503, "", "7", ("retry", "http_503", 7.0)),
-        (400, "invalid_payload", None, ("permanent", "invalid_payload", None)),
-        (404, "channel_not_found", None, ("permanent", "channel_not_found", None)),
-        (410, "channel_is_archived", None, ("permanent", "channel_is_archived", None)),
-        (404, "no_service", None, ("permanent", "no_service", None)),
-        (403, "invalid_token", None, ("permanent", "invalid_token", None)),
-        (403, "action_prohibited", None, ("permanent", "action_prohibited", None)),
-        (404, "<html>not here</html>", None, ("permanent", "http_404", None)),  # unknown body
-        (302, "", None, ("permanent", "http_302", None)),  # redirects are not followed
+        (408, "", None, ("retry", "http_408", None)),
+        # A misconfigured receiver (a wrong path, a wrong password, a moved hook): held until fixed.
+        (404, "<html>not here</html>", None, ("retry", "http_404", None)),
+        (401, "Unauthorized", None, ("retry", "http_401", None)),
+        (403, "forbidden", None, ("retry", "http_403", None)),
+        (405, "", None, ("retry", "http_405", None)),
+        (410, "", None, ("retry", "http_410", None)),
+        (415, "", None, ("retry", "http_415", None)),  # not a JSON receiver: the wrong URL
+        (302, "", None, ("retry", "http_302", None)),  # redirects are not followed
+        (404, "channel_not_found", None, ("retry", "channel_not_found", None)),
+        (410, "channel_is_archived", None, ("retry", "channel_is_archived", None)),
+        (404, "no_service", None, ("retry", "no_service", None)),
+        (403, "invalid_token", None, ("retry", "invalid_token", None)),
+        (403, "action_prohibited", None, ("retry", "action_prohibited", None)),
+        (400, "user_not_found", None, ("retry", "user_not_found", None)),  # the body decides
+        # The payload itself refused: no retry or reload can change it, dropped.
+        (400, "bad request", None, ("drop", "http_400", None)),
+        (413, "too large", None, ("drop", "http_413", None)),
+        (422, "unprocessable", None, ("drop", "http_422", None)),
+        (400, "invalid_payload", None, ("drop", "invalid_payload", None)),
+        (400, "too_many_attachments", None, ("drop", "too_many_attachments", None)),
     ],
 )
 def test_classify(
     status: int, body: str, retry_after: str | None, expected: tuple[str, str, float | None]
 ) -> None:
-    """Status and body map to ok / retry (with Retry-After seconds) / permanent with a reason."""
+    """Status and body map to ok, held (retry, with Retry-After seconds) or dropped, with a reason."""
     outcome = classify(status, body, retry_after, NOW)
     assert expected == (outcome.kind, outcome.reason, outcome.retry_after)
 
@@ -68,13 +81,13 @@ def test_parse_retry_after(header: str | None, expected: float | None) -> None:
 
 
 def test_outcome_result_labels_are_bounded() -> None:
-    """The counter's result label is ok, retry or permanent_<reason>, never the detail text."""
+    """The counter's result label is ok, retry_<reason> or dropped_<reason>, never the detail text."""
     outcomes = [
         Outcome("ok"),
         Outcome("retry", "timeout", None, "x"),
-        Outcome("permanent", "http_404"),
+        Outcome("drop", "http_400"),
     ]
-    assert ["ok", "retry", "permanent_http_404"] == [o.result for o in outcomes]
+    assert ["ok", "retry_timeout", "dropped_http_400"] == [o.result for o in outcomes]
 
 
 def closed_port_url() -> str:
@@ -115,7 +128,7 @@ def test_the_url_never_reaches_the_logs(tmp_path: Path, caplog: pytest.LogCaptur
     delivery = Delivery(notifier, tmp_path, counter, backoff=Backoff(base=3600))
     delivery.start()
     delivery.enqueue(make_alert())
-    wait_until(lambda: any("will retry" in r.getMessage() for r in caplog.records))
+    wait_until(lambda: any("retrying with backoff" in r.getMessage() for r in caplog.records))
     assert delivery.close(timeout=5)
     with Receiver() as receiver:
         assert "ok" == post_json(new_session(), Secret(receiver.url), {"text": "hi"}, timeout=2).kind
@@ -150,10 +163,12 @@ def test_delivery_errors_name_the_receiver_by_scheme_and_host_only(
     logged = [record.getMessage() for record in caplog.records if record.name.startswith("kvwatch")]
     printed = (out.out + out.err).splitlines()
     exposition = generate_latest(registry).decode().splitlines()
-    assert [f"echo: permanent error (http_404): {hosts[0]}: HTTP 404: no hook at <secret>"] == printed
+    misconfigured = "(the receiver is misconfigured: check the notifier's URL, then reload kvwatch)"
+    assert [f"echo: failed (http_404): {hosts[0]}: HTTP 404: no hook at <secret> {misconfigured}"] == printed
     starts = [
-        f"notifier echo: permanent error (http_404): {hosts[0]}: HTTP 404: no hook at <secret>; dropped 1",
-        f"notifier closed: retryable error (connection): {hosts[1]}: ConnectionError: ",
+        f"notifier echo: failed (http_404): {hosts[0]}: HTTP 404: no hook at <secret> {misconfigured}; "
+        "holding 1 alert(s), retrying with backoff",
+        f"notifier closed: failed (connection): {hosts[1]}: ConnectionError: ",
     ]
     assert (2, [True, True]) == (len(logged), [m.startswith(s) for m, s in zip(logged, starts, strict=True)])
     for line in [*logged, *printed, *exposition, caplog.text]:

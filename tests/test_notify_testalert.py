@@ -24,7 +24,11 @@ def test_send_test_alert_reports_each_notifier() -> None:
         where = bad.base
     assert [
         ("hook", "ok"),
-        ("slack", f"permanent error (channel_not_found): {where}: HTTP 404: channel_not_found"),
+        (
+            "slack",
+            f"failed (channel_not_found): {where}: HTTP 404: channel_not_found (the receiver is "
+            "misconfigured: check the notifier's URL, then reload kvwatch)",
+        ),
     ] == [(name, outcome.describe()) for name, outcome in results]
     assert (TEST_ALERT, "info", "firing") == (body["alert"], body["severity"], body["state"])
     assert body["summary"].startswith("TEST ALERT")

@@ -7,6 +7,7 @@ from pathlib import Path
 from types import MappingProxyType
 from typing import Any, cast
 
+from kvwatch.config.bounds import out_of_range
 from kvwatch.config.fields import Fields, unknown
 from kvwatch.config.types import (
     NOTIFIER_TYPES,
@@ -152,6 +153,9 @@ def detector_settings(config: Config, problems: list[str]) -> DetectorSettings:
             else:
                 problems.append(f"detectors.{name}.{key}: must be {_kind(defaults[key])}")
         chosen = dataclasses.replace(current, **values)
+        problems += [
+            f"detectors.{name}.{problem}" for problem in out_of_range(attr, dataclasses.asdict(chosen))
+        ]
         check = getattr(chosen, "problems", None)  # (a detector whose settings constrain each other)
         if check is not None:
             problems += [f"detectors.{name}.{problem}" for problem in check()]

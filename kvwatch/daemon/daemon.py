@@ -49,6 +49,7 @@ from kvwatch.forensic.live import landing_charts, window_report
 from kvwatch.metrics import Metrics
 from kvwatch.model import Finding
 from kvwatch.notify.delivery import notifications_counter
+from kvwatch.notify.status import NotifierCollector
 from kvwatch.pipeline import Pipeline
 from kvwatch.sources.positions import PositionStore
 from kvwatch.web.config import load_web_config
@@ -122,6 +123,7 @@ class Daemon:
         self.registry.register(SourceStateCollector(lambda: list(self.feeders.values()), self.items.qsize))
         self.probes = Probes(prepared.probes, lambda: self.pipeline.settings.probe_prefix_miss, self._hold)
         self.registry.register(ProbeCollector(self.probes))
+        self.registry.register(NotifierCollector(lambda: [d.status() for d in self.alerts.deliveries]))
         self._prepared = prepared
         self._finished: set[str] = set()
         self._started = False  # every configured source's feeder has tried to open (READY=1 was sent)
@@ -271,7 +273,16 @@ class Daemon:
         firing = [(a, any(s.mutes(a, now) for s in silences)) for a in self.pipeline.book.firing()]
         charts = landing_charts(self.pipeline.windows, [alert for alert, _ in firing])
         missing = {a.labels.get("probe") for a, _ in firing if a.alert == "probe_prefix_miss"}
-        return landing_page(__version__, rows, firing, now, charts=charts, probes=self._probe_rows(missing))
+        notifiers = [delivery.status() for delivery in self.alerts.deliveries]
+        return landing_page(
+            __version__,
+            rows,
+            firing,
+            now,
+            charts=charts,
+            probes=self._probe_rows(missing),
+            notifiers=notifiers,
+        )
 
     def _probe_rows(self, missing: set[str | None]) -> list[ProbeRow]:
         """Each `[[probe]]`'s row of the landing page (under the probes' lock); `missing`: the probes whose

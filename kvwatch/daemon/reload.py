@@ -90,9 +90,10 @@ def apply_reload(daemon: Running, config: Config, prepared: Prepared) -> None:
         """On the pipeline thread: detectors, silences, notifiers."""
         daemon.pipeline.settings = prepared.detectors
         daemon.alerts.silences = silences_of(config)
-        for delivery in daemon.alerts.deliveries:
-            delivery.close(2.0)
-        daemon.alerts.deliveries = build_deliveries(prepared, daemon.config, daemon.counter)
+        old = daemon.alerts.deliveries
+        for delivery in old:
+            delivery.close(2.0, handing_over=True)
+        daemon.alerts.deliveries = build_deliveries(prepared, daemon.config, daemon.counter, old)
 
     daemon.call(swap)
 

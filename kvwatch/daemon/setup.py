@@ -10,7 +10,7 @@ What the config loader cannot check without reading secrets or knowing each dete
 from __future__ import annotations
 
 import os
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
@@ -105,12 +105,16 @@ def probe_spec(probe: ProbeConfig, env: Mapping[str, str]) -> ProbeSpec:
     )
 
 
-def build_deliveries(prepared: Prepared, config: Config, counter: Counter) -> list[Delivery]:
-    """One started Delivery per notifier, routed by its `alerts` and `min_severity`."""
+def build_deliveries(
+    prepared: Prepared, config: Config, counter: Counter, replaced: Sequence[Delivery] = ()
+) -> list[Delivery]:
+    """One started Delivery per notifier, routed by its `alerts` and `min_severity`; one that replaces a
+    closed one of its name (a reload) continues its failure and counts."""
+    was = {old.name: old.status() for old in replaced}
     deliveries = []
     for spec, notifier in prepared.notifiers:
         route = Route(frozenset(spec.alerts) or None, spec.min_severity)
-        delivery = Delivery(notifier, config.state_dir, counter, route=route)
+        delivery = Delivery(notifier, config.state_dir, counter, route=route, carried=was.get(spec.name))
         delivery.start()
         deliveries.append(delivery)
     return deliveries

@@ -19,8 +19,9 @@ FIX = (
     "Check the storage backend's read path ({backend}): that the pages it stores can be looked up "
     "again (same model, tp size, page size and key prefix on every node; sglang#12092, #26886), and "
     "that `--hicache-storage-prefetch-policy` gives prefetches time (wait_complete or timeout). Confirm "
-    "with SGLang's own metrics: sglang:storage_prefetch_hit_tokens_total stays 0 while "
-    "sglang:backuped_tokens_total rises. Success: `HiCache prefetch success` lines."
+    "with SGLang's own metrics (--enable-metrics) in Prometheus: sglang_storage_prefetch_hit_tokens_total "
+    "stays 0 while sglang_backuped_tokens_total rises (SGLang's /metrics page spells them sglang:...). "
+    "Success: `HiCache prefetch success` lines."
 )
 
 

@@ -42,8 +42,9 @@ FIX_SILENT = (
 
 FIX_PREFETCH = (
     "Run SGLang >= 0.5.22, which logs every storage prefetch at INFO (`HiCache prefetch success|dropped`), "
-    "or watch SGLang's own metrics (--enable-metrics): sglang:storage_prefetch_hit_tokens_total against "
-    "sglang:backuped_tokens_total."
+    "or watch SGLang's own metrics (--enable-metrics) in Prometheus: "
+    "sglang_storage_prefetch_hit_tokens_total against sglang_backuped_tokens_total (SGLang's /metrics "
+    "page spells them sglang:...)."
 )
 
 

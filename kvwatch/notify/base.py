@@ -1,9 +1,13 @@
 """What a notifier is, what a send attempt yields, and the one place HTTP answers become outcomes.
 
-Alertmanager's retrier model: an attempt is ok, worth retrying, or permanently failed. Unlike
-Alertmanager, HTTP 429 is retried after its `Retry-After` (seconds or an HTTP-date). 5xx, timeouts
-and network errors retry; other statuses and Slack's permanent error bodies are permanent, with a
-short bounded reason that becomes the `result` label `permanent_<reason>`.
+An attempt is ok, held (`retry`), or dropped (`drop`). kvwatch holds an alert whenever the answer
+says the receiver is unreachable, overloaded or misconfigured: connection errors, timeouts, 5xx, 429
+(after its `Retry-After`), 408, and every 4xx or 3xx a fix of the receiver or of kvwatch's config
+cures (404 a wrong path, 401/403 a wrong credential, 405, 410, a redirect, Slack's `channel_not_found`
+...): a wrong URL delays alerts until it is fixed, it never loses them. Only answers that reject the
+payload itself, which no retry or reload can change, drop it: 400, 413 and 422 (and Slack's
+`invalid_payload`, `too_many_attachments`, ...), counted and logged per alert. Each outcome has a
+short bounded reason (`http_404`, `connection`, a Slack error code) for the `result` label.
 """
 
 from __future__ import annotations
@@ -23,10 +27,22 @@ from kvwatch.model import Alert
 from kvwatch.notify.secrets import Secret, receiver, scrub
 from kvwatch.notify.transport import Transport
 
-#: Slack incoming-webhook error bodies that no retry can fix.
-SLACK_PERMANENT = frozenset(
+#: Slack incoming-webhook error bodies that say the payload itself is refused: no retry can fix them.
+SLACK_REJECTED = frozenset(
     {
         "invalid_payload",
+        "too_many_attachments",
+        "no_text",
+        "invalid_blocks",
+        "invalid_blocks_format",
+        "invalid_attachments",
+        "msg_too_long",
+    }
+)
+
+#: Slack incoming-webhook error bodies that say the hook is misconfigured: held until it is fixed.
+SLACK_MISCONFIGURED = frozenset(
+    {
         "channel_not_found",
         "channel_is_archived",
         "no_service",
@@ -36,12 +52,30 @@ SLACK_PERMANENT = frozenset(
         "invalid_token",
         "action_prohibited",
         "posting_to_general_channel_denied",
-        "too_many_attachments",
         "user_not_found",
     }
 )
 
-Kind = Literal["ok", "retry", "permanent"]
+#: HTTP statuses that reject the payload (malformed, too large, unprocessable): the alert is dropped.
+REJECTING_STATUSES = frozenset({400, 413, 422})
+
+#: Reasons that say the receiver refuses kvwatch's credentials.
+_CREDENTIALS = frozenset({"http_401", "http_403", "invalid_token", "action_prohibited"})
+
+Kind = Literal["ok", "retry", "drop"]
+
+
+def hint(reason: str) -> str:
+    """What a failing reason most likely means, for a person (a log line, the landing page)."""
+    if reason in _CREDENTIALS:
+        return "the receiver refuses kvwatch's credentials: check the notifier's auth or token"
+    if reason in ("connection", "timeout", "http_408", "http_429") or reason.startswith("http_5"):
+        return "the receiver is down, overloaded or unreachable"
+    if reason == "internal_error":
+        return "kvwatch could not build the message (a bug: please report it)"
+    if reason in SLACK_REJECTED or reason in {f"http_{status}" for status in REJECTING_STATUSES}:
+        return "the receiver rejected the payload itself"
+    return "the receiver is misconfigured: check the notifier's URL, then reload kvwatch"
 
 
 @dataclass(frozen=True, slots=True)
@@ -55,15 +89,19 @@ class Outcome:
 
     @property
     def result(self) -> str:
-        """The `kvwatch_notifications_total` result label: ok, retry or permanent_<reason>."""
-        return f"permanent_{self.reason}" if self.kind == "permanent" else self.kind
-
-    def describe(self) -> str:
-        """One line for people (test-alert, logs): the kind, the reason and the detail."""
+        """The `kvwatch_notifications_total` result label: ok, retry_<reason> or dropped_<reason>."""
         if self.kind == "ok":
             return "ok"
-        text = f"{'retryable' if self.kind == 'retry' else 'permanent'} error ({self.reason})"
-        return f"{text}: {self.detail}" if self.detail else text
+        return f"{'retry' if self.kind == 'retry' else 'dropped'}_{self.reason}"
+
+    def describe(self) -> str:
+        """One line for people (test-alert, logs): failed or rejected, the reason, the detail and what
+        the reason most likely means."""
+        if self.kind == "ok":
+            return "ok"
+        text = f"{'failed' if self.kind == 'retry' else 'rejected'} ({self.reason})"
+        text = f"{text}: {self.detail}" if self.detail else text
+        return f"{text} ({hint(self.reason)})"
 
 
 OK = Outcome("ok")
@@ -75,6 +113,11 @@ class Notifier(Protocol):
     @property
     def name(self) -> str:
         """Config name: the `notifier` label and the spool file name."""
+        ...
+
+    @property
+    def url(self) -> Secret:
+        """Where it posts (a secret: only its scheme and host may be shown, `receiver`)."""
         ...
 
     @property
@@ -114,13 +157,16 @@ def classify(status: int, body: str, retry_after: str | None, now: float) -> Out
     detail = f"HTTP {status}: {body.strip()[:200]}"
     if 200 <= status < 300:
         return OK
-    if status == 429:
-        return Outcome("retry", "http_429", parse_retry_after(retry_after, now), detail)
-    if code in SLACK_PERMANENT:
-        return Outcome("permanent", code, None, detail)
-    if status >= 500:
-        return Outcome("retry", f"http_{status}", parse_retry_after(retry_after, now), detail)
-    return Outcome("permanent", f"http_{status}", None, detail)
+    if code in SLACK_REJECTED:
+        return Outcome("drop", code, None, detail)
+    if code in SLACK_MISCONFIGURED:
+        return Outcome("retry", code, None, detail)
+    if status in REJECTING_STATUSES:
+        return Outcome("drop", f"http_{status}", None, detail)
+    # Everything else waits for the receiver or its config to be fixed (a 404 is a wrong path, a 401 a
+    # wrong password): held, never dropped. Retry-After is honoured where the receiver gives one.
+    reason = f"http_{status}" if 100 <= status <= 599 else "http_other"
+    return Outcome("retry", reason, parse_retry_after(retry_after, now), detail)
 
 
 def post_json(
@@ -151,7 +197,7 @@ def post_json(
     except requests.Timeout as exc:
         outcome = Outcome("retry", "timeout", None, f"timeout: {exc}")
     except (InvalidURL, MissingSchema, InvalidSchema) as exc:
-        outcome = Outcome("permanent", "invalid_url", None, f"invalid URL: {exc}")
+        outcome = Outcome("retry", "invalid_url", None, f"invalid URL: {exc}")  # (a reload can fix it)
     except requests.RequestException as exc:
         outcome = Outcome("retry", "connection", None, f"{type(exc).__name__}: {exc}")
     if outcome.kind == "ok":

@@ -1,16 +1,22 @@
 """Delivery: a queue, a thread and a spool per notifier; no alert lost, repeated or reordered.
 
 `enqueue` appends to the spool (written atomically) and returns; the notifier's thread sends the
-head of the queue, paced by the notifier's `min_interval`. A retryable outcome keeps the alert at
-the head and waits (its `Retry-After`, else exponential backoff); ok and permanent outcomes remove
-it and rewrite the spool, so a restart resends exactly what was pending. A failing attempt is logged
-only when its text changes (Alertmanager's habit). Waits use a Condition, so `close` is prompt.
+head of the queue, paced by the notifier's `min_interval`. A held outcome (the receiver is down,
+overloaded or misconfigured: base.classify) keeps the alert at the head and waits (its `Retry-After`,
+else exponential backoff), however long the failure lasts: a reload that fixes the URL rebuilds the
+queue from the spool and sends it. Ok removes the head; a rejected payload is dropped, counted
+(`dropped_<reason>`) and logged with the alert it was. The queue is bounded by the bytes of its
+spooled alerts (`max_bytes`): beyond it the oldest waiting alert is dropped and said
+(`dropped_overflow`). Each change of state is one log line: failing (with the reason and what it
+means), failing for another reason, recovered (how long it failed, how many alerts it held).
+Waits use a Condition, so `close` is prompt.
 Crash window: an alert the receiver accepted just before a crash, before the spool was rewritten, is
 sent again after the restart.
 """
 
 from __future__ import annotations
 
+import json
 import logging
 import os
 import random
@@ -24,10 +30,16 @@ from prometheus_client import CollectorRegistry, Counter
 
 from kvwatch.model import Alert
 from kvwatch.notify.base import Notifier, Outcome, new_session
+from kvwatch.notify.payload import alert_to_record
 from kvwatch.notify.routing import Decision, Route, Silence, decide
+from kvwatch.notify.secrets import receiver
 from kvwatch.notify.spool import Spool
+from kvwatch.notify.status import Status
 
 log = logging.getLogger(__name__)
+
+#: The default bound of a notifier's queue: its spooled alerts' bytes (a few thousand alerts).
+MAX_BYTES = 4 * 1024 * 1024
 
 
 @dataclass(frozen=True, slots=True)
@@ -56,7 +68,7 @@ def notifications_counter(registry: CollectorRegistry) -> Counter:
     """`kvwatch_notifications_total{notifier,result}`: create once per registry, share it."""
     return Counter(
         "kvwatch_notifications",
-        "Notification attempts by notifier and result (ok, retry, permanent_<reason>, dropped_overflow).",
+        "Notification attempts by notifier and result (ok, retry_<reason>: held; dropped_<reason>: lost).",
         ["notifier", "result"],
         registry=registry,
     )
@@ -77,24 +89,33 @@ class Delivery:
         clock: Callable[[], float] = time.monotonic,
         sleep: Callable[[float], object] | None = None,
         rand: Callable[[], float] = random.random,
-        max_pending: int = 1000,
+        wall: Callable[[], float] = time.time,
+        max_bytes: int = MAX_BYTES,
+        carried: Status | None = None,
     ) -> None:
-        """Load the spool; `sleep` replaces the interruptible wait (tests); `start()` sends."""
+        """Load the spool; `sleep` replaces the interruptible wait (tests); `carried`: the status of the
+        queue this one replaces (a reload), whose failure and counts it continues; `start()` sends."""
         self.notifier = notifier
         self.route = route or Route()
         self.backoff = backoff or Backoff()
-        self._counter, self._clock, self._sleep, self._rand = counter, clock, sleep, rand
+        self._counter, self._clock, self._sleep, self._rand, self._wall = counter, clock, sleep, rand, wall
         self._session = session or new_session()
-        self._max_pending = max(1, max_pending)
+        self._max_bytes = max(1, max_bytes)
         self._spool = Spool(state_dir, notifier.name)
         self._pending: list[Alert] = self._spool.load()
+        self._sizes = [_size(alert) for alert in self._pending]
         self._inflight = 0
         self._cv = threading.Condition()
-        self._stopping = False
+        self._stopping = self._handed_over = False
         self._thread: threading.Thread | None = None
-        self._last_error = ""
         self._spool_error = ""
         self._last_send: float | None = None
+        self._receiver = receiver(notifier.url)
+        was = carried if carried is not None and carried.name == notifier.name else None
+        self._failing_since = was.failing_since if was else None
+        self._reason, self._detail = (was.reason, was.detail) if was else ("", "")
+        self._delivered, self._dropped = (was.delivered, was.dropped) if was else (0, 0)
+        self._last_drop = was.last_drop if was else ""
 
     @property
     def name(self) -> str:
@@ -106,6 +127,22 @@ class Delivery:
         with self._cv:
             return list(self._pending)
 
+    def status(self) -> Status:
+        """Failing or not, why, and what waits."""
+        with self._cv:
+            return Status(
+                self.name,
+                self._receiver,
+                len(self._pending),
+                sum(self._sizes),
+                self._failing_since,
+                self._reason,
+                self._detail,
+                self._delivered,
+                self._dropped,
+                self._last_drop,
+            )
+
     def start(self) -> None:
         """Start the sending thread (once)."""
         if self._thread is None:
@@ -113,13 +150,23 @@ class Delivery:
             self._thread.start()
 
     def enqueue(self, alert: Alert) -> None:
-        """Queue and spool `alert`; beyond `max_pending` the oldest unsent alert is dropped."""
+        """Queue and spool `alert`; beyond `max_bytes` the oldest waiting alert (not the one being sent,
+        never the one just queued) is dropped, counted and logged."""
         with self._cv:
             self._pending.append(alert)
-            if len(self._pending) > self._max_pending:
+            self._sizes.append(_size(alert))
+            while sum(self._sizes) > self._max_bytes and len(self._pending) > self._inflight + 1:
                 dropped = self._pending.pop(self._inflight)
+                self._sizes.pop(self._inflight)
                 self._counter.labels(self.name, "dropped_overflow").inc()
-                log.warning("notifier %s: queue full, dropped %s", self.name, dropped.fingerprint())
+                self._dropped, self._last_drop = self._dropped + 1, "overflow"
+                log.warning(
+                    "notifier %s: queue full (%d alerts, at most %d bytes): dropped the oldest waiting, %s",
+                    self.name,
+                    len(self._pending),
+                    self._max_bytes,
+                    _named(dropped),
+                )
             self._save()
             self._cv.notify_all()
 
@@ -129,15 +176,19 @@ class Delivery:
             self._cv.wait_for(lambda: not self._pending or self._stopping, timeout)
             return not self._pending
 
-    def close(self, timeout: float = 5.0) -> bool:
-        """Stop the thread (pending alerts stay spooled); True if it ended within `timeout`."""
+    def close(self, timeout: float = 5.0, *, handing_over: bool = False) -> bool:
+        """Stop the thread (pending alerts stay spooled); True if it ended within `timeout`.
+        `handing_over`: a successor (a reload's) loads the spool once this returns and owns it: a send
+        still in flight then no longer rewrites it (its alert may be sent again, never lost)."""
         with self._cv:
             self._stopping = True
             self._cv.notify_all()
-        if self._thread is not None:
-            self._thread.join(timeout)
+        if self._thread is None:
+            return True
+        self._thread.join(timeout)
+        with self._cv:
+            self._handed_over = handing_over and self._thread.is_alive()
             return not self._thread.is_alive()
-        return True
 
     def _run(self) -> None:
         """The sending loop: take the head, pace, send, then remove it or wait and retry."""
@@ -150,18 +201,13 @@ class Delivery:
             outcome = self._attempt(batch)
             self._counter.labels(self.name, outcome.result).inc()
             if outcome.kind == "retry":
-                self._note_failure(outcome, "will retry")
+                self._failed(outcome)
                 if self._pause(self.backoff.wait(outcome, attempt, self._rand)):
                     return
                 attempt += 1
                 continue
             attempt = 0
-            self._remove(len(batch))
-            if outcome.kind == "permanent":
-                self._note_failure(outcome, f"dropped {len(batch)} alert(s)")
-            elif self._last_error:
-                log.info("notifier %s: delivering again", self.name)
-                self._last_error = ""
+            self._remove(batch, outcome)
 
     def _next_batch(self) -> list[Alert] | None:
         """Wait for pending alerts; the head batch, or None once stopping."""
@@ -191,18 +237,57 @@ class Delivery:
             return self._stopping
 
     def _attempt(self, batch: Sequence[Alert]) -> Outcome:
-        """One send; a notifier bug becomes a permanent `internal_error`, not a dead thread."""
+        """One send; a notifier bug drops the batch as `internal_error` (said), not a dead thread."""
         try:
             return self.notifier.send(batch, self._session)
         except Exception as exc:
-            return Outcome("permanent", "internal_error", None, type(exc).__name__)
+            return Outcome("drop", "internal_error", None, type(exc).__name__)
 
-    def _remove(self, count: int) -> None:
-        """Drop the delivered head batch and rewrite the spool."""
+    def _failed(self, outcome: Outcome) -> None:
+        """A held attempt: one log line when the notifier starts failing or fails for another reason."""
         with self._cv:
-            del self._pending[:count]
+            held = len(self._pending)
+            if self._failing_since is None:
+                self._failing_since = self._wall()
+                log.warning(
+                    "notifier %s: %s; holding %d alert(s), retrying with backoff",
+                    self.name,
+                    outcome.describe(),
+                    held,
+                )
+            elif outcome.reason != self._reason:
+                log.warning(
+                    "notifier %s: failing for another reason: %s; holding %d alert(s)",
+                    self.name,
+                    outcome.describe(),
+                    held,
+                )
+            self._reason, self._detail = outcome.reason, outcome.detail
+
+    def _remove(self, batch: Sequence[Alert], outcome: Outcome) -> None:
+        """Take the head batch off (delivered, or rejected: dropped and said) and rewrite the spool (unless
+        a successor owns it: `close`); the receiver answered, so a failure ends here (one line)."""
+        with self._cv:
+            del self._pending[: len(batch)]
+            del self._sizes[: len(batch)]
             self._inflight = 0
-            self._save()
+            if self._failing_since is not None:
+                log.info(
+                    "notifier %s: recovered after %s failing (%s); %d held alert(s) left to send",
+                    self.name,
+                    _duration(self._wall() - self._failing_since),
+                    self._reason,
+                    len(self._pending),
+                )
+                self._failing_since, self._reason, self._detail = None, "", ""
+            if outcome.kind == "ok":
+                self._delivered += len(batch)
+            else:
+                self._dropped, self._last_drop = self._dropped + len(batch), outcome.reason
+                for alert in batch:
+                    log.warning("notifier %s: %s; dropped %s", self.name, outcome.describe(), _named(alert))
+            if not self._handed_over:
+                self._save()
             self._cv.notify_all()
 
     def _save(self) -> None:
@@ -217,12 +302,25 @@ class Delivery:
         else:
             self._spool_error = ""
 
-    def _note_failure(self, outcome: Outcome, then: str) -> None:
-        """Log a failure only when its text differs from the previous one."""
-        text = outcome.describe()
-        if text != self._last_error:
-            log.warning("notifier %s: %s; %s", self.name, text, then)
-            self._last_error = text
+
+def _size(alert: Alert) -> int:
+    """An alert's bytes as the spool keeps it (what the queue's bound counts)."""
+    return len(json.dumps(alert_to_record(alert), ensure_ascii=False).encode("utf-8"))
+
+
+def _named(alert: Alert) -> str:
+    """An alert as a log line names it: `pinned_cache_length firing (source=llama-a) 1a2b3c4d`."""
+    labels = ", ".join(f"{k}={v}" for k, v in sorted(alert.labels.items()))
+    return f"{alert.alert} {alert.state} ({labels}) {alert.fingerprint()}"
+
+
+def _duration(seconds: float) -> str:
+    """`42 s`, `12 min`, `3.5 h`."""
+    if seconds < 120:
+        return f"{max(0.0, seconds):.0f} s"
+    if seconds < 7200:
+        return f"{seconds / 60:.0f} min"
+    return f"{seconds / 3600:.1f} h"
 
 
 def dispatch(

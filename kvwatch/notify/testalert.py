@@ -45,6 +45,6 @@ def send_test_alert(
         try:
             outcome = notifier.send([alert], http)
         except Exception as exc:
-            outcome = Outcome("permanent", "internal_error", None, type(exc).__name__)
+            outcome = Outcome("drop", "internal_error", None, type(exc).__name__)
         results.append((notifier.name, outcome))
     return results

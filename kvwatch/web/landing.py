@@ -1,9 +1,12 @@
 """The page at `/`: each source with its last line's time, the firing alerts with cause, evidence and fix
-(notified before silenced, critical first, then newest), the sources a click away from the top.
+(notified before silenced, critical first, then newest), the sources a click away from the top, and
+each notifier: delivering, or failing since when, why, and how many alerts wait (a failing one is
+also named at the top: alerts are not reaching anyone there).
 
 `landing_page` is a pure function of a snapshot the daemon takes under the pipeline's lock (`SourceRow`s
-and the AlertBook's firing `Alert`s, the very objects the notifiers get) and of the wall clock `now`.
-Every text from a log, a config or an alert is HTML-escaped; the page shows no notifier and no prompt.
+and the AlertBook's firing `Alert`s, the very objects the notifiers get, the notifiers' `Status`es) and
+of the wall clock `now`. Every text from a log, a config or an alert is HTML-escaped; a notifier's
+receiver shows as scheme and host only, and the page shows no prompt.
 """
 
 from __future__ import annotations
@@ -16,8 +19,10 @@ from html import escape
 from typing import Any
 
 from kvwatch.model import Alert
+from kvwatch.notify.base import hint
 from kvwatch.notify.payload import jsonable
 from kvwatch.notify.routing import SEVERITY_RANK
+from kvwatch.notify.status import Status
 
 #: Seconds between the browser's reloads of the page.
 REFRESH = 15
@@ -198,6 +203,44 @@ def _probes(probes: Sequence[ProbeRow], now: float) -> str:
     )
 
 
+def _notifier_row(status: Status, now: float) -> str:
+    """One `<tr>` of the notifiers table."""
+    if status.failing_since is not None:
+        state = (
+            f"<span class='down'>failing since {escape(when(status.failing_since, now))}</span><br>"
+            f"last: {escape(status.reason)}: {escape(status.detail)}<br>"
+            f"<span class='muted'>{escape(hint(status.reason))}</span>"
+        )
+    else:
+        state = "<span class='up'>delivering</span>"
+    if status.dropped:
+        state += f"<br><span class='muted'>last dropped: {escape(status.last_drop)}</span>"
+    waiting = f"{status.pending:,}" + (
+        f" ({_size(status.pending_bytes)})" if status.pending_bytes >= 1000 else ""
+    )
+    cells = [f"<td>{escape(status.name)}</td>", f"<td>{escape(status.receiver)}</td>", f"<td>{state}</td>"]
+    counts = [
+        f"<td class='n'>{text}</td>" for text in (waiting, f"{status.delivered:,}", f"{status.dropped:,}")
+    ]
+    return "<tr>" + "".join(cells + counts) + "</tr>"
+
+
+def _notifiers(notifiers: Sequence[Status], now: float) -> str:
+    """The notifiers table ("" without notifiers)."""
+    if not notifiers:
+        return ""
+    head = "".join(f"<th>{name}</th>" for name in ("notifier", "receiver", "state")) + "".join(
+        f"<th class='n'>{name}</th>" for name in ("waiting", "delivered", "dropped")
+    )
+    rows = "".join(_notifier_row(status, now) for status in notifiers)
+    return (
+        f"<h2 id='notifiers'>Notifiers</h2><table><tr>{head}</tr>{rows}</table>"
+        "<p class='muted'>A failing notifier holds its alerts and retries with backoff; they are sent once "
+        "its receiver answers again (after a fix and a reload too). Delivered and dropped count since "
+        "kvwatch started; dropped are payloads the receiver rejected and the oldest of a full queue.</p>"
+    )
+
+
 def ordered(alerts: Sequence[tuple[Alert, bool]]) -> list[tuple[Alert, bool]]:
     """The (alert, silenced) pairs as a person reads them: the notified ones first, then the silenced;
     each by severity (critical first), then newest first (what just started is what a person comes
@@ -214,6 +257,19 @@ def ordered(alerts: Sequence[tuple[Alert, bool]]) -> list[tuple[Alert, bool]]:
     )
 
 
+def _failing(notifiers: Sequence[Status]) -> str:
+    """The header's word on failing notifiers ("" when none fails)."""
+    failing = [s for s in notifiers if s.failing]
+    if not failing:
+        return ""
+    held = sum(s.pending for s in failing)
+    names = ", ".join(s.name for s in failing)
+    return (
+        f" · <a class='firing' href='#notifiers'>notifier{'' if len(failing) == 1 else 's'} failing: "
+        f"{escape(names)} ({held:,} alert{'' if held == 1 else 's'} waiting)</a>"
+    )
+
+
 def landing_page(
     version: str,
     sources: Sequence[SourceRow],
@@ -223,10 +279,11 @@ def landing_page(
     *,
     charts: str = "",
     probes: Sequence[ProbeRow] = (),
+    notifiers: Sequence[Status] = (),
 ) -> str:
     """The HTML of `/`: sources, the firing (alert, silenced) pairs, links, the `[[probe]]`s' last runs
-    (when any is configured), then `charts` (the sources' recent windows, kvwatch.forensic.live);
-    reloads every `refresh` s."""
+    (when any is configured), the notifiers (when any is), then `charts` (the sources' recent windows,
+    kvwatch.forensic.live); reloads every `refresh` s."""
     up = sum(row.up for row in sources)
     cards = "".join(_alert(alert, silenced, now) for alert, silenced in ordered(alerts))
     down = {a.labels.get("source") for a, _ in alerts if a.alert == "engine_start_failed"}
@@ -244,12 +301,12 @@ def landing_page(
         f"<header><h1>kvwatch {escape(version)}</h1>"
         f"<span><span class='{'firing' if alerts else 'ok'}'>{len(alerts)} alert"
         f"{'' if len(alerts) == 1 else 's'} firing</span> · "
-        f"<a href='#sources'>{up}/{len(sources)} sources up</a></span>"
+        f"<a href='#sources'>{up}/{len(sources)} sources up</a>{_failing(notifiers)}</span>"
         "<nav><a href='#sources'>sources</a><a href='metrics'>/metrics</a><a href='healthz'>/healthz</a>"
         "<a href='report'>/report</a></nav></header>"
         "<p class='muted'>Prefix-cache and KV-offload health from inference-engine logs. "
         f"Rendered {stamp}; reloads every {refresh:d} s.</p>"
         f"<h2 id='alerts'>Firing alerts</h2>{cards or '<p class=ok>no alert firing</p>'}"
         f"<h2 id='sources'>Sources</h2><table><tr>{head}</tr>{rows}</table>"
-        f"{_probes(probes, now)}{charts}</body></html>\n"
+        f"{_notifiers(notifiers, now)}{_probes(probes, now)}{charts}</body></html>\n"
     )

@@ -21,6 +21,7 @@ if TYPE_CHECKING:
     from prometheus_client import CollectorRegistry
 
     from kvwatch.engines.base import Signal
+    from kvwatch.engines.capabilities import Gathering, SourceView
     from kvwatch.parsers.clock import LineClock
 
 _BASES: dict[str, type] = {"request": CustomRequest, "cache_rate": CustomRate, "offload": CustomOffload}
@@ -78,6 +79,19 @@ class CustomEngine(Engine):
     def clock(self) -> LineClock | None:
         """`kvwatch demo` does not rewrite a configured engine's lines."""
         return None
+
+    def gather(self) -> Gathering:
+        """A fresh gathering of one source's figures for `replay --format text` (it Reports)."""
+        from kvwatch.engines.custom.report import Figures
+
+        return Figures()
+
+    def section(self, view: SourceView) -> list[str] | None:
+        """Its lines of the source's text report: per engine its rates and offloads, its requests."""
+        from kvwatch.engines.custom.report import section
+
+        assert self.spec is not None
+        return section(view, self.spec)
 
 
 def make_engine(spec: EngineSpec) -> CustomEngine:
