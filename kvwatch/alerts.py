@@ -4,6 +4,14 @@ An alert's identity is its name plus its labels. A finding that appears fires at
 their own windows); a firing alert resolves only after its finding has been absent for `resolve_after`
 seconds of event time, so a verdict that flickers at a threshold does not flap. `decide` is the
 Alertmanager-style dedup: a pure function of the last notification, the alert and the clock.
+
+One incident, one alert: a request alert of a source's only server carries no `server` label, and
+once a second server names itself its findings do (kvwatch.windows.window). A finding of a server
+whose alert fires under the other reading of its labels (with or without `server`) and that no other
+finding of the tick names goes on as that alert, labels and all, until it resolves: no resolution and
+new firing of the same problem when a second server shows up, or when the daemon restarts with empty
+windows and finds it again before the second server speaks. An unlabelled alert gone on so names its
+server in its evidence (`server`), so its repeats and its resolution say whose it is.
 """
 
 from __future__ import annotations
@@ -24,6 +32,7 @@ class Tracked:
 
     alert: Alert
     last_seen: float
+    server: str | None = None  # the server whose requests its findings judged (Finding.server)
 
 
 def _alert(finding: Finding, now: float) -> Alert:
@@ -56,21 +65,52 @@ class AlertBook:
         """Take the findings of one tick; return the transitions they cause, in a stable order."""
         transitions: list[Alert] = []
         present: list[str] = []
-        for finding in findings:
-            fresh = _alert(finding, now)
+        fresh_alerts = [_alert(finding, now) for finding in findings]
+        named = {alert.fingerprint() for alert in fresh_alerts}
+        for finding, fresh in zip(findings, fresh_alerts, strict=True):
             key = fresh.fingerprint()
-            present.append(key)
             known = self.tracked.get(key)
+            if (known is None or known.alert.state == "resolved") and (
+                finding.server or "server" in fresh.labels
+            ):
+                key, known = self._same_incident(finding, fresh, key, known, named)
+            present.append(key)
             if known is None or known.alert.state == "resolved":
-                self.tracked[key] = Tracked(fresh, now)
+                self.tracked[key] = Tracked(fresh, now, finding.server or fresh.labels.get("server"))
                 transitions.append(fresh)
             else:
-                # Keep the firing time; refresh what the alert says.
-                known.alert = replace(fresh, at=known.alert.at)
+                # Keep the firing time and the labels it fired with; refresh what the alert says (and
+                # whose requests it is about, where its labels do not say: it went on from before a
+                # second server spoke).
+                labels, evidence = known.alert.labels, fresh.evidence
+                if "server" in fresh.labels and "server" not in labels:
+                    evidence = {**evidence, "server": fresh.labels["server"]}
+                known.alert = replace(fresh, at=known.alert.at, labels=labels, evidence=evidence)
                 known.last_seen = now
         self._findings, self._present = list(findings), present
         self._resolve(now, transitions)
         return transitions
+
+    def _same_incident(
+        self, finding: Finding, fresh: Alert, key: str, known: Tracked | None, named: set[str]
+    ) -> tuple[str, Tracked | None]:
+        """The identity a finding of a server goes on under: that of the alert firing for the same
+        server under its labels with `server` added or taken away, unless a finding of this tick names
+        it (one incident, one alert: see the module docstring); else its own."""
+        labels = dict(fresh.labels)
+        server = labels.pop("server", None) or finding.server
+        if server is None:
+            return key, known
+        if "server" not in fresh.labels:
+            labels["server"] = server
+        other = replace(fresh, labels=labels).fingerprint()
+        tracked = self.tracked.get(other)
+        if tracked is None or tracked.alert.state != "firing" or other in named:
+            return key, known
+        if (tracked.server or tracked.alert.labels.get("server")) != server:
+            return key, known
+        named.add(other)  # (one finding goes on as it: another of the tick fires on its own)
+        return other, tracked
 
     def again(self, now: float) -> list[Alert]:
         """`update` with the findings of the last update again (their alerts, already refreshed from
@@ -133,15 +173,17 @@ class AlertBook:
     def dump(self) -> dict[str, Any]:
         """A JSON-able snapshot (for the state directory)."""
         return {
-            key: {"alert": asdict(t.alert), "last_seen": t.last_seen}
+            key: {"alert": asdict(t.alert), "last_seen": t.last_seen, "server": t.server}
             for key, t in sorted(self.tracked.items())
         }
 
     def load(self, data: dict[str, Any]) -> None:
         """Restore a snapshot written by `dump`."""
         self._present = None
+        # (a state written before alerts kept their server has none: its labels say it where they can)
         self.tracked = {
-            key: Tracked(Alert(**item["alert"]), float(item["last_seen"])) for key, item in data.items()
+            key: Tracked(Alert(**item["alert"]), float(item["last_seen"]), item.get("server"))
+            for key, item in data.items()
         }
 
 

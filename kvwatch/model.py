@@ -210,11 +210,26 @@ class UsageRecord:
 
 @dataclass(slots=True)
 class ServerRestart:
-    """The engine process (re)started: per-source state from before no longer applies."""
+    """The engine process (re)started: per-source state from before no longer applies. `server`: the
+    process that started where the source names its processes (a journal's `name[pid]`, a compose
+    service; None: the source's whole history goes): where the source carries several servers, only
+    its history, and that of those that said they stopped (`ServerStopped`), goes."""
 
     source: str
     time: float
     engine_kind: str
+    server: str | None = None
+
+
+@dataclass(slots=True)
+class ServerStopped:
+    """One of the processes a source names said it is exiting (llama-server's `cleaning up before
+    exit`): its requests still tell of it, until a process of the source starts (the one that
+    replaces it, most often)."""
+
+    source: str
+    time: float
+    server: str
 
 
 @dataclass(slots=True)
@@ -268,7 +283,11 @@ class Event(Protocol):
 
 @dataclass(frozen=True, slots=True)
 class Finding:
-    """A detector's verdict at one event time: the problem is present with this evidence."""
+    """A detector's verdict at one event time: the problem is present with this evidence.
+
+    `server`: the server whose requests a request detector judged, labelled or not (a source's only
+    server is not labelled): kvwatch.alerts keeps one incident one alert when that label comes or goes.
+    """
 
     alert: str
     labels: tuple[tuple[str, str], ...]
@@ -277,6 +296,7 @@ class Finding:
     cause: str
     fix: str
     evidence: dict[str, Any]
+    server: str | None = None
 
 
 @dataclass(frozen=True, slots=True)

@@ -97,10 +97,7 @@ class PipelineLoop:
                 for line in item.lines:
                     for event in run.feed(line):  # type: ignore[arg-type]
                         self._apply(event)
-            if isinstance(run.parser, AutoParser):
-                run.counts.add(run.parser.settle())  # (the held lines, once the engine is chosen)
-                if run.parser.inner is not None and item.feeder.markers is None:
-                    item.feeder.markers = run.parser.markers  # (the feeder hands them to its source)
+            self._settle(item.feeder, run)
             run.counts.truncated = item.feeder.count("truncated_long_lines")
         elif isinstance(item, Mark):
             self.marks[item.feeder.name] = (item.feeder, self._with_state(item))
@@ -125,10 +122,34 @@ class PipelineLoop:
             # Sums a parser holds back (LMCache's, per stretch of log time) reach the metrics now, so
             # a counter lags its lines by one sync at most, even when the log falls silent, and a saved
             # position never lies beyond lines whose sums were not applied.
-            for run in self.runs.values():
-                for event in drained(run.parser):
+            for feeder, run in self.runs.items():
+                for event in drained(run.parser):  # (an auto parser of a quiet log decides now)
                     self._apply(event)
+                self._settle(feeder, run)
             self._sync()
+
+    def _settle(self, feeder: Feeder, run: SourceRun) -> None:
+        """Count the lines an auto parser held, once the engine is chosen; give the feeder its markers.
+        An auto parser whose provisional choice the detection rule overturned starts the source over:
+        what the first choice made of it is dropped, and every line read is parsed again."""
+        parser = run.parser
+        if not isinstance(parser, AutoParser):
+            return
+        if parser.again is not None:
+            log.info(
+                "source %s: its lines are %s's, not %s's: read again",
+                feeder.name,
+                parser.again,
+                parser.engine,
+            )
+            self.pipeline.forget(feeder.name)
+            self.alerts.forget(feeder.name)
+            self.pipeline.metrics.sources.adopt(feeder.name, run.counts)
+            for event in parser.redo():
+                self._apply(event)
+        run.counts.add(parser.settle())
+        if parser.inner is not None and not parser.provisional and feeder.markers is None:
+            feeder.markers = parser.markers  # (the feeder hands them to its source)
 
     def hold(self, key: str, findings: list[Finding]) -> None:
         """(On this thread) Replace the findings held under `key`; tick at once so they take effect now."""
@@ -193,8 +214,7 @@ class PipelineLoop:
         if item.eof and run is not None:
             for event in run.parser.flush():
                 self._apply(event)
-            if isinstance(run.parser, AutoParser):
-                run.counts.add(run.parser.settle())
+            self._settle(item.feeder, run)
             if self.pipeline.last_time is not None:
                 self._tick(self.pipeline.last_time)
         self._sync(only=item.feeder.name, parser=run.parser if run else None)

@@ -15,16 +15,17 @@ from collections.abc import Callable, Mapping
 from datetime import datetime, timezone
 from typing import Any, Protocol
 
-from kvwatch.engines import FALLBACK, detect_engine, make_parser, markers_of
+from kvwatch.engines import FALLBACK, make_parser, markers_of
+from kvwatch.engines.detect import Detector
 from kvwatch.model import Event, LogLine
 from kvwatch.parsers.base import Draining, ParseError, Parser, ParseResult, ParserSettings, Resumable
 from kvwatch.sources.file import FileSource
 from kvwatch.sources.settings import FileSettings, SourceConfig
 from kvwatch.sources.stdin import StdinSource
 
-#: `engine = "auto"` decides on at most this many lines (or SNIFF_BYTES), else falls back to vLLM.
-SNIFF_LINES = 2000
-SNIFF_BYTES = 64 * 1024
+#: An `auto` source whose lines leave the detection rule undecided (kvwatch.engines.detect) decides on
+#: what it holds once no line came for this long (seconds): a quiet log must not wait for its head.
+QUIET = 10.0
 
 
 class Source(Protocol):
@@ -123,13 +124,22 @@ def parser_state(parser: Parser) -> dict[str, Any] | None:
 
 def drained(parser: object) -> list[Event]:
     """What `parser` holds back only to hand it on in bulk (sums), handed on now: none where it holds
-    nothing of the kind, or is an auto parser still undecided."""
-    inner = parser.inner if isinstance(parser, AutoParser) else parser
-    return inner.drain() if isinstance(inner, Draining) else []
+    nothing of the kind; an auto parser still undecided decides now if its log fell quiet."""
+    if isinstance(parser, AutoParser):
+        return parser.drain()
+    return parser.drain() if isinstance(parser, Draining) else []
 
 
 class AutoParser:
-    """Holds the first lines until `detect_engine` recognises them, then parses them all.
+    """Holds the first lines until the detection rule (kvwatch.engines.detect, which replay follows on
+    the same lines) decides, then parses them all; at the end of input, or once the log fell quiet
+    (QUIET seconds without a line), it decides on what it holds (vLLM when unsure).
+
+    A choice made on a quiet log is `provisional`: the lines go on to the rule (and are kept, the
+    rule's head at most) until it decides. Should it choose another engine (a carrier's line after
+    a quiet spell that followed its layer's first lines), `again` names it: the daemon drops what the
+    first choice made of the source and `redo()` parses every line read again, so the source ends
+    as replay of the file reads it.
 
     While it holds lines (`holding`), the daemon does not save the source's position: a crash then
     reads them again instead of losing them. Held lines count as neither recognised nor errors until
@@ -138,43 +148,117 @@ class AutoParser:
     """
 
     def __init__(
-        self, source: str, settings: ParserSettings, options: Mapping[str, Any] | None = None
+        self,
+        source: str,
+        settings: ParserSettings,
+        options: Mapping[str, Any] | None = None,
+        clock: Callable[[], float] = time.monotonic,
     ) -> None:
-        """Start undecided; `options`: engine name -> its options (the chosen one's reach its parser)."""
+        """Start undecided; `options`: engine name -> its options (the chosen one's reach its parser);
+        `clock`: seconds, to tell a quiet log."""
         self.source = source
         self.settings = settings
         self.options = options or {}
+        self.clock = clock
         self.inner: Parser | None = None
+        self.engine: str | None = None  # (the chosen one)
         self.held: list[LogLine] = []
-        self._size = 0
+        self.detector = Detector()
+        self._last = clock()
+        self.provisional = False
+        self.again: str | None = None
+        self.ended = False
+        self._seen: list[LogLine] = []  # (while provisional: every line read)
+        self._tally = (0, 0)  # (recognised lines and errors among them, as counted)
         self._unsettled = (0, 0)  # recognised lines and parse errors among the held, not yet counted
         self.markers: tuple[str, ...] = ()  # the chosen parser's; none while undecided (every line held)
 
     @property
     def holding(self) -> bool:
-        """Whether lines are held, not yet parsed."""
-        return bool(self.held)
+        """Whether lines are held, not yet parsed, or may be parsed again (provisional): the daemon
+        saves no position meanwhile."""
+        return bool(self.held) or self.provisional
 
     def parse(self, line: LogLine) -> ParseResult:
         """Parse with the chosen parser; until chosen, hold the line (None: not recognised yet)."""
         if self.inner is not None:
-            return self.inner.parse(line)
+            result = self.inner.parse(line)
+            if self.provisional:
+                self._follow(line, result)
+            return result
         self.held.append(line)
-        self._size += len(line.text) + 1
-        engine = detect_engine("\n".join(held.text for held in self.held))
-        if engine is None and len(self.held) < SNIFF_LINES and self._size < SNIFF_BYTES:
+        self._last = self.clock()
+        if not self.detector.feed(line.text):
             return None
-        return self._decide(engine or FALLBACK)
+        return self._decide(self.detector.engine or FALLBACK)
 
     def flush(self) -> list[Event]:
-        """End of input: decide (vLLM when unsure) and parse what is held."""
-        events: list[Event] | None = []
-        if self.inner is None:
-            events = self._decide(FALLBACK)
-            if events is not None:  # (no line returns them: each recognised one is settle()'s to count)
-                self._unsettled = (self._unsettled[0] + 1, self._unsettled[1])
+        """End of input: decide on what is held (vLLM when unsure) and parse it."""
+        self.ended = True
+        events = self._decide_held() if self.inner is None else []
+        if self.provisional and self.again is None:
+            self._final(self.detector.end())
         assert self.inner is not None
-        return [*(events or []), *self.inner.flush()]
+        return [*events, *self.inner.flush()]
+
+    def drain(self) -> list[Event]:
+        """The chosen parser's sums held back (see `drained`); undecided, a log quiet for QUIET seconds
+        decides on what it holds, as replay does on the file as it stands then."""
+        if self.inner is None:
+            if not self.held or self.clock() - self._last < QUIET:
+                return []
+            events = self._decide_held()
+        else:
+            events = []
+        assert self.inner is not None
+        return [*events, *(self.inner.drain() if isinstance(self.inner, Draining) else [])]
+
+    def redo(self) -> list[Event]:
+        """Choose `again` and parse every line read with it (the caller dropped what the first choice
+        made of the source); settle() then tells how the counts change."""
+        assert self.again is not None
+        lines, was, before = self._seen, self._tally, self._unsettled
+        self.provisional, self._seen = False, []
+        self.held = lines
+        events = self._decide(self.again)
+        self.again = None
+        recognized, errors = self._unsettled
+        if events is not None:
+            recognized += 1  # (no line returns them)
+        self._unsettled = (before[0] + recognized - was[0], before[1] + errors - was[1])
+        assert self.inner is not None
+        return [*(events or []), *(self.inner.flush() if self.ended else [])]
+
+    def _decide_held(self) -> list[Event]:
+        """Decide on the lines held (no line returns their events: each recognised one is settle()'s);
+        before the rule does (a quiet log), provisionally."""
+        self.provisional = not self.ended and not self.detector.decided
+        if self.provisional:
+            self._seen = list(self.held)
+        events = self._decide((self.detector.now() if self.provisional else self.detector.end()) or FALLBACK)
+        if self.provisional:
+            self.markers = ()  # (every line goes on to the rule)
+        if events is not None:
+            self._unsettled = (self._unsettled[0] + 1, self._unsettled[1])
+        self._tally = (self._unsettled[0], self._unsettled[1])
+        return events or []
+
+    def _follow(self, line: LogLine, result: ParseResult) -> None:
+        """A line parsed by a provisional choice: kept, counted, and shown to the rule."""
+        self._seen.append(line)
+        recognized, errors = self._tally
+        self._tally = (recognized + isinstance(result, list), errors + isinstance(result, ParseError))
+        if self.again is None and self.detector.feed(line.text):
+            self._final(self.detector.engine)
+
+    def _final(self, engine: str | None) -> None:
+        """The rule decided after a provisional choice: confirm it, or name the engine to choose again."""
+        assert self.inner is not None
+        if (engine or FALLBACK) == self.engine:
+            self.provisional, self._seen = False, []
+            self.markers = self.inner.markers
+        else:
+            self.again = engine or FALLBACK
 
     def settle(self) -> tuple[int, int, int]:
         """What the held lines parsed since the last call add to the counts: (0 lines, recognised,
@@ -196,6 +280,7 @@ class AutoParser:
     def _decide(self, engine: str) -> list[Event] | None:
         """Choose the engine and parse the held lines: their events (None when no line was recognised:
         then the calling line counts as none, and settle() tells the rest)."""
+        self.engine = engine
         self.inner = make_parser(engine, self.source, self.settings, self.options.get(engine))
         self.markers = self.inner.markers
         events: list[Event] = []

@@ -481,4 +481,4 @@ def detect(windows: Windows, now: float, cfg: Settings) -> list[Finding]:
         creep = creeping(points, cfg)
         if creep is not None:
             findings.append(_creep_finding(labels, creep))
-    return findings
+    return [windows.server_of(finding) for finding in findings]  # (Finding.server: one incident, one alert)

@@ -316,4 +316,4 @@ def detect(windows: Windows, now: float, cfg: Settings) -> list[Finding]:
         elif cfg.requests >= 1:  # (the rules' own reading of fewer: see _last_sizeable)
             note = tally.notes[__name__] = _note(points, slots, cfg)
             note.added = tally.added
-    return findings
+    return [windows.server_of(finding) for finding in findings]  # (Finding.server: one incident, one alert)

@@ -26,6 +26,7 @@ from kvwatch.model import (
     RequestAdapter,
     RequestRecord,
     ServerRestart,
+    ServerStopped,
     UsageRecord,
 )
 
@@ -164,6 +165,11 @@ class EventCollector:
         self.since, self.until = since, until
         self._takers: dict[type, Callable[[Any], None]] = {}
         self._adapters: dict[tuple[str, str], RequestAdapter | None] = {}
+        # Per source, as the windows keep them (kvwatch.windows.window): its only server named so far,
+        # whether a second one named itself (then a group per server), the servers that said they stopped.
+        self._lone: dict[str, str] = {}
+        self._several: set[str] = set()
+        self._stopped: dict[str, set[str]] = {}
 
     def observe(self, event: Event) -> None:
         """Take one event in (the pipeline's observer)."""
@@ -186,6 +192,7 @@ class EventCollector:
             (OffloadTransfer, self._transfer),
             (EngineFact, self._fact),
             (ServerRestart, self._restart),
+            (ServerStopped, self._stop),
         ):
             if issubclass(kind, base):
                 take = taker
@@ -248,6 +255,8 @@ class EventCollector:
         data.seen(record.source, record.time)
         if record.entry is not None:
             name, labels = record.entry, {"source": record.source, "entry": record.entry}
+        elif record.server is not None:
+            name, labels = self._server_group(record.source, record.server)
         else:
             name, labels = "", {"source": record.source}
         group = data.groups.get((record.source, name)) or data.group(record.source, name, labels)
@@ -275,9 +284,32 @@ class EventCollector:
         self.data.seen(event.source, event.time)
         self.data.facts.setdefault(event.source, {})[event.key] = event.value
 
+    def _server_group(self, source: str, server: str) -> tuple[str, dict[str, str]]:
+        """The group of a request of `server`: its source's own while the server is its only one; one
+        per server once a second names itself (the first's requests so far moved to its own)."""
+        if source not in self._several:
+            lone = self._lone.setdefault(source, server)
+            if lone == server:
+                return "", {"source": source}
+            self._several.add(source)
+            group = self.data.groups.pop((source, ""), None)
+            if group is not None:
+                group.name, group.labels = lone, {"source": source, "server": lone}
+                self.data.groups[source, lone] = group
+        return server, {"source": source, "server": server}
+
+    def _stop(self, event: ServerStopped) -> None:
+        self.data.seen(event.source, event.time)
+        self._stopped.setdefault(event.source, set()).add(event.server)
+
     def _restart(self, event: ServerRestart) -> None:
         self.data.seen(event.source, event.time)
         self.data.restarts.setdefault(event.source, []).append(event.time)
+        source, server = event.source, event.server
+        stopped = self._stopped.pop(source, set())
+        lone = self._lone.get(source)
+        if source not in self._several and (server is None or lone in (None, server) or lone in stopped):
+            self._lone.pop(source, None)  # (a restart of the source's only server: see Windows._restart)
         for (source, _), adapter in self._adapters.items():
             if source == event.source and adapter is not None:
                 adapter.restart()

@@ -21,12 +21,12 @@ from itertools import chain
 from pathlib import Path
 from typing import TYPE_CHECKING, TypeVar
 
-from kvwatch.engines import FALLBACK, detect_engine, make_parser
+from kvwatch.engines import FALLBACK, make_parser
 from kvwatch.model import Alert, Event, SourceCounts
 from kvwatch.parsers.base import EntriesParser, Parser, ParserSettings
 from kvwatch.parsers.run import SourceRun
 from kvwatch.replay import forked
-from kvwatch.replay.files import sniff_file, source_name
+from kvwatch.replay.files import detect_file, sniff_file, source_name
 from kvwatch.replay.forked import FramedFile
 from kvwatch.replay.speedups import Speedups, chosen, uncompiled
 from kvwatch.sources.framing import Batch, Framer, Framing
@@ -98,9 +98,9 @@ class _Notes:
 
 def plan(paths: Sequence[str], engine: str, source: str | None) -> list[ReplayInput]:
     """Name each file's source (a container's log after the container) and choose its engine (`auto`:
-    by its first 64 KiB). A log's rotated files are one log of one engine: the first of them, oldest
-    first, whose head an engine recognises decides for all (a live file cut after the start-up
-    lines may hold none that tell)."""
+    by its first lines, with the rule the live daemon follows, kvwatch.engines.detect). A log's
+    rotated files are one log of one engine: the first of them, oldest first, whose head an engine
+    recognises decides for all (a live file cut after the start-up lines may hold none that tell)."""
     chosen = {path: engine for path in paths}
     if engine == "auto":
         logs: dict[tuple[str, str], list[str]] = {}
@@ -109,7 +109,7 @@ def plan(paths: Sequence[str], engine: str, source: str | None) -> list[ReplayIn
         for files in logs.values():
             found = None
             for path in sorted(files, key=age):
-                found = detect_engine(sniff_file(path)[1])
+                found = detect_file(path)
                 if found is not None:
                     break
             for path in files:

@@ -15,6 +15,7 @@ from collections.abc import Iterator, Sequence
 from pathlib import Path
 from typing import BinaryIO, Protocol
 
+from kvwatch.engines.detect import Detector
 from kvwatch.sources import compose, cri
 from kvwatch.sources.docker_json import decode_entry, split_logs_t
 from kvwatch.sources.framing import HEAD, Batch, Framer, Framing, sniff
@@ -182,6 +183,35 @@ def _cut_lines(data: bytes, start: int, stop: int, framer: Framer, max_line: int
             continue
         yield [*framer.feed(clip_bytes(raw, max_line))]
         framer.note_truncated()
+
+
+#: The most of a file engine detection reads: its rule decides within 2000 lines or 64 KiB of their
+#: text (kvwatch.engines.detect), which a json-file or CRI log's framing makes a few times longer.
+DETECT_READ = 16 * HEAD
+
+
+def detect_file(path: str) -> str | None:
+    """The engine the detection rule (kvwatch.engines.detect) chooses for a file, fed its lines decoded
+    as the daemon's source decodes them (None: no engine recognised its head)."""
+    with open_log(path) as stream:
+        try:
+            data = stream.read(DETECT_READ)
+        except DAMAGED:
+            data = b""
+    ended = len(data) < DETECT_READ
+    if not ended or not data.endswith(b"\n"):
+        data = data[: data.rfind(b"\n") + 1] if not ended else data + b"\n"
+    framing = sniff(data[:HEAD])
+    if framing == "docker-json":
+        entries = (decode_entry(line) for line in data.split(b"\n")[:-1])
+        text = "".join(entry.log for entry in entries if entry is not None)
+    else:
+        text = head_text(data, framing)
+    detector = Detector()
+    for line in text.split("\n")[: -1 if text.endswith("\n") else None]:
+        if detector.feed(line):
+            break
+    return detector.end()
 
 
 def sniff_file(path: str) -> tuple[Framing, str]:

@@ -15,7 +15,7 @@ from __future__ import annotations
 from array import array
 from collections import deque
 from collections.abc import Callable, Mapping, Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from functools import partial
 from itertools import islice
 from typing import Any, NamedTuple, TypeVar
@@ -27,6 +27,7 @@ from kvwatch.model import (
     EngineFailed,
     EngineReady,
     Event,
+    Finding,
     OffloadCounters,
     OffloadFailure,
     OffloadLookup,
@@ -34,6 +35,7 @@ from kvwatch.model import (
     RequestAdapter,
     RequestRecord,
     ServerRestart,
+    ServerStopped,
     UsageRecord,
 )
 from kvwatch.windows.facts import EngineFacts
@@ -50,7 +52,7 @@ _Take = Callable[["SourceWindow", Any], None]
 _KEPT = (
     CacheRateSample, OffloadCounters, EngineFact, UsageRecord, RequestRecord,
     CachePrefetch, ServerRestart, OffloadLookup, OffloadTransfer, OffloadFailure,
-    EngineFailed, EngineReady,
+    EngineFailed, EngineReady, ServerStopped,
 )  # fmt: skip
 
 #: How much event time windows keep, and how many per-request points per group.
@@ -290,6 +292,8 @@ class SourceWindow:
     #: has named itself since: then each server's requests are a group of their own (Windows._record).
     server: str | None = None
     servers: bool = False
+    #: The servers that said they stopped since a process of the source last started (ServerStopped).
+    stopped: set[str] = field(default_factory=set)
 
 
 def _turns(last: CacheRateSample, line: CacheRateSample) -> bool:
@@ -409,6 +413,7 @@ class Windows:
                 (OffloadLookup, self._lookup),
                 (OffloadFailure, self._failure),
                 (ServerRestart, self._restart),
+                (ServerStopped, self._stopped),
                 (EngineFailed, self._engine_state),
                 (EngineReady, self._engine_state),
             ):
@@ -659,7 +664,29 @@ class Windows:
         if self.usage.add(event):
             self.shape += 1
 
+    def server_of(self, finding: Finding) -> Finding:
+        """A request detector's finding of a group with the server whose requests it judged: the
+        group's `server` label, else the source's only server named so far (Finding.server)."""
+        named = dict(finding.labels)
+        server = named.get("server")
+        if server is None and "entry" not in named:
+            window = self.sources.get(named.get("source", ""))
+            server = None if window is None or window.servers else window.server
+        return finding if server is None else replace(finding, server=server)
+
+    def _stopped(self, window: SourceWindow, event: ServerStopped) -> None:
+        window.stopped.add(event.server)
+
     def _restart(self, window: SourceWindow, event: ServerRestart) -> None:
+        server, lone = event.server, window.server
+        if server is not None and (
+            window.servers or (lone not in (None, server) and lone not in window.stopped)
+        ):
+            # (a second process starting beside a lone server that did not say it stopped: a second
+            # server, whose requests will split the source's group; a lone server killed without a
+            # word and restarted under a new pid looks the same, and is taken so too)
+            self._restart_server(window, event.source, server)
+            return
         # A restarted engine starts from a cold cache: history from before says nothing about it.
         self.version += 1
         self.shape += 1
@@ -669,6 +696,7 @@ class Windows:
         window.started = event.time
         window.derived_requests = window.exact_requests = window.joined_requests = 0
         window.server, window.servers = None, False  # (a restarted unit's new process: its only server)
+        window.stopped.clear()
         window.prefetches.clear()
         if window.offload is not None:
             window.offload.restart()
@@ -681,3 +709,20 @@ class Windows:
             self.requests[labels].clear()
             self.slots[labels].clear()
             self.tallies[labels].clear()
+
+    def _restart_server(self, window: SourceWindow, source: str, server: str) -> None:
+        """One of a source's several servers (re)started: its requests go, and those of the servers
+        that said they stopped (the one it replaces, most often: a journal names it by a pid that left
+        with it); the other servers' stay, as does what the source as a whole says (facts, stats)."""
+        self.version += 1
+        self.shape += 1
+        self.changes += 1
+        self.signals += 1
+        gone = window.stopped | {server}
+        window.stopped.clear()
+        for labels in [
+            k for k in self.requests if k[0] == ("source", source) and dict(k).get("server") in gone
+        ]:
+            del self.requests[labels]
+            del self.slots[labels]
+            del self.tallies[labels]

@@ -45,11 +45,17 @@ from kvwatch.engines.llamacpp import lines as ln
 from kvwatch.engines.llamacpp import whole as request_whole
 from kvwatch.engines.llamacpp.events import LlamaRequest
 from kvwatch.engines.llamacpp.slots import READ, Request, Stream
-from kvwatch.model import Event, LogLine, ServerRestart
+from kvwatch.model import Event, LogLine, ServerRestart, ServerStopped
 from kvwatch.parsers.base import BlockResult, ParseError, ParseResult, ParserSettings, tally
 from kvwatch.parsers.clock import YearlessClock
 from kvwatch.parsers.drift import Drift
 
+#: What llama-server writes as it exits on SIGINT or SIGTERM (b11434's tools/server/server.cpp,
+#: `clean_up`: `SRV_INF("%s: cleaning up before exit...\n", __func__)`): a stop, not a crash.
+_EXIT = "cleaning up before exit"
+#: The address a start line says the server listens on (`llama_server: listening on http://...:8080`,
+#: older `main: server is listening on http://...:8080 - starting the main loop`).
+_LISTENING = re.compile(r"listening on (\S+)")
 #: The first letters of a 2024 `server_log` line (INFO, DEBUG, VERB, WARN, ERR).
 _LEGACY_START = frozenset("IDVWE")
 _round_us = ln.round_us  # (a global: `_stamped` runs once a line)
@@ -120,6 +126,8 @@ class LlamacppParser:
         self._legacy: dict[Key, lg.Legacy] = {}  # a 2024 server's requests, per stream
         self._life = life.lifecycle(source)  # whether the server came up or died (engine_start_failed)
         self._drift = Drift(source, "llamacpp", ln.SHAPES)  # slot messages reworded (format drift)
+        #: The address each named process said it listens on, until it said it stopped (`_listens`).
+        self._listening: dict[str, str] = {}
 
     def snapshot(self) -> dict[str, Any]:
         """Its state as JSON, saved with a position: a restart then finishes the requests in progress."""
@@ -127,7 +135,7 @@ class LlamacppParser:
         legacy = [[port, old.dump()] for port, old in self._legacy.items()]
         return {"engine": "llamacpp", "last": self._last, "runs": self._runs,
                 "clock": list(self._clock.key()), "streams": streams, "legacy": legacy,
-                "life": self._life.dump()}  # fmt: skip
+                "life": self._life.dump(), "listening": self._listening}  # fmt: skip
 
     def restore(self, state: Mapping[str, Any]) -> None:
         """Go on from a `snapshot()`; KeyError, TypeError or ValueError when it is not one."""
@@ -144,6 +152,7 @@ class LlamacppParser:
         # (a state saved before the 2024 formats were read has none: no 2024 request in progress)
         self._legacy = {_key(p): lg.Legacy.restored(rows) for p, rows in state.get("legacy", [])}
         self._life.load(state.get("life", {}))  # (a state saved before lifecycles were read has none)
+        self._listening = {str(at): str(who) for at, who in state.get("listening", {}).items()}
 
     def untagged_slot(self, body: str, wall: float | None) -> ParseResult:
         """`parse` of a slot line without envelope (no port, stamp, level, ANSI or `\\r`: Ollama's copy of
@@ -597,8 +606,13 @@ class LlamacppParser:
         if is_restart:
             if not stream.announced:
                 stream.announced = True
-                events.append(ServerRestart(self.source, now, "llamacpp"))
+                events.append(ServerRestart(self.source, now, "llamacpp", _server(env, key)))
+            if env.process is not None:
+                events += self._listens(body, str(key), now)
             return events
+        if env.process is not None and _EXIT in body:  # (a named process's own: see ServerStopped)
+            events.append(ServerStopped(self.source, now, str(key)))
+            self._listening = {at: who for at, who in self._listening.items() if who != str(key)}
         try:
             result = stream.read(body, now, self.source)
             if result is None:
@@ -612,6 +626,23 @@ class LlamacppParser:
                 if type(event) is LlamaRequest:
                     event.server = key  # (made just now by this stream: not yet handed on)
         return events + result
+
+    def _listens(self, body: str, server: str, now: float) -> list[Event]:
+        """A named process's `listening on <address>`: where another process of the source listened on
+        that address and never said it stopped, that one is gone (killed, crashed: no two live servers
+        listen on one address), and this one replaces it: its stop and this one's start again (the
+        windows forget the one replaced, as on a stop it said)."""
+        found = _LISTENING.search(body)
+        if found is None:
+            return []
+        listening = self._listening
+        before = listening.pop(found[1], None)
+        listening[found[1]] = server
+        while len(listening) > MAX_STREAMS:
+            del listening[next(iter(listening))]
+        if before is None or before == server:
+            return []
+        return [ServerStopped(self.source, now, before), ServerRestart(self.source, now, "llamacpp", server)]
 
     def _new_stream(self, key: Key) -> Stream:
         """A stream for a process or port first seen (the oldest goes beyond MAX_STREAMS: a journal's
@@ -648,7 +679,7 @@ class LlamacppParser:
         stream.reset()
         now = self._time(stream, env, wall)
         stream.announced = True
-        return [*ended, ServerRestart(self.source, now, "llamacpp")]
+        return [*ended, ServerRestart(self.source, now, "llamacpp", _server(env, key))]
 
     def _time(self, stream: Stream, env: ln.Envelope, wall: float | None) -> float:
         """Event time of a message (rules in the module docstring), never before the last one."""
@@ -685,6 +716,12 @@ class LlamacppParser:
 def _key(saved: object) -> Key:
     """A stream's key as a snapshot saved it (JSON: a port number, a process name, or null)."""
     return saved if saved is None or isinstance(saved, str) else int(saved)  # type: ignore[call-overload]
+
+
+def _server(env: ln.Envelope, key: Key) -> str | None:
+    """The server a restart names: the process a transport named (journald's `name[pid]`, a compose
+    service), as its records do; None for a plain log's (or a router's port: one process)."""
+    return None if env.process is None else str(key)
 
 
 def _key_of(env: ln.Envelope) -> Key:

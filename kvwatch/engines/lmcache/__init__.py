@@ -7,9 +7,16 @@ from kvwatch.engines.base import Engine, Later
 from kvwatch.engines.lmcache.blind import blindness
 
 
-class Lmcache(Engine):
-    """LMCache's optional capabilities (kvwatch.engines.capabilities): Reports, JudgesBlindness."""
+def _hint(head: str) -> bool:
+    """parser.looks_like, but only its marker (lines.MARKER): detection asks it of a vLLM log's first
+    lines too, before vLLM's sniff takes them (kvwatch.engines.detect)."""
+    return "] LMCache " in head
 
+
+class Lmcache(Engine):
+    """LMCache's optional capabilities (kvwatch.engines.capabilities): Hints, Reports, JudgesBlindness."""
+
+    hint = staticmethod(_hint)
     section = Later("kvwatch.engines.lmcache.report:section")
     gather = Later("kvwatch.engines.lmcache.report:Figures")
     blindness = staticmethod(

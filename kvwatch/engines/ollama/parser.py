@@ -672,11 +672,14 @@ class OllamaParser:
             number += 1
             self._conversations[key] = number
         where = f"runner {runner} " if runner else ""
+        model = self._label(runner)
+        # (its server: the runner's model, what Ollama loads one runner for, whatever port a reload
+        # gives it; two runners' requests are then judged apart, as two llama-servers' in a journal)
         record = OllamaRequest(
             self.source, self._now(event.time), event.prompt_tokens, event.reused_tokens,
             full_reprocess=event.full_reprocess, slot=event.slot,
-            conversation=f"{where}slot {event.slot} #{number}",
-            runner=runner, model=self._label(runner), derived=event.derived,
+            conversation=f"{where}slot {event.slot} #{number}", server=model or None,
+            runner=runner, model=model, derived=event.derived,
         )  # fmt: skip
         return self._record(record)
 
