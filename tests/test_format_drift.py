@@ -106,6 +106,12 @@ ENGINE_MUTATIONS = [
     ("lmstudio-v0-4-mlx-vision.log", "cached_tokens=", "hit_tokens=", "lmstudio"),
     ("lmcache-0.4.4-healthy.log", "LMCache hit tokens", "LMCache hits", "lmcache"),
     ("lmcache-0.4.4-healthy.log", "] Stored ", "] Saved ", "lmcache"),
+    (
+        "lmcache-0.5.6-sglang-0.5.9-healthy.log",
+        "retrieve skipped: lookup=",
+        "retrieve skipped: hit=",
+        "lmcache",
+    ),
     ("sglang-v0-5-17-agentic-broken.log", "#cached-token: ", "#cache-hit-token: ", "sglang"),
     ("usage-openai.log", '"usage":', '"token_usage":', "usage"),
 ]

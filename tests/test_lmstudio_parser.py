@@ -125,6 +125,53 @@ def test_one_line_records_and_the_llama_cpp_runtimes_continuation_lines() -> Non
     assert all(isinstance(r, list) for r in results if r is not None)
 
 
+# qwen-code#153 (2025-07-30): the summary and the totals in two two-line records of their own.
+SUMMARY_TWO_RECORDS = [
+    "2025-07-30 23:37:35 [DEBUG]",
+    " Cache reuse summary: 3975/7975 of prompt (49.8433%), 3975 prefix, 0 non-prefix",
+    "2025-07-30 23:37:35 [DEBUG]",
+    " Total prompt tokens: 7975",
+    "Prompt tokens to decode: 4000",
+]
+# ml-explore/mlx-lm#480's description (2025-09-18), its GGUF half: no summary (tests/wild).
+NO_SUMMARY = [
+    "2025-09-18 07:08:38 【DEBUG】",
+    "Total prompt tokens: 7145",
+    "Prompt tokens to decode: 21",
+]
+
+
+def test_the_summary_makes_the_record_and_its_totals_in_the_next_record_add_none() -> None:
+    """A `Cache reuse summary` followed, in the next record, by its `Total prompt tokens` and `Prompt tokens
+    to decode` is one request: 3975 of 7975 cached."""
+    [record] = of(LmstudioRequest, SUMMARY_TWO_RECORDS)
+    assert isinstance(record, LmstudioRequest)
+    assert (7975, 3975, "llama.cpp") == (record.prompt_tokens, record.cached_tokens, record.runtime)
+
+
+@pytest.mark.parametrize(("total", "decode", "cached"), [(7145, 21, 7124), (939, 1, 938), (939, 939, 0)])
+def test_totals_without_a_summary_are_a_record_of_total_minus_to_decode(
+    total: int, decode: int, cached: int
+) -> None:
+    """Without a `Cache reuse summary`, `Total prompt tokens: N` then `Prompt tokens to decode: M` is a
+    request of N tokens with N - M cached (a whole-prompt reuse decodes its last token again: 938 of 939),
+    and the lines alone name LM Studio."""
+    lines = [NO_SUMMARY[0], f"Total prompt tokens: {total}", f"Prompt tokens to decode: {decode}"]
+    [record] = of(LmstudioRequest, lines)
+    assert isinstance(record, LmstudioRequest)
+    assert (total, cached, "llama.cpp", 1758179318.0) == (
+        record.prompt_tokens, record.cached_tokens, record.runtime, record.time,
+    )  # fmt: skip
+    assert detect_engine("\n".join(NO_SUMMARY) + "\n") == "lmstudio"
+
+
+def test_more_to_decode_than_the_prompt_is_an_error() -> None:
+    """`Prompt tokens to decode` above `Total prompt tokens` is a parse error, not a record."""
+    events, results = run([NO_SUMMARY[0], "Total prompt tokens: 10", "Prompt tokens to decode: 11"])
+    assert not [e for e in events if isinstance(e, LmstudioRequest)]
+    assert isinstance(results[-1], ParseError)
+
+
 def test_vision_restore_and_disk_usage() -> None:
     """uncached = prompt - 1 - cached; lifetime efficiency as a 0-1 ratio; disk MiB as bytes."""
     [record] = of(LmstudioRequest, VISION)

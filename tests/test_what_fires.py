@@ -39,6 +39,7 @@ FIRES = {
     "samples/lmcache-0.3.12-write-only.log": {"write_only_offload"},
     "samples/lmcache-0.3.9-failed-loads.log": {"offload_retrieve_failed"},
     "samples/lmcache-0.5.6-remote-write-only.log": {"write_only_offload"},
+    "samples/lmcache-0.5.6-sglang-0.5.9-write-only.log": {"write_only_offload"},
     "samples/lmstudio-v0-4-mlx-zero-reuse.log": {"prefix_reuse_broken"},
     "samples/lmstudio-v0-4-verbose-off.log": {"no_signal"},
     "samples/ollama-0.29-default.log": {"no_signal"},

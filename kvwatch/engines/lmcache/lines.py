@@ -70,7 +70,12 @@ def lookup_by_key(message: str) -> tuple[tuple[str, str, str | None, str, str], 
 
 #: LMCache's records of the kinds kvwatch reads (kvwatch.parsers.drift): lookups, stores and loads, by
 #: their words; one that reads as none of the shapes above is a reworded record.
-SHAPES = Shapes(("Reqid: ", "Stored ", "Retrieved ", "Storing KV cache", "hit tokens", " out of "))
+SHAPES = Shapes(
+    (
+        "Reqid: ", "Stored ", "Retrieved ", "Storing KV cache", "hit tokens", " out of ",
+        "LMCache retrieve started", "LMCache retrieve skipped",  # (SGLang's adapter: its lookups)
+    )
+)  # fmt: skip
 
 # 0.4.7-0.5.6 DEBUG: `Reqid: %s, Chunked KV loading: capped from %d to %d external tokens
 # (max_tokens_per_load=%d)`
@@ -102,13 +107,18 @@ STORED = re.compile(
 # a stored prefix is a vLLM prefix-cache hit, not a failed load.
 STORE_SKIPS = re.compile(r"Store skips (\d+) tokens and then stores (\d+) tokens\Z")
 INJECTED = re.compile(r"Injected token number: (\d+)\Z")
-# SGLang's LMCache adapter (lmcache/integration/sglang/sglang_adapter.py, LMCache PR #2410, 2026-01):
-# INFO before its synchronous retrieve of the tokens past what the radix cache holds (`offset`); when
-# there are none, `LMCache retrieve skipped: lookup=%d, offset=%d, no new tokens to retrieve` (0.5.0-0.5.6;
-# `to load` in the PR).
+# SGLang's LMCache adapter (lmcache/integration/sglang/sglang_adapter.py, LMCache PR #2410, 2026-01; in
+# 0.5.6 LMCacheLayerwiseConnector.start_load_kv, :352 and :325), INFO, one per lookup: SGLang's radix
+# cache (sglang 0.5.x srt/mem_cache/storage/lmcache/lmc_radix_cache.py match_prefix, up to 0.5.21) asks
+# only when it misses a tail of the prompt; `lookup` is the prefix LMCache holds (its `lookup()`, the
+# TP ranks' minimum), `offset` what the radix cache holds (rounded down to a chunk). Started: `LMCache
+# retrieve started: lookup=%d, offset=%d, retrieve %d new tokens` (lookup - offset loaded); none new:
+# `LMCache retrieve skipped: lookup=%d, offset=%d, no new tokens to retrieve` (`to load` in the PR).
+# The layerwise retrieve's own `Retrieved ... out of total` line is never reached there (the adapter
+# stops its generator one step before it): the started line is the load.
 SGLANG_RETRIEVE = re.compile(
     r"LMCache retrieve (?:started: lookup=(\d+), offset=(\d+), (?:retrieve (\d+)|new_tokens=(\d+))"
-    r"(?: new tokens)?|skipped: lookup=\d+, offset=\d+, no new tokens to (?:load|retrieve))\Z"
+    r"(?: new tokens)?|skipped: lookup=(\d+), offset=(\d+), no new tokens to (?:load|retrieve))\Z"
 )
 # Its store (0.5.0-0.5.6, INFO): `LMCache store_kv started: tokens=%d, num_layers=%d, offset=%d` and
 # `LMCache store_kv completed: stored %d tokens`, around the engine's own `Stored N out of total M`, which

@@ -75,7 +75,8 @@ class LmcacheMetrics:
         """Apply one counted lookup."""
         labels = (ev.source,)
         self.lookups.inc(labels, ev.lookups)
-        self.query.inc(labels, ev.query_tokens)
+        if ev.query_tokens:  # (0: not printed, SGLang's adapter: no series rather than a false 0)
+            self.query.inc(labels, ev.query_tokens)
         self.hit.inc(labels, ev.hit_tokens)
         self.need.inc(labels, ev.need_load_tokens)
         if ev.local_tokens is not None:

@@ -470,12 +470,21 @@ class LmcacheLayer:
             return self._sums.transfer(when, self._worker(tag), True, tokens, None, None, None)
         sglang = lm.SGLANG_RETRIEVE.match(message)
         if sglang is not None:
-            count = sglang.group(3) or sglang.group(4)
-            if count is None:  # skipped: the radix cache holds all LMCache found
-                return []
-            tokens = int(count)
-            return self._sums.transfer(when, self._worker(tag), True, tokens, tokens, None, None)
+            return self._sglang(sglang, tag, when)
         return self._failure(message, tag, when)
+
+    def _sglang(self, match: re.Match[str], tag: str, when: float) -> list[Event]:
+        """SGLang's adapter's retrieve line: a lookup (hit: the prefix LMCache holds, need: the new tokens
+        past the radix cache's), as vLLM's `LMCache hit tokens: H, need to load: N` counts, and the load
+        of those new tokens (started); skipped, the radix cache holds all LMCache found: none loaded. The
+        request's tokens are not printed (query 0), nor its id: every line is a lookup."""
+        self._looked = True
+        hit, count = match.group(1) or match.group(5), match.group(3) or match.group(4)
+        tokens = int(count or 0)
+        done = self._sums.lookup(when, 0, int(hit), tokens, None)
+        if count is None:
+            return done
+        return [*done, *self._sums.transfer(when, self._worker(tag), True, tokens, tokens, None, None)]
 
     def _failure(self, message: str, tag: str, when: float) -> ParseResult:
         worker = self._worker(tag)

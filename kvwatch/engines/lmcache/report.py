@@ -141,7 +141,7 @@ def section(view: SourceView) -> list[str] | None:
     if figures.lookups:
         apc = figures.apc.cell()
         lines.append(
-            f"  lmcache lookups {figures.lookups}: query tokens {figures.query}, hit {figures.hit} "
+            f"  lmcache lookups {figures.lookups}: query tokens {figures.query or '-'}, hit {figures.hit} "
             f"({pct(figures.hit / figures.query) if figures.query else '-'}), need load {figures.need}"
             + ("" if apc == "-" else f", vLLM prefix cache {apc}")
         )

@@ -20,9 +20,11 @@ _HEADER_START = re.compile(r"\d{4}-\d\d-\d\d \d\d:\d\d:\d\d +\[")
 
 
 def _hint(head: str) -> bool:
-    """parser.looks_like reads `[stamp][LEVEL]`, `[cache_wrapper][`, `Cache reuse summary: ` or a
-    header line (lines.ONE_LINE, lines.HEADER)."""
+    """parser.looks_like reads `[stamp][LEVEL]`, `[cache_wrapper][`, `Cache reuse summary: `, `Prompt
+    tokens to decode: ` or a header line (lines.ONE_LINE, lines.HEADER)."""
     if "][" in head or "Cache reuse summary: " in head or "【" in head or "Prompt cache" in head:
+        return True
+    if "Prompt tokens to decode: " in head:
         return True
     return any(_HEADER_START.match(text) for text in head.splitlines())
 

@@ -58,6 +58,12 @@ TRIMMED = re.compile(r"Trimmed (\d+) tokens from the prompt cache\s*$")
 REUSE = re.compile(
     r"Cache reuse summary: (\d+)/(\d+) of prompt \((\d+(?:\.\d+)?)%\), (\d+) prefix, (\d+) non-prefix"
 )
+#: The runtime's two lines after the summary (continuation lines, or a record's message and its
+#: continuation): the prompt's tokens, and those it decodes. A record without the summary (mlx-lm#480's
+#: GGUF paste, 2025-09) is read from them: cached = total - to decode, as every summary in the pastes
+#: has it (`1022/1261` then `239`; a whole-prompt `939/939` then `1`).
+TOTAL = re.compile(r"Total prompt tokens: (\d+)\s*$")
+TO_DECODE = re.compile(r"Prompt tokens to decode: (\d+)\s*$")
 MIB = 1024 * 1024
 #: mlx-engine's per-request lines, unambiguous alone (a paste without LM Studio's framing, lmstudio#2419).
 STANDALONE = re.compile(
@@ -91,7 +97,16 @@ NOT_MODELS = ("LM STUDIO SERVER", "Client=", "Endpoint=", "LMSInternal", "Plugin
 #: LM Studio's lines of the kinds kvwatch reads (kvwatch.parsers.drift): mlx-engine's prompt cache lines
 #: and the llama.cpp runtime's reuse summary, by their words; one that reads as none of their shapes
 #: is a reworded line.
-SHAPES = Shapes(("Prompt cache", "cached_tokens", "tokens from cache", "Cache reuse"))
+SHAPES = Shapes(
+    (
+        "Prompt cache",
+        "cached_tokens",
+        "tokens from cache",
+        "Cache reuse",
+        "Total prompt tokens",
+        "tokens to decode",
+    )
+)
 
 
 class GarbledError(ValueError):

@@ -59,6 +59,8 @@ LIFE_STARTS = (*FAILED, CAUSED_BY)
 _READ = (
     "Prompt cache",
     "Cache reuse summary",
+    "Total prompt tokens",
+    "Prompt tokens to decode",
     "Trimmed ",
     "prompt cache disk usage",
     ls.GENERATION,
@@ -142,6 +144,10 @@ def _model_tag(tag: str) -> str:
     return ls.model_of([tag])
 
 
+#: The llama.cpp runtime's lines (its `Cache reuse summary`, and what it decodes with or without one).
+_RUNTIME_LINES = ("Cache reuse summary: ", "Prompt tokens to decode: ")
+
+
 def looks_like(sample: str) -> bool:
     """True when a file's head reads like LM Studio's server log (its record headers, twice, in ASCII or
     full-width brackets), or holds one line only mlx-engine writes."""
@@ -152,7 +158,7 @@ def looks_like(sample: str) -> bool:
         framed = ls.ONE_LINE.match(text) or (ls.HEADER.match(previous) and not ls.HEADER.match(text))
         if ls.STANDALONE.match(text):
             hits += 2  # (a line only mlx-engine writes names the engine alone)
-        elif framed or "[cache_wrapper][" in text or "Cache reuse summary: " in text:
+        elif framed or "[cache_wrapper][" in text or text.startswith(_RUNTIME_LINES):
             hits += 1
         if hits >= 2:
             return True
@@ -182,6 +188,8 @@ class LmstudioParser:
         self._blind = ""
         self._drift = Drift(source, "lmstudio", ls.SHAPES)  # cache lines reworded, keys of no release
         self._life = lifecycle(source)  # whether a model load failed (engine_start_failed)
+        self._summary: int | None = None  # the last `Cache reuse summary`'s prompt, its totals to come
+        self._total: int | None = None  # `Total prompt tokens`, its `Prompt tokens to decode` to come
 
     def parse(self, line: LogLine) -> ParseResult:
         """The events of one line; [] for a recognised line with none; None for a foreign line."""
@@ -376,7 +384,10 @@ class LmstudioParser:
             # server: "we have to evaluate at least 1 token to generate logits", n_past - 1; the runtime
             # prints `939/939` then `Prompt tokens to decode: 1`): that token is computed, not cached.
             cached = matched - 1 if matched == total > 0 else matched
+            self._summary = total  # (its `Total prompt tokens` / `Prompt tokens to decode` follow: no record)
             return self._record(total, cached, "llama.cpp", None)
+        if body.startswith(("Total prompt tokens", "Prompt tokens to decode")):
+            return self._totals(body, now)
         if body.startswith("Trimmed ") and not body.startswith("Trimmed tokens"):
             match = ls.TRIMMED.match(body)
             if match is None:
@@ -398,6 +409,25 @@ class LmstudioParser:
         if body.startswith(ls.GENERATION):
             return self._generation(now)
         return self._drift.line(now, body) or []
+
+    def _totals(self, body: str, now: float) -> list[Event]:
+        """The llama.cpp runtime's `Total prompt tokens: N` (remembered) and `Prompt tokens to decode: M`:
+        the record of a request whose `Cache reuse summary` was not printed (cached N - M); after a
+        summary of the same prompt, nothing (it made the record)."""
+        total = ls.TOTAL.match(body)
+        if total is not None:
+            self._total = int(total[1])
+            return []
+        decode = ls.TO_DECODE.match(body)
+        if decode is None:
+            return self._drift.line(now, body) or []
+        prompt, summary = self._total, self._summary
+        self._total = self._summary = None
+        if prompt is None or prompt == summary:
+            return []
+        if int(decode[1]) > prompt:
+            raise ls.GarbledError(f"{decode[1]} to decode of a {prompt}-token prompt")
+        return self._record(prompt, prompt - int(decode[1]), "llama.cpp", None)
 
     def _using(self, prompt: int, cached: int) -> ParseResult:
         """`_message` of mlx-engine's `[cache_wrapper][INFO]: Prompt cache: using N/M tokens from cache`."""
