@@ -1,10 +1,13 @@
-"""Shared test options: `--update-golden` rewrites samples/*.golden from the current behaviour."""
+"""Shared test options and fixtures: `--update-golden` rewrites samples/*.golden from the current behaviour;
+`registry` puts the engine registry back as shipped after a test that registers configured engines."""
 
 from __future__ import annotations
 
 from collections.abc import Iterator
 
 import pytest
+
+from kvwatch.engines import ENGINES, register
 
 
 def pytest_addoption(parser: pytest.Parser) -> None:
@@ -31,3 +34,14 @@ def _no_daemon_left_behind() -> Iterator[None]:
 
     while daemon_helpers.STARTED:
         daemon_helpers.STARTED.pop().kill()
+
+
+@pytest.fixture
+def registry() -> Iterator[None]:
+    """The registry as shipped after the test (a config's engines are registered while it loads)."""
+    saved = dict(ENGINES)
+    yield
+    for name in set(ENGINES) - set(saved):
+        del ENGINES[name]
+    for engine in saved.values():
+        register(engine)

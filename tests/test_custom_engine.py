@@ -6,7 +6,6 @@ from __future__ import annotations
 
 import json
 import re
-from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
@@ -14,7 +13,7 @@ from daemon_helpers import Kvwatch, file_source, wait_until, write_config
 
 from kvwatch.cli import main
 from kvwatch.config import ConfigError, load_config
-from kvwatch.engines import ENGINES, register
+from kvwatch.engines import ENGINES
 from kvwatch.engines.custom import make_engine
 from kvwatch.engines.custom.events import CustomNotice
 from kvwatch.engines.custom.parser import CustomParser
@@ -40,17 +39,6 @@ regex = '''req t=(?P<t>[\d.]+) prompt=(?P<prompt>\d+) cached=(?P<cached>\d+) con
 fields = { prompt_tokens = "prompt", cached_tokens = "cached", conversation = "conv" }
 labels = { conv = 2 }
 """
-
-
-@pytest.fixture
-def registry() -> Iterator[None]:
-    """The registry as shipped after the test (a config's engines are registered while it loads)."""
-    saved = dict(ENGINES)
-    yield
-    for name in set(ENGINES) - set(saved):
-        del ENGINES[name]
-    for engine in saved.values():
-        register(engine)
 
 
 def problems(tmp_path: Path, body: str) -> list[str]:

@@ -5,28 +5,18 @@ and the last of them. Expected figures are read from the logs here, by hand, not
 from __future__ import annotations
 
 import re
-from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
 from daemon_helpers import write_config
 
 from kvwatch.cli import main
-from kvwatch.engines import ENGINES, register
 
 ROOT = Path(__file__).resolve().parents[1]
 EXAMPLES = ROOT / "examples" / "custom-engines"
 
 
-@pytest.fixture(autouse=True)
-def registry() -> Iterator[None]:
-    """The registry as shipped after the test (a config's engines are registered while it loads)."""
-    saved = dict(ENGINES)
-    yield
-    for name in set(ENGINES) - set(saved):
-        del ENGINES[name]
-    for engine in saved.values():
-        register(engine)
+pytestmark = pytest.mark.usefixtures("registry")  # (tests/conftest.py)
 
 
 def section(capsys: pytest.CaptureFixture[str], config: Path, log: Path) -> list[str]:
