@@ -62,13 +62,18 @@ def test_a_head_of_lines_that_tell_nothing_decides_when_full_or_at_the_end() -> 
 
 
 def auto_engine(lines: list[str]) -> str | None:
-    """The engine an auto parser fed the lines one by one chooses (at the end of input at the latest)."""
+    """The engine an auto parser fed the lines one by one settles on: a provisional choice confirmed or
+    made again, the end of input at the latest."""
     auto = AutoParser("s", SETTINGS)
     for text in lines:
         auto.parse(LogLine("s", text, None))
-        if auto.engine is not None:
+        if auto.again is not None:
+            auto.redo()
+        if auto.engine is not None and not auto.provisional:
             return auto.engine
     auto.flush()
+    if auto.again is not None:
+        auto.redo()
     return auto.engine
 
 
@@ -86,19 +91,15 @@ def test_the_daemon_and_replay_choose_alike_for_every_plain_sample(name: str, tm
         ), name
 
 
-def test_a_quiet_log_decides_then_reads_again_when_the_rule_chooses_otherwise() -> None:
-    """Undecided and quiet: the lines held are parsed as LMCache's; once a vLLM line decides the rule,
-    every line is parsed again as vLLM's, and the counts end as a vLLM parser's."""
-    now = [0.0]
-    auto = AutoParser("s", SETTINGS, clock=lambda: now[0])
+def test_a_carried_engines_line_parses_at_once_then_again_when_the_rule_chooses_otherwise() -> None:
+    """LMCache's first record: parsed as LMCache's at once, provisionally; once a vLLM line decides the
+    rule, every line is parsed again as vLLM's, and the counts end as a vLLM parser's."""
+    auto = AutoParser("s", SETTINGS)
     run = SourceRun("s", auto, SourceCounts())
     lines = [LogLine("s", text, None) for text in CARRIED]
     for line in lines[:2]:
         run.take(line)
-    now[0] = sources.QUIET - 0.1
-    assert [] == auto.drain() and auto.engine is None
-    now[0] = sources.QUIET
-    assert auto.drain() and ("lmcache", True, True) == (auto.engine, auto.provisional, auto.holding)
+    assert ("lmcache", True, True) == (auto.engine, auto.provisional, auto.holding)
     run.counts.add(auto.settle())
     upto = first_vllm_line(CARRIED) + 1
     for line in lines[2:upto]:
@@ -115,6 +116,20 @@ def test_a_quiet_log_decides_then_reads_again_when_the_rule_chooses_otherwise() 
         run.counts.recognized,
         run.counts.errors,
     )
+
+
+def test_lines_that_name_no_engine_are_held_until_the_log_falls_quiet() -> None:
+    """A head no sniff names an engine for is held (nothing parsed, no position saved) until QUIET
+    seconds pass without a line; then it is decided on, provisionally (vLLM, as replay's fallback)."""
+    now = [0.0]
+    auto = AutoParser("s", SETTINGS, clock=lambda: now[0])
+    for text in NOISE[:20]:
+        assert auto.parse(LogLine("s", text, None)) is None
+    now[0] = sources.QUIET - 0.1
+    assert [] == auto.drain() and (None, True) == (auto.engine, auto.holding)
+    now[0] = sources.QUIET
+    auto.drain()
+    assert ("vllm", True) == (auto.engine, auto.provisional)
 
 
 @pytest.mark.slow  # a quiet spell (kvwatch.daemon.sources.QUIET) and a file grown line by line: ~30 s

@@ -131,15 +131,17 @@ def drained(parser: object) -> list[Event]:
 
 
 class AutoParser:
-    """Holds the first lines until the detection rule (kvwatch.engines.detect, which replay follows on
-    the same lines) decides, then parses them all; at the end of input, or once the log fell quiet
-    (QUIET seconds without a line), it decides on what it holds (vLLM when unsure).
+    """Parses a source's lines with the engine the detection rule (kvwatch.engines.detect, which replay
+    follows on the same lines) chooses. Until the rule decides, the first line the sniffs name an
+    engine for (a carried one: llama.cpp, which Ollama embeds; LMCache, which vLLM and SGLang carry)
+    chooses that engine `provisionally`, so a llama-server's log has its series at once, not after the
+    rule's head is full; lines that name no engine are held, and decided on at the end of input or
+    once the log fell quiet (QUIET seconds without a line; vLLM when unsure), provisionally too.
 
-    A choice made on a quiet log is `provisional`: the lines go on to the rule (and are kept, the
-    rule's head at most) until it decides. Should it choose another engine (a carrier's line after
-    a quiet spell that followed its layer's first lines), `again` names it: the daemon drops what the
-    first choice made of the source and `redo()` parses every line read again, so the source ends
-    as replay of the file reads it.
+    A provisional choice's lines go on to the rule (and are kept, the rule's head at most) until it
+    decides. Should it choose another engine (a carrier's line after its layer's first lines), `again`
+    names it: the daemon drops what the first choice made of the source and `redo()` parses every
+    line read again, so the source ends as replay of the file reads it.
 
     While it holds lines (`holding`), the daemon does not save the source's position: a crash then
     reads them again instead of losing them. Held lines count as neither recognised nor errors until
@@ -188,9 +190,16 @@ class AutoParser:
             return result
         self.held.append(line)
         self._last = self.clock()
-        if not self.detector.feed(line.text):
+        if self.detector.feed(line.text):
+            return self._decide(self.detector.engine or FALLBACK)
+        if self.detector.found is None:
             return None
-        return self._decide(self.detector.engine or FALLBACK)
+        # (a carried engine named before the rule decides: parse with it meanwhile, see the docstring)
+        self.provisional, self._seen = True, list(self.held)
+        events = self._decide(self.detector.found)
+        self.markers = ()  # (every line goes on to the rule)
+        self._tally = (self._unsettled[0] + (events is not None), self._unsettled[1])
+        return events
 
     def flush(self) -> list[Event]:
         """End of input: decide on what is held (vLLM when unsure) and parse it."""

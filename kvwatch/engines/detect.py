@@ -52,6 +52,9 @@ class Detector:
         self._carried = carried()
         self.decided = False
         self.engine: str | None = None  # (once decided: None when no engine recognised the head)
+        #: What the sniffs said of the lines at the last asking (an engine they name before the rule
+        #: decides is the one the daemon parses with meanwhile, provisionally).
+        self.found: str | None = None
 
     @property
     def lines(self) -> int:
@@ -68,7 +71,7 @@ class Detector:
         full = count >= HEAD_LINES or self._size >= HEAD_BYTES
         if not (full or count <= EVERY or count % EVERY == 0):
             return False
-        found = detect_engine("".join(self._parts))
+        found = self.found = detect_engine("".join(self._parts))
         if full or (found is not None and found not in self._carried):
             return self._decide(found)
         return False
