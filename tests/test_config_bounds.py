@@ -9,8 +9,9 @@ from pathlib import Path
 import pytest
 
 from kvwatch.cli import main
-from kvwatch.config.bounds import BOUNDS, Range
+from kvwatch.config.bounds import BOUNDS, WINDOW, Range
 from kvwatch.detectors import DetectorSettings
+from kvwatch.windows.window import HORIZON
 
 
 def numeric_settings() -> dict[str, dict[str, float]]:
@@ -133,8 +134,24 @@ def test_an_alias_is_named_as_written_and_every_problem_is_listed(
         "detectors.pinned_cache.min_share: must be more than 0 and at most 1 (a share; got 0)",
         "detectors.pinned_cache.conversation_requests: must be at least 2 (got 1)",
         "detectors.hit_rate_low.threshold: must be more than 0 and at most 1 (a share; got 1.2)",
-        "detectors.hit_rate_low.window: must be more than 0 (a duration in seconds; got -60)",
+        "detectors.hit_rate_low.window: must be more than 0 and at most 3600 "
+        "(a look-back in seconds; windows keep an hour; got -60)",
         "detectors.usage_double_counting.min_tracking: must be more than 0 and at most 1 "
         "(a rank correlation; got -0.5)",
         "detectors.usage_double_counting.tolerance: must be from 0 to 1 (a share; got 2)",
     ] == problems
+
+
+def test_a_window_longer_than_the_windows_keep_is_refused(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """A detector's look-back beyond the hour the windows keep would judge less than it says: refused."""
+    assert WINDOW.high == HORIZON
+    status, problems = check(tmp_path, capsys, "[detectors.hit_rate_gap]\nwindow = 7200\n")
+    assert (
+        1,
+        [
+            "detectors.hit_rate_gap.window: must be more than 0 and at most 3600"
+            " (a look-back in seconds; windows keep an hour; got 7200)"
+        ],
+    ) == (status, problems)

@@ -42,6 +42,9 @@ class Range:
 
 COUNT = Range("a count", 1)
 SECONDS = Range("a duration in seconds", 0, low_open=True)
+#: A detector's look-back: the windows keep an hour of event time (kvwatch.windows.window.HORIZON), so a
+#: longer window would judge less than it says.
+WINDOW = Range("a look-back in seconds; windows keep an hour", 0, low_open=True, high=3600)
 SHARE = Range("a share", 0, high=1)  # 0 allowed: "none of it"
 POSITIVE_SHARE = Range("a share", 0, low_open=True, high=1)  # 0 would take every request
 CORRELATION = Range("a rank correlation", 0, low_open=True, high=1)  # 0 or less: no trend counts as one
@@ -84,10 +87,10 @@ BOUNDS: dict[str, dict[str, Range | None]] = {
         "waste_requests": OWN,
     },
     "no_signal": {"silence": SECONDS},
-    "prefix_hit_rate_low": {"threshold": POSITIVE_SHARE, "window": SECONDS, "min_intervals": COUNT},
-    "hit_rate_gap": {"window": SECONDS, "min_requests": COUNT, "min_gap": POSITIVE_SHARE, "max_ratio": SHARE},
+    "prefix_hit_rate_low": {"threshold": POSITIVE_SHARE, "window": WINDOW, "min_intervals": COUNT},
+    "hit_rate_gap": {"window": WINDOW, "min_requests": COUNT, "min_gap": POSITIVE_SHARE, "max_ratio": SHARE},
     "usage_double_counting": {
-        "window": SECONDS,
+        "window": WINDOW,
         "max_requests": OWN,
         "min_requests": COUNT,
         "min_share": POSITIVE_SHARE,
@@ -97,8 +100,8 @@ BOUNDS: dict[str, dict[str, Range | None]] = {
         "tolerance": SHARE,
     },
     "prefix_cache_disabled": {"min_requests": COUNT, "min_prompt": TOKENS},
-    "hicache_storage_unused": {"min_prefetches": COUNT, "window": SECONDS},
-    "offload_retrieve_failed": {"min_failures": COUNT, "window": SECONDS, "quiet": SECONDS},
+    "hicache_storage_unused": {"min_prefetches": COUNT, "window": WINDOW},
+    "offload_retrieve_failed": {"min_failures": COUNT, "window": WINDOW, "quiet": SECONDS},
     "engine_start_failed": {},
     "format_drift": {"min_lines": COUNT},
     "probe_prefix_miss": {"threshold": OWN, "runs": OWN},
