@@ -8,6 +8,7 @@ import random
 import pytest
 from prometheus_client import CollectorRegistry, Counter, Gauge, Histogram, generate_latest
 
+import kvwatch.metrics  # noqa: F401  (as in the daemon: importing it turns prometheus_client's _created series off)
 from kvwatch.engines.families import Family, HistogramFamily
 
 BUCKETS = (0.001, 0.01, 0.1, 0.5, 1.0, 2.5, 60.0)
