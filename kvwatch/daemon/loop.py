@@ -147,6 +147,10 @@ class PipelineLoop:
             self.pipeline.metrics.sources.adopt(feeder.name, run.counts)
             for event in parser.redo():
                 self._apply(event)
+            if self.pipeline.last_time is not None:
+                # (the lines read again lie behind the event-time grid, which ticks only as time moves
+                # on: judge them now, not when the next line or two scheduled ticks come)
+                self._tick(self.pipeline.last_time)
         run.counts.add(parser.settle())
         if parser.inner is not None and not parser.provisional and feeder.markers is None:
             feeder.markers = parser.markers  # (the feeder hands them to its source)

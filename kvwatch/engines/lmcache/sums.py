@@ -6,7 +6,8 @@ lines, tokens, tokens offered or required, bytes, seconds) are held while their 
 on as one event per kind and worker, timed at its last line: when the stretch spans `STRETCH` seconds of
 event time, before any event that is not a sum (a failure, a short load, a fact: the order of event
 times holds), when the carrying parser makes an event of its own (`drain`), and at the end. Sizes are
-summed as printed (GiB to 4 decimals) and made bytes per stretch. The window sees a stretch as one point.
+summed as printed (GiB to 4 decimals) and made bytes per stretch, from their running total. The window
+sees a stretch as one point.
 """
 
 from __future__ import annotations
@@ -22,7 +23,7 @@ _GIB = float(1 << 30)
 class Sums:
     """The sums held back for one source."""
 
-    __slots__ = ("_source", "_storing", "held", "last", "local", "lookups", "start", "transfers")
+    __slots__ = ("_drained", "_source", "_storing", "held", "last", "local", "lookups", "start", "transfers")
 
     def __init__(self, source: str) -> None:
         self._source = source
@@ -37,6 +38,10 @@ class Sums:
         # has seconds]; emptied, never replaced, by drain()
         self.transfers: dict[tuple[str, bool], list[int]] = {}
         self._storing: dict[str, list[int]] = {}  # worker -> [tokens, total] of `Storing KV cache` lines
+        # (worker, load) -> sizes drained so far, in 1e-4 GiB: a stretch's bytes are what the running total
+        # adds once made bytes, so the bytes summed over stretches do not depend on where stretches end
+        # (the live daemon's syncs end them where replay does not)
+        self._drained: dict[tuple[str, bool], int] = {}
 
     def _open(self, when: float) -> list[Event]:
         """Start or continue the stretch at `when`: the events of a stretch it ends."""
@@ -116,11 +121,17 @@ class Sums:
             out.append(LmcacheLookup(source, when, sums[1], sums[2], sums[3], self.local, sums[0], sums[4]))
             sums[:] = (0, 0, 0, 0, 0)
             self.local = None
-        for (worker, load), s in self.transfers.items():
+        for key, s in self.transfers.items():
+            size = None
+            if s[5]:
+                before = self._drained.get(key, 0)
+                self._drained[key] = after = before + s[4]
+                size = round(after * _GIB / 1e4) - round(before * _GIB / 1e4)
+            worker, load = key
             out.append(
                 LmcacheTransfer(
                     source, when, worker, load, s[1], s[2] if s[3] else None,
-                    round(s[4] * _GIB / 1e4) if s[5] else None, s[6] / 1e7 if s[7] else None, s[0],
+                    size, s[6] / 1e7 if s[7] else None, s[0],
                 )
             )  # fmt: skip
         self.transfers.clear()
