@@ -29,7 +29,9 @@ LOGS = sample_logs(rotated=False)
 
 
 def compared(exposition: str) -> Samples:
-    """The samples this test compares, by name and labels."""
+    """The samples this test compares, by name and labels; values to 14 significant digits (a float
+    sum, such as LMCache's store seconds, differs in its last bits by where the daemon's syncs ended a
+    stretch of sums; whole counts up to 1e14 stay exact)."""
     out: Samples = {}
     for family in text_string_to_metric_families(exposition):
         for s in family.samples:
@@ -39,7 +41,7 @@ def compared(exposition: str) -> Samples:
                 and not s.name.startswith(("kvwatch_source_", "kvwatch_alert_firing"))
                 and "timestamp" not in s.name
             ):
-                out[(s.name, tuple(sorted(s.labels.items())))] = s.value
+                out[(s.name, tuple(sorted(s.labels.items())))] = float(f"{s.value:.14g}")
     return out
 
 
