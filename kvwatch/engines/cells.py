@@ -1,5 +1,5 @@
 """Cells of the engines' report sections' tables (`replay --format text`): a ratio as a percentage, a
-byte count with its unit."""
+byte count with its unit, a request's token cells."""
 
 from __future__ import annotations
 
@@ -9,6 +9,11 @@ from collections.abc import Sequence
 def pct(ratio: float | None) -> str:
     """A 0-1 ratio as `12.3%`; `-` when unknown."""
     return "-" if ratio is None else f"{ratio * 100:.1f}%"
+
+
+def tokens(prompt: int, cached: int) -> tuple[str, str, str, str]:
+    """A request's prompt, cached and new tokens and its hit rate (`-` for an empty prompt)."""
+    return str(prompt), str(cached), str(prompt - cached), pct(cached / prompt) if prompt else "-"
 
 
 def size(count: int) -> str:

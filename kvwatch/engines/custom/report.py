@@ -13,7 +13,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from kvwatch.engines.capabilities import SourceView
-from kvwatch.engines.cells import pct, size, table
+from kvwatch.engines.cells import pct, size, table, tokens
 from kvwatch.engines.custom.spec import EngineSpec
 from kvwatch.model import CacheRateSample, OffloadCounters, RequestRecord
 from kvwatch.times import iso
@@ -133,8 +133,5 @@ def _row(record: RequestRecord) -> tuple[str, ...]:
     prompt, cached = record.prompt_tokens, record.cached_tokens
     return (
         iso(record.time),
-        str(prompt),
-        str(cached),
-        str(prompt - cached),
-        pct(cached / prompt) if prompt else "-",
+        *tokens(prompt, cached),
     )

@@ -7,7 +7,7 @@ from collections import deque
 from dataclasses import dataclass, field
 
 from kvwatch.engines.capabilities import SourceView
-from kvwatch.engines.cells import pct, size, table
+from kvwatch.engines.cells import pct, size, table, tokens
 from kvwatch.engines.lmstudio.events import (
     LmstudioCacheEvent,
     LmstudioCompletion,
@@ -113,8 +113,5 @@ def _row(record: LmstudioRequest) -> tuple[str, ...]:
         iso(record.time),
         record.model[:32] or "-",
         record.runtime,
-        str(prompt),
-        str(cached),
-        str(prompt - cached),
-        pct(cached / prompt) if prompt else "-",
+        *tokens(prompt, cached),
     )

@@ -7,7 +7,7 @@ from collections import deque
 from dataclasses import dataclass, field
 
 from kvwatch.engines.capabilities import SourceView
-from kvwatch.engines.cells import pct, table
+from kvwatch.engines.cells import pct, table, tokens
 from kvwatch.engines.ollama.events import OllamaAccess, OllamaCacheEvent, OllamaRequest
 from kvwatch.times import iso
 
@@ -106,9 +106,6 @@ def _row(record: OllamaRequest) -> tuple[str, ...]:
         record.runner or "-",
         record.model[:32] or "-",
         "-" if record.slot is None else str(record.slot),
-        str(prompt),
-        str(cached),
-        str(prompt - cached),
-        pct(cached / prompt) if prompt else "-",
+        *tokens(prompt, cached),
         " ".join(note for note in notes if note),
     )

@@ -7,7 +7,7 @@ from collections import deque
 from dataclasses import dataclass, field
 
 from kvwatch.engines.capabilities import SourceView
-from kvwatch.engines.cells import pct, table
+from kvwatch.engines.cells import pct, table, tokens
 from kvwatch.engines.sglang.events import SglangDecode, SglangHicacheError, SglangPrefill, SglangRequest
 from kvwatch.model import CachePrefetch
 from kvwatch.times import iso
@@ -170,10 +170,7 @@ def _row(record: SglangRequest) -> tuple[str, ...]:
     prompt, cached = record.prompt_tokens, record.cached_tokens
     return (
         iso(record.time),
-        str(prompt),
-        str(cached),
-        str(prompt - cached),
-        pct(cached / prompt) if prompt else "-",
+        *tokens(prompt, cached),
         ",".join(f"{tier}={tokens}" for tier, tokens in record.tiers),
         "derived" if record.derived else "",
     )
