@@ -195,11 +195,7 @@ class AutoParser:
         if self.detector.found is None:
             return None
         # (a carried engine named before the rule decides: parse with it meanwhile, see the docstring)
-        self.provisional, self._seen = True, list(self.held)
-        events = self._decide(self.detector.found)
-        self.markers = ()  # (every line goes on to the rule)
-        self._tally = (self._unsettled[0] + (events is not None), self._unsettled[1])
-        return events
+        return self._provisionally(self.detector.found)
 
     def flush(self) -> list[Event]:
         """End of input: decide on what is held (vLLM when unsure) and parse it."""
@@ -241,16 +237,22 @@ class AutoParser:
     def _decide_held(self) -> list[Event]:
         """Decide on the lines held (no line returns their events: each recognised one is settle()'s);
         before the rule does (a quiet log), provisionally."""
-        self.provisional = not self.ended and not self.detector.decided
-        if self.provisional:
-            self._seen = list(self.held)
-        events = self._decide((self.detector.now() if self.provisional else self.detector.end()) or FALLBACK)
-        if self.provisional:
-            self.markers = ()  # (every line goes on to the rule)
+        if not self.ended and not self.detector.decided:
+            events = self._provisionally(self.detector.now() or FALLBACK)
+        else:
+            events = self._decide(self.detector.end() or FALLBACK)
         if events is not None:
             self._unsettled = (self._unsettled[0] + 1, self._unsettled[1])
-        self._tally = (self._unsettled[0], self._unsettled[1])
         return events or []
+
+    def _provisionally(self, engine: str) -> list[Event] | None:
+        """Choose `engine` until the rule decides, and parse the held lines (`_decide`'s events); the
+        lines go on to the rule, and are kept for `redo`, with what they came to counted in `_tally`."""
+        self.provisional, self._seen = True, list(self.held)
+        events = self._decide(engine)
+        self.markers = ()  # (every line goes on to the rule)
+        self._tally = (self._unsettled[0] + (events is not None), self._unsettled[1])
+        return events
 
     def _follow(self, line: LogLine, result: ParseResult) -> None:
         """A line parsed by a provisional choice: kept, counted, and shown to the rule."""
